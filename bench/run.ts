@@ -1,0 +1,14 @@
+// Entry point of `npm run bench -- <name>`: runs one benchmark (or all), printing a table and
+// writing bench/results/<name>.json.
+const BENCHES: Record<string, () => Promise<unknown>> = {
+  codec: () => import('./codec.ts').then((m) => m.runCodecBench()),
+};
+
+const names = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+if (names.length === 0 || names.some((n) => n !== 'all' && !(n in BENCHES))) {
+  console.error(`usage: npm run bench -- <${[...Object.keys(BENCHES), 'all'].join('|')}>`);
+  process.exit(2);
+}
+for (const name of names.includes('all') ? Object.keys(BENCHES) : names) {
+  await BENCHES[name]!();
+}

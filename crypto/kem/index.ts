@@ -1,0 +1,11 @@
+export {
+  decodeKemKeyPair,
+  decodeKemPublicKey,
+  encodeKemKeyPair,
+  encodeKemPublicKey,
+  KEM_ALGORITHM_ID_ML_KEM_768,
+} from './kem-key-codec.ts';
+export { loadKemKeyPair, loadKemPublicKey, saveKemKeyPair, saveKemPublicKey } from './kem-key-file.ts';
+export { generateKemKeyPair, type KemKeyPair, ML_KEM_768, wipeKemKeyPair } from './kem-key-pair.ts';
+export { MIN_ENVELOPE_BYTES, unwrapSecret, wrapSecret } from './wrap.ts';
+export { canonicalWrapContext, type WrapContext } from './wrap-context.ts';

@@ -1,0 +1,2 @@
+export { type LaneLayout, laneLayout } from './lane-layout.ts';
+export { packLanes, unpackLaneSums } from './lane-pack.ts';

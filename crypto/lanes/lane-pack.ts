@@ -1,0 +1,116 @@
+import { BlockRejectedError, InvalidArgumentError } from '../../src/errors/index.ts';
+import type { LaneLayout } from './lane-layout.ts';
+
+/**
+ * Packs levels into slot values: parameter `j · lanesPerSlot + l` of the range goes to lane `l`
+ * of slot `j`, i.e. slot j = Σ_l ℓ[j·L + l] · 2^(l·laneBits). The result is exact in float64
+ * because it stays below 2^exactBits ≤ 2^52.
+ *
+ * @param levels unsigned levels, each in [0, 2^bits − 1] (checked).
+ * @param start first index of `levels` to pack; `count` parameters from there.
+ * @param out slot vector to fill (length ≥ ⌈count / L⌉); unused slots are zeroed.
+ */
+export function packLanes(
+  levels: Uint8Array,
+  start: number,
+  count: number,
+  layout: LaneLayout,
+  out: Float64Array,
+): Float64Array {
+  const { lanesPerSlot: L, laneBits, bits } = layout;
+  const needed = Math.ceil(count / L);
+  if (needed > out.length) {
+    throw new InvalidArgumentError(
+      `${count} parameters need ${needed} slots, slot vector holds ${out.length}`,
+    );
+  }
+  if (start < 0 || start + count > levels.length) {
+    throw new InvalidArgumentError(
+      `range [${start}, ${start + count}) outside levels of length ${levels.length}`,
+    );
+  }
+  const maxLevel = 2 ** bits - 1;
+  const factors = new Float64Array(L);
+  for (let l = 0; l < L; l++) factors[l] = 2 ** (l * laneBits);
+  const end = start + count;
+  let p = start;
+  for (let j = 0; j < needed; j++) {
+    let v = 0;
+    for (let l = 0; l < L && p < end; l++, p++) {
+      const level = levels[p]!;
+      if (level > maxLevel) {
+        throw new InvalidArgumentError(`levels[${p}] is ${level}, ${bits}-bit levels stop at ${maxLevel}`);
+      }
+      v += level * factors[l]!;
+    }
+    out[j] = v;
+  }
+  out.fill(0, needed);
+  return out;
+}
+
+/**
+ * Unpacks decrypted slot sums into per-parameter lane sums, checking every lane against the
+ * headroom: with K contributors an honest lane sum is at most K · (2^bits − 1). A slot that is
+ * not near an integer, negative, or above the packed width, or a lane above K · (2^bits − 1),
+ * means the sum overflowed or was poisoned: `BlockRejectedError('LANE_OVERFLOW')`, never
+ * silent garbage.
+ *
+ * @param slots decrypted slot values (CKKS noise allowed up to ±0.25).
+ * @param count parameters to unpack.
+ * @param out receives lane sums for `count` parameters starting at `outStart`.
+ */
+export function unpackLaneSums(
+  slots: Float64Array,
+  count: number,
+  layout: LaneLayout,
+  contributors: number,
+  out: Float64Array,
+  outStart = 0,
+): void {
+  const { lanesPerSlot: L, laneBits } = layout;
+  if (!Number.isInteger(contributors) || contributors < 1 || contributors > layout.maxContributors) {
+    throw new BlockRejectedError(
+      'LANE_OVERFLOW',
+      `${contributors} contributors exceed the lane headroom of ${layout.maxContributors}`,
+    );
+  }
+  const needed = Math.ceil(count / L);
+  if (needed > slots.length) {
+    throw new InvalidArgumentError(`${count} parameters need ${needed} slots, got ${slots.length}`);
+  }
+  const honestMax = contributors * (2 ** layout.bits - 1);
+  const slotMax = 2 ** (L * laneBits);
+  const laneSize = 2 ** laneBits;
+  let p = outStart;
+  const end = outStart + count;
+  for (let j = 0; j < needed; j++) {
+    const raw = slots[j]!;
+    let v = Math.round(raw) + 0; // + 0 turns −0 into 0
+    if (!(Math.abs(raw - v) <= 0.25) || v < 0 || v >= slotMax) {
+      throw new BlockRejectedError(
+        'LANE_OVERFLOW',
+        `slot ${j} decrypted to ${raw}, outside [0, 2^${L * laneBits}) or too noisy to be an exact lane sum`,
+        { details: { slot: j } },
+      );
+    }
+    for (let l = 0; l < L && p < end; l++, p++) {
+      const lane = v % laneSize;
+      v = (v - lane) / laneSize;
+      if (lane > honestMax) {
+        throw new BlockRejectedError(
+          'LANE_OVERFLOW',
+          `parameter ${p - outStart} lane sum ${lane} exceeds ${contributors} × ${2 ** layout.bits - 1} = ${honestMax}`,
+          { details: { slot: j, lane: l } },
+        );
+      }
+      out[p] = lane;
+    }
+    // Whatever is left above the used lanes of a partial slot must be zero too.
+    if (v !== 0) {
+      throw new BlockRejectedError('LANE_OVERFLOW', `slot ${j} carries ${v} above its lanes`, {
+        details: { slot: j },
+      });
+    }
+  }
+}

@@ -1,0 +1,17 @@
+export {
+  counterKey,
+  counterRandom,
+  counterUniform,
+  lowbias32,
+  UNIFORM_SCALE,
+  uniformFromBits,
+} from './counter-random.ts';
+export { dequantize, dequantizeSum } from './dequantize.ts';
+export { QUANT_BITS, type QuantBits, quantizationStep, sumErrorBound } from './quant-grid.ts';
+export {
+  type QuantizeOut,
+  type QuantizeParams,
+  type QuantizeResult,
+  type QuantSeed,
+  quantize,
+} from './quantize.ts';

@@ -1,0 +1,13 @@
+import type { Command } from 'commander';
+import type { CliContext } from '../cli-context.ts';
+import { packageVersion } from '../package-version.ts';
+
+/** `cohort version`: prints `cohort <version> (node <version>)`. */
+export function registerVersionCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('version')
+    .description('print the Cohort and Node.js versions')
+    .action(() => {
+      ctx.stdout.write(`cohort ${packageVersion()} (node ${process.version})\n`);
+    });
+}

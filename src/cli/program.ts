@@ -1,0 +1,34 @@
+import { Command } from 'commander';
+import { type CliContext, processContext } from './cli-context.ts';
+import type { CommandRegistrar } from './command-registrar.ts';
+import { registerConfigCommand } from './commands/config.ts';
+import { registerVersionCommand } from './commands/version.ts';
+import { packageVersion } from './package-version.ts';
+
+/** Top-level commands, in help order. To add a command, write `commands/<name>.ts` and list its registrar here. */
+const COMMANDS: readonly CommandRegistrar[] = [registerVersionCommand, registerConfigCommand];
+
+/**
+ * Builds the `cohort` command-line program. Commander's own exits are turned into thrown
+ * `CommanderError`s (`exitOverride`) and its output goes to `ctx`, so the program can run
+ * in-process; {@link runCli} maps errors to exit codes.
+ */
+export function createProgram(ctx: CliContext = processContext()): Command {
+  const program = new Command('cohort')
+    .description(
+      'Cohort: federated learning with quantized, CKKS-encrypted, lattice-signed updates over NATS',
+    )
+    .version(packageVersion(), '-V, --version', 'print the version')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .configureOutput({
+      writeOut: (s) => {
+        ctx.stdout.write(s);
+      },
+      writeErr: (s) => {
+        ctx.stderr.write(s);
+      },
+    });
+  for (const register of COMMANDS) register(program, ctx);
+  return program;
+}

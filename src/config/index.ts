@@ -1,0 +1,19 @@
+export { type ConfigIssue, configErrorMap } from './config-issues.ts';
+export { deepFreeze } from './deep-freeze.ts';
+export { formatPath, parseDottedPath } from './format-path.ts';
+export { type LoadConfigOptions, loadConfig } from './load-config.ts';
+export { type ConfigOverride, ENV_PREFIX, envOverrides, flagOverrides } from './overrides.ts';
+export { type ParseConfigOptions, parseConfig } from './parse-config.ts';
+export { renderConfig } from './render-config.ts';
+export {
+  CODEC_BITS,
+  type CohortConfig,
+  type CohortConfigData,
+  type CohortConfigInput,
+  cohortConfigSchema,
+  type DeepReadonly,
+  FEDERATION_ID_PATTERN,
+  SIGNATURE_ALGORITHMS,
+  type SignatureAlgorithm,
+} from './schema.ts';
+export { POLY_MODULUS_DEGREES, type PolyModulusDegree, SEAL_MAX_COEFF_MODULUS_BITS } from './seal-limits.ts';

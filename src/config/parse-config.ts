@@ -1,0 +1,26 @@
+import { type ConfigIssue, configErrorMap, configInvalid, toConfigIssues } from './config-issues.ts';
+import { deepFreeze } from './deep-freeze.ts';
+import { type CohortConfig, cohortConfigSchema } from './schema.ts';
+
+/** Options of {@link parseConfig}. */
+export interface ParseConfigOptions {
+  /** Where the data came from (a file name), named in the error message. */
+  source?: string;
+  /** Issues found before validation (e.g. bad override paths), reported together with the schema's. */
+  priorIssues?: readonly ConfigIssue[];
+}
+
+/**
+ * Validates `input` (already-parsed configuration data) against {@link cohortConfigSchema},
+ * fills defaults and returns the result deeply frozen. Does not read the environment.
+ *
+ * @throws ConfigError `CONFIG_INVALID` listing every issue, one per line, as
+ *   `crypto.ckks.coeffModulus[1]: must be ≤ 60`; `details.issues` is `[{ path, message }]`.
+ */
+export function parseConfig(input: unknown, options: ParseConfigOptions = {}): CohortConfig {
+  const result = cohortConfigSchema.safeParse(input, { error: configErrorMap });
+  const issues = [...(options.priorIssues ?? [])];
+  if (!result.success) issues.push(...toConfigIssues(result.error.issues, cohortConfigSchema));
+  if (issues.length > 0 || !result.success) throw configInvalid(issues, options.source);
+  return deepFreeze(result.data);
+}

@@ -1,0 +1,160 @@
+import { z } from 'zod';
+import { LOG_LEVELS } from '../log/index.ts';
+import { POLY_MODULUS_DEGREES, SEAL_MAX_COEFF_MODULUS_BITS } from './seal-limits.ts';
+
+/** Signature algorithms a federation may use. */
+export const SIGNATURE_ALGORITHMS = ['falcon-512', 'ml-dsa-65'] as const;
+
+/** Quantization widths the codec supports. */
+export const CODEC_BITS = [1, 2, 4, 8] as const;
+
+/** Pattern a federation id must match (it becomes a NATS subject token). */
+export const FEDERATION_ID_PATTERN = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+const federationSchema = z.strictObject({
+  id: z.string().regex(FEDERATION_ID_PATTERN, {
+    error: 'must be 1-63 characters of a-z, 0-9 and "-", starting with a letter or digit',
+  }),
+  mode: z.enum(['he', 'plain']).default('he'),
+});
+
+const ckksSchema = z
+  .strictObject({
+    polyModulusDegree: z.literal(POLY_MODULUS_DEGREES).default(8192),
+    coeffModulus: z
+      .array(z.int().min(20).max(60))
+      .min(1)
+      .default(() => [60, 40, 60]),
+    scaleBits: z.int().min(10).max(40).default(16),
+    exactBits: z.int().min(20).max(50).default(42),
+  })
+  .superRefine((ckks, ctx) => {
+    // zod runs refinements after non-fatal child issues too: only judge well-formed values.
+    const limit = SEAL_MAX_COEFF_MODULUS_BITS[ckks.polyModulusDegree] as number | undefined;
+    if (
+      limit === undefined ||
+      !Array.isArray(ckks.coeffModulus) ||
+      !ckks.coeffModulus.every((b) => Number.isInteger(b))
+    )
+      return;
+    const total = ckks.coeffModulus.reduce((a, b) => a + b, 0);
+    if (total > limit) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['coeffModulus'],
+        message: `total ${total} bits exceeds the 128-bit security limit of ${limit} bits for polyModulusDegree ${ckks.polyModulusDegree}`,
+      });
+    }
+  });
+
+const signatureAlgorithmSchema = z.enum(SIGNATURE_ALGORITHMS);
+
+const signatureSchema = z
+  .strictObject({
+    algorithm: signatureAlgorithmSchema.default('falcon-512'),
+    allowed: z
+      .array(signatureAlgorithmSchema)
+      .min(1)
+      .default(() => [...SIGNATURE_ALGORITHMS]),
+  })
+  .superRefine((sig, ctx) => {
+    if (!SIGNATURE_ALGORITHMS.includes(sig.algorithm) || !Array.isArray(sig.allowed)) return;
+    if (!sig.allowed.includes(sig.algorithm)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['algorithm'],
+        message: `'${sig.algorithm}' is not in crypto.signature.allowed (${sig.allowed.join(', ')})`,
+      });
+    }
+  });
+
+const cryptoSchema = z.strictObject({
+  ckks: ckksSchema.prefault({}),
+  signature: signatureSchema.prefault({}),
+});
+
+const codecSchema = z.strictObject({
+  bits: z.literal(CODEC_BITS).default(8),
+  clip: z.number().positive().default(0.05),
+  maxContributors: z.int().min(1).max(65535).default(32),
+  crcChunkBytes: z.int().min(1024).max(1048576).default(16384),
+});
+
+const natsSchema = z.strictObject({
+  servers: z
+    .array(
+      z.string().regex(/^(nats|tls|ws|wss):\/\/\S+$/, {
+        error: 'must be a NATS URL (nats://, tls://, ws:// or wss://host:port)',
+      }),
+    )
+    .min(1)
+    .default(() => ['nats://127.0.0.1:4222']),
+  maxRetry: z.int().min(0).max(100).default(5),
+  timeoutMs: z.int().min(1).max(600000).default(3000),
+  credentials: z.string().min(1).optional(),
+});
+
+const pathsSchema = z.strictObject({
+  dataDir: z.string().min(1).default('.cohort'),
+});
+
+const logSchema = z.strictObject({
+  level: z.enum(LOG_LEVELS).default('info'),
+});
+
+/**
+ * Schema of a federation configuration file. Every object is strict (an unknown key is an
+ * error, so typos are caught); every field but `federation.id` has a default. Cross-field
+ * checks: the CKKS coefficient modulus fits the 128-bit security limit of its degree, the
+ * signature algorithm is among the allowed ones, and a lane of `codec.bits` summed over
+ * `codec.maxContributors` sites fits `crypto.ckks.exactBits`.
+ */
+export const cohortConfigSchema = z
+  .strictObject({
+    federation: federationSchema,
+    crypto: cryptoSchema.prefault({}),
+    codec: codecSchema.prefault({}),
+    nats: natsSchema.prefault({}),
+    paths: pathsSchema.prefault({}),
+    log: logSchema.prefault({}),
+  })
+  .superRefine((cfg, ctx) => {
+    const bits = cfg.codec?.bits;
+    const maxContributors = cfg.codec?.maxContributors;
+    const exactBits = cfg.crypto?.ckks?.exactBits;
+    if (
+      !CODEC_BITS.includes(bits) ||
+      !Number.isInteger(maxContributors) ||
+      maxContributors < 1 ||
+      !Number.isInteger(exactBits)
+    ) {
+      return; // malformed fields are reported by their own checks
+    }
+    const headroom = Math.ceil(Math.log2(maxContributors));
+    if (bits + headroom > exactBits) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['codec', 'maxContributors'],
+        message: `${bits}-bit lanes summed over ${maxContributors} contributors need ${bits + headroom} bits, more than crypto.ckks.exactBits (${exactBits})`,
+      });
+    }
+  });
+
+/** A validated configuration as plain, mutable data (the type zod infers from {@link cohortConfigSchema}). */
+export type CohortConfigData = z.output<typeof cohortConfigSchema>;
+
+/** What a configuration file may contain before defaults are filled (zod's input type). */
+export type CohortConfigInput = z.input<typeof cohortConfigSchema>;
+
+/** Readonly at every depth. */
+export type DeepReadonly<T> = T extends (infer E)[]
+  ? readonly DeepReadonly<E>[]
+  : T extends object
+    ? { readonly [K in keyof T]: DeepReadonly<T[K]> }
+    : T;
+
+/** A validated, deeply frozen configuration, as {@link loadConfig} and {@link parseConfig} return it. */
+export type CohortConfig = DeepReadonly<CohortConfigData>;
+
+/** One of {@link SIGNATURE_ALGORITHMS}. */
+export type SignatureAlgorithm = (typeof SIGNATURE_ALGORITHMS)[number];

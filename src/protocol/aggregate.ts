@@ -1,0 +1,159 @@
+import type { CkksContext, SealCiphertext } from '../../crypto/ckks/index.ts';
+import { BlockRejectedError, CryptoError } from '../errors/index.ts';
+import { sameEncoding } from './codec-options.ts';
+import type { Encoding } from './messages.ts';
+import type { VerifiedUpdate } from './verified-update.ts';
+
+/** One update folded into an aggregate. */
+export interface ContributorRecord {
+  readonly signer: string;
+  readonly digest: Uint8Array;
+  readonly exampleWeight: number;
+  readonly contributors: number;
+}
+
+/** Block-wise homomorphic sum of verified updates. */
+export interface Aggregate {
+  readonly encoding: Encoding;
+  readonly totalParams: number;
+  /** Updates summed, in the order they were added. */
+  readonly records: readonly ContributorRecord[];
+  /** Sites summed (Σ contributors of the records): the K of the lane headroom check. */
+  readonly contributors: number;
+  /** Σ example weights. */
+  readonly totalWeight: number;
+  /** Summed ciphertexts (full SEAL ciphertexts, 2 polynomials), in block order. */
+  readonly ciphertexts: readonly Uint8Array[];
+}
+
+/**
+ * Accumulates verified updates into per-block CKKS sums held in SEAL memory. An update is added
+ * all-or-nothing: every ciphertext is loaded and checked before any is added, so a bad block never
+ * leaves a half-added update behind. Call {@link finish} or {@link dispose} to free SEAL memory.
+ */
+export class AggregateBuilder {
+  readonly #ctx: CkksContext;
+  #encoding: Encoding | undefined;
+  #totalParams = 0;
+  #sums: SealCiphertext[] = [];
+  readonly #records: ContributorRecord[] = [];
+  readonly #signers = new Set<string>();
+  #contributors = 0;
+  #weight = 0;
+
+  constructor(ctx: CkksContext) {
+    this.#ctx = ctx;
+  }
+
+  /** Sites summed so far. */
+  get contributors(): number {
+    return this.#contributors;
+  }
+
+  /**
+   * Adds one update. Refuses `ENCODING_MISMATCH` (other encoding), `BLOCK_COUNT_MISMATCH` (other
+   * size), `DUPLICATE` (signer already in), `LANE_OVERFLOW` (more contributors than the lanes'
+   * headroom) and `CKKS_PARAMS_MISMATCH` (a ciphertext that does not load under our parameters).
+   */
+  add(update: VerifiedUpdate): void {
+    if (this.#encoding === undefined) {
+      this.#encoding = update.encoding;
+      this.#totalParams = update.totalParams;
+    } else {
+      if (!sameEncoding(update.encoding, this.#encoding)) {
+        throw new BlockRejectedError(
+          'ENCODING_MISMATCH',
+          `update of ${JSON.stringify(update.signer)} uses another encoding`,
+        );
+      }
+      if (update.totalParams !== this.#totalParams) {
+        throw new BlockRejectedError(
+          'BLOCK_COUNT_MISMATCH',
+          `update of ${JSON.stringify(update.signer)} has ${update.totalParams} parameters, the sum has ${this.#totalParams}`,
+        );
+      }
+    }
+    if (this.#signers.has(update.signer)) {
+      throw new BlockRejectedError(
+        'DUPLICATE',
+        `update of ${JSON.stringify(update.signer)} is already in the sum`,
+      );
+    }
+    const k = this.#contributors + update.contributors;
+    if (k > this.#encoding.maxContributors) {
+      throw new BlockRejectedError(
+        'LANE_OVERFLOW',
+        `summing ${k} contributors would overflow lanes sized for ${this.#encoding.maxContributors}`,
+      );
+    }
+    const loaded: SealCiphertext[] = [];
+    try {
+      for (const bytes of update.ciphertexts) loaded.push(this.#load(bytes));
+    } catch (err) {
+      for (const c of loaded) c.delete();
+      throw err;
+    }
+    if (this.#sums.length === 0) {
+      this.#sums = loaded;
+    } else {
+      for (let b = 0; b < loaded.length; b++) {
+        this.#ctx.addInPlace(this.#sums[b]!, loaded[b]!);
+        loaded[b]!.delete();
+      }
+    }
+    this.#signers.add(update.signer);
+    this.#records.push({
+      signer: update.signer,
+      digest: update.digest,
+      exampleWeight: update.exampleWeight,
+      contributors: update.contributors,
+    });
+    this.#contributors = k;
+    this.#weight += update.exampleWeight;
+  }
+
+  /** Serializes the sums and frees SEAL memory. Throws if nothing was added. */
+  finish(): Aggregate {
+    if (this.#encoding === undefined)
+      throw new BlockRejectedError('BLOCK_COUNT_MISMATCH', 'no update was added');
+    const ciphertexts = this.#sums.map((c) => this.#ctx.serialize(c));
+    const out: Aggregate = {
+      encoding: this.#encoding,
+      totalParams: this.#totalParams,
+      records: [...this.#records],
+      contributors: this.#contributors,
+      totalWeight: this.#weight,
+      ciphertexts,
+    };
+    this.dispose();
+    return out;
+  }
+
+  /** Frees SEAL memory without producing a result. */
+  dispose(): void {
+    for (const c of this.#sums) c.delete();
+    this.#sums = [];
+  }
+
+  #load(bytes: Uint8Array): SealCiphertext {
+    try {
+      return this.#ctx.loadCiphertext(bytes);
+    } catch (err) {
+      if (err instanceof CryptoError && err.code === 'CKKS_PARAMS_MISMATCH') {
+        throw new BlockRejectedError('CKKS_PARAMS_MISMATCH', err.message, { cause: err });
+      }
+      throw err;
+    }
+  }
+}
+
+/** Sums updates block by block (convenience over {@link AggregateBuilder}). */
+export function sumUpdates(ctx: CkksContext, updates: readonly VerifiedUpdate[]): Aggregate {
+  const builder = new AggregateBuilder(ctx);
+  try {
+    for (const u of updates) builder.add(u);
+    return builder.finish();
+  } finally {
+    builder.dispose();
+  }
+}

@@ -1,0 +1,67 @@
+import type { CkksKeyset } from '../../crypto/ckks/index.ts';
+import { laneLayout, unpackLaneSums } from '../../crypto/lanes/index.ts';
+import { dequantizeSum } from '../../federation/index.ts';
+import { BlockRejectedError } from '../errors/index.ts';
+import type { Aggregate } from './aggregate.ts';
+
+/** Decoded aggregate: integer lane sums and their float value. */
+export interface DecodedAggregate {
+  /** Σ over contributors of dequantized updates (float32), length totalParams. */
+  readonly sum: Float32Array;
+  /** Exact integer lane sums Σ_k ℓ_k per parameter (what CKKS added). */
+  readonly laneSums: Float64Array;
+  readonly contributors: number;
+  readonly totalWeight: number;
+}
+
+/**
+ * Decrypts an aggregate with the federation's CKKS keyset, unpacks the lanes (refusing any lane
+ * beyond K · (2^bits − 1): `LANE_OVERFLOW`), and dequantizes the sum:
+ * Σ_k value(ℓ_k) = −K·clip + S·Δ. Dividing by the weight is the strategy's job.
+ */
+export function decodeAggregate(keyset: CkksKeyset, aggregate: Aggregate): DecodedAggregate {
+  const e = aggregate.encoding;
+  const ctx = keyset.ctx;
+  if (e.slots !== ctx.slots || !e.ckksParamsId.every((b, i) => b === ctx.paramsId[i])) {
+    throw new BlockRejectedError(
+      'CKKS_PARAMS_MISMATCH',
+      'aggregate was encrypted under other CKKS parameters',
+    );
+  }
+  const layout = laneLayout(e.bits, e.maxContributors, ctx.params.exactBits);
+  if (layout.laneBits !== e.laneBits || layout.lanesPerSlot !== e.lanesPerSlot) {
+    throw new BlockRejectedError(
+      'ENCODING_MISMATCH',
+      'aggregate lane layout differs from the CKKS parameters',
+    );
+  }
+  const expectedBlocks = Math.ceil(aggregate.totalParams / e.paramsPerBlock);
+  if (aggregate.ciphertexts.length !== expectedBlocks) {
+    throw new BlockRejectedError(
+      'BLOCK_COUNT_MISMATCH',
+      `aggregate has ${aggregate.ciphertexts.length} blocks, ${aggregate.totalParams} parameters need ${expectedBlocks}`,
+    );
+  }
+  const laneSums = new Float64Array(aggregate.totalParams);
+  aggregate.ciphertexts.forEach((ct, b) => {
+    const offset = b * e.paramsPerBlock;
+    const count = Math.min(e.paramsPerBlock, aggregate.totalParams - offset);
+    try {
+      unpackLaneSums(keyset.decrypt(ct), count, layout, aggregate.contributors, laneSums, offset);
+    } catch (err) {
+      if (err instanceof BlockRejectedError) {
+        throw new BlockRejectedError(err.reason, `block ${b}: ${err.message}`, {
+          cause: err,
+          details: err.details,
+        });
+      }
+      throw err;
+    }
+  });
+  return {
+    sum: dequantizeSum(laneSums, aggregate.contributors, e.bits as 1 | 2 | 4 | 8, e.clip),
+    laneSums,
+    contributors: aggregate.contributors,
+    totalWeight: aggregate.totalWeight,
+  };
+}

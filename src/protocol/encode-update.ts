@@ -1,0 +1,158 @@
+import { randomBytes } from 'node:crypto';
+import type { CkksKeyset } from '../../crypto/ckks/index.ts';
+import { chunkCrc32s, merkleProof, merkleRoot } from '../../crypto/digest/index.ts';
+import { packLanes } from '../../crypto/lanes/index.ts';
+import { SIGNATURE_ALGORITHM_IDS, type SigningKeyPair, sign } from '../../crypto/signature/index.ts';
+import { quantize } from '../../federation/index.ts';
+import { assertFiniteArray, InvalidArgumentError } from '../errors/index.ts';
+import { type CodecOptions, codecEncoding } from './codec-options.ts';
+import {
+  encodeBlockBody,
+  encodeManifestBody,
+  type ParameterBlock,
+  type UpdateHeader,
+  type UpdateManifest,
+} from './messages.ts';
+import { assertRoundContext, type RoundContext } from './round-context.ts';
+import { blockLeaf, UPDATE_SIGNATURE_DOMAIN, updateStatement } from './update-statement.ts';
+import { FRAME_KIND, frame } from './wire-frame.ts';
+
+/** What a site needs to emit an update. */
+export interface SiteCredentials {
+  /** Site id, as registered with the federation. */
+  readonly signer: string;
+  /** The federation's CKKS keyset (secret key shared by sites). */
+  readonly ckks: CkksKeyset;
+  /** The site's own lattice signing key. */
+  readonly signing: SigningKeyPair;
+}
+
+/** Input of {@link encodeUpdate}. */
+export interface EncodeUpdateInput {
+  /** The model update u = Δw (float32, finite). */
+  readonly update: Float32Array;
+  /** Error-feedback residual from earlier rounds, same length, or null for none. Not modified. */
+  readonly residual: Float32Array | null;
+  readonly credentials: SiteCredentials;
+  readonly context: RoundContext;
+  readonly options: CodecOptions;
+  /** Examples behind the update (FedAvg weight); finite, ≥ 0. */
+  readonly exampleWeight: number;
+  /**
+   * Key of the stochastic-rounding generator (two uint32). Default: key0 random, key1 = round.
+   * Fixing it makes the emitted integers reproducible (and comparable with the GPU quantizer).
+   */
+  readonly roundingSeed?: { readonly key0: number; readonly key1: number };
+}
+
+/** Output of {@link encodeUpdate}. */
+export interface EncodedUpdate {
+  /** Framed ParameterBlocks, in block-index order. */
+  readonly blocks: Uint8Array[];
+  /** Framed UpdateManifest closing the update. */
+  readonly manifest: Uint8Array;
+  /** New residual e = u + e_prev − dequant(q); keep it (persisted) for the next round. */
+  readonly residual: Float32Array;
+  /** Merkle root over the blocks: the update digest aggregators list for contributors. */
+  readonly digest: Uint8Array;
+  /** Quantized levels that were packed (for tests and cross-engine checks). */
+  readonly levels: Uint8Array;
+}
+
+/**
+ * Site pipeline: quantize (error feedback) → pack lanes → CKKS-encrypt (seeded, last level) →
+ * frame into ParameterBlocks with CRC32s → sign once over the Merkle root of all blocks → manifest.
+ *
+ * Each block carries the update signature and its Merkle audit path, so every hop verifies every
+ * block on its own; the lattice signature is computed once per update rather than once per block.
+ */
+export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
+  const { update, residual, credentials, context, options, exampleWeight } = input;
+  assertRoundContext(context);
+  if (!(update instanceof Float32Array)) throw new InvalidArgumentError('update must be a Float32Array');
+  if (update.length === 0) throw new InvalidArgumentError('update is empty');
+  if (residual !== null && residual.length !== update.length) {
+    throw new InvalidArgumentError(`residual length ${residual.length}, update has ${update.length}`);
+  }
+  if (!Number.isFinite(exampleWeight) || exampleWeight < 0) {
+    throw new InvalidArgumentError(`exampleWeight ${exampleWeight} must be finite and ≥ 0`);
+  }
+  assertFiniteArray('update', update);
+  if (residual) assertFiniteArray('residual', residual);
+
+  const ckks = credentials.ckks;
+  const encoding = codecEncoding(ckks.ctx, options);
+  const shardCount = options.shardCount ?? 1;
+  const totalParams = update.length;
+  const perBlock = encoding.paramsPerBlock;
+  const blockCount = Math.ceil(totalParams / perBlock);
+  const seed = input.roundingSeed ?? { key0: randomBytes(4).readUInt32BE(0), key1: context.round >>> 0 };
+
+  const q = quantize(update, residual, { bits: options.bits, clip: encoding.clip, seed, counterBase: 0 });
+
+  const header: UpdateHeader = {
+    federation: context.federation,
+    round: context.round,
+    signer: credentials.signer,
+    signerKeyId: credentials.signing.keyId,
+    signatureAlgorithm: SIGNATURE_ALGORITHM_IDS[credentials.signing.algorithm],
+    version: context.version,
+    baseCommit: context.baseCommit,
+    blockCount,
+    totalParams,
+    exampleWeight,
+    contributors: 1,
+    encoding,
+    crcChunkBytes: options.crcChunkBytes,
+  };
+  const layout = {
+    bits: encoding.bits,
+    maxContributors: encoding.maxContributors,
+    exactBits: ckks.ctx.params.exactBits,
+    laneBits: encoding.laneBits,
+    lanesPerSlot: encoding.lanesPerSlot,
+    maxLaneSum: encoding.maxContributors * (2 ** encoding.bits - 1),
+  };
+
+  const slots = new Float64Array(encoding.slots);
+  const ciphertexts: Uint8Array[] = [];
+  const leaves: Uint8Array[] = [];
+  for (let b = 0; b < blockCount; b++) {
+    const offset = b * perBlock;
+    const count = Math.min(perBlock, totalParams - offset);
+    packLanes(q.levels, offset, count, layout, slots);
+    const ct = ckks.encrypt(slots);
+    ciphertexts.push(ct);
+    leaves.push(
+      blockLeaf({ blockIndex: b, shardId: b % shardCount, paramOffset: offset, paramCount: count }, ct),
+    );
+  }
+  slots.fill(0);
+
+  const root = merkleRoot(leaves);
+  const signature = sign(credentials.signing, UPDATE_SIGNATURE_DOMAIN, updateStatement(header, root));
+
+  const blocks = ciphertexts.map((ciphertext, b) => {
+    const offset = b * perBlock;
+    const block: ParameterBlock = {
+      ...header,
+      ciphertext,
+      shardId: b % shardCount,
+      latticeSignature: signature,
+      crc32: chunkCrc32s(ciphertext, options.crcChunkBytes),
+      blockIndex: b,
+      paramOffset: offset,
+      paramCount: Math.min(perBlock, totalParams - offset),
+      merklePath: merkleProof(leaves, b),
+    };
+    return frame(FRAME_KIND.block, encodeBlockBody(block));
+  });
+  const manifest: UpdateManifest = { ...header, updateDigest: root, signature };
+  return {
+    blocks,
+    manifest: frame(FRAME_KIND.manifest, encodeManifestBody(manifest)),
+    residual: q.residual,
+    digest: root,
+    levels: q.levels,
+  };
+}

@@ -1,0 +1,47 @@
+export { type Aggregate, AggregateBuilder, type ContributorRecord, sumUpdates } from './aggregate.ts';
+export {
+  BlockVerifier,
+  type BlockVerifierOptions,
+  type KeyLookup,
+  type VerifiedBlock,
+  type VerifiedManifest,
+} from './block-verifier.ts';
+export {
+  assertCodecOptions,
+  type CodecBits,
+  type CodecOptions,
+  codecEncoding,
+  DEFAULT_CODEC_OPTIONS,
+  sameEncoding,
+} from './codec-options.ts';
+export { type DecodedAggregate, decodeAggregate } from './decode-aggregate.ts';
+export {
+  type EncodedUpdate,
+  type EncodeUpdateInput,
+  encodeUpdate,
+  type SiteCredentials,
+} from './encode-update.ts';
+export {
+  decodeBlockBody,
+  decodeManifestBody,
+  type Encoding,
+  encodeBlockBody,
+  encodeManifestBody,
+  type ParameterBlock,
+  PROTO_PATH,
+  protoTypes,
+  type UpdateHeader,
+  type UpdateManifest,
+} from './messages.ts';
+export { RejectionCounters } from './rejection-counters.ts';
+export { assertRoundContext, type RoundContext } from './round-context.ts';
+export { blockLeaf, UPDATE_SIGNATURE_DOMAIN, updateStatement } from './update-statement.ts';
+export { assembleUpdate, type VerifiedUpdate } from './verified-update.ts';
+export {
+  FRAME_HEADER_BYTES,
+  FRAME_KIND,
+  type FrameKind,
+  frame,
+  unframe,
+  WIRE_VERSION,
+} from './wire-frame.ts';

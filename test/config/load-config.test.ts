@@ -1,0 +1,252 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  type ConfigIssue,
+  cohortConfigSchema,
+  formatPath,
+  loadConfig,
+  parseConfig,
+  renderConfig,
+  SEAL_MAX_COEFF_MODULUS_BITS,
+} from '../../src/config/index.ts';
+import { ConfigError } from '../../src/errors/index.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'cohort-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+let n = 0;
+function file(yaml: string): string {
+  const p = join(dir, `c${n++}.yaml`);
+  writeFileSync(p, yaml);
+  return p;
+}
+
+const MINIMAL = 'federation:\n  id: fed-1\n';
+
+/** Runs `fn`, asserts it throws a ConfigError, returns it. */
+function configError(fn: () => unknown): ConfigError {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+const issuesOf = (err: ConfigError): ConfigIssue[] => err.details['issues'] as ConfigIssue[];
+
+describe('loadConfig', () => {
+  it('fills every default from a minimal file', () => {
+    const cfg = loadConfig(file(MINIMAL), { env: {} });
+    expect(renderConfig(cfg)).toEqual({
+      federation: { id: 'fed-1', mode: 'he' },
+      crypto: {
+        ckks: { polyModulusDegree: 8192, coeffModulus: [60, 40, 60], scaleBits: 16, exactBits: 42 },
+        signature: { algorithm: 'falcon-512', allowed: ['falcon-512', 'ml-dsa-65'] },
+      },
+      codec: { bits: 8, clip: 0.05, maxContributors: 32, crcChunkBytes: 16384 },
+      nats: { servers: ['nats://127.0.0.1:4222'], maxRetry: 5, timeoutMs: 3000 },
+      paths: { dataDir: '.cohort' },
+      log: { level: 'info' },
+    });
+  });
+
+  it('accepts the example config', () => {
+    const cfg = loadConfig('config/federation.example.yaml', { env: {} });
+    expect(cfg.federation.id).toBe('demo-federation');
+  });
+
+  it.each([
+    [
+      'federation:\n  id: f\ncrypto:\n  ckks:\n    coeffModulus: [60, 61, 60]\n',
+      'crypto.ckks.coeffModulus[1]: must be ≤ 60',
+    ],
+    [
+      'federation:\n  id: f\ncrypto:\n  ckks:\n    coeffModulus: [60, 19]\n',
+      'crypto.ckks.coeffModulus[1]: must be ≥ 20',
+    ],
+    ['federation:\n  id: f\ncodec:\n  bits: 3\n', 'codec.bits: must be one of 1, 2, 4, 8'],
+    ['federation:\n  id: f\ncodec:\n  bitz: 8\n', "codec.bitz: unknown key (did you mean 'bits'?)"],
+    ['federation:\n  id: f\ncodec:\n  clip: -1\n', 'codec.clip: must be > 0'],
+    ['federation:\n  id: f\ncodec:\n  clip: .inf\n', 'codec.clip: must be a finite number'],
+    ['federation:\n  id: f\nnats:\n  timeoutMs: 1.5\n', 'nats.timeoutMs: must be an integer'],
+    [
+      'federation:\n  id: f\nnats:\n  servers: [nats://a:1, http://b]\n',
+      'nats.servers[1]: must be a NATS URL',
+    ],
+    ['federation:\n  id: Bad_Id\n', 'federation.id: must be 1-63 characters'],
+    ['federation:\n  mode: he\n', 'federation.id: is required'],
+    ['federation:\n  id: f\nlog:\n  level: loud\n', "log.level: must be one of 'fatal'"],
+    [
+      'federation:\n  id: f\ncrypto:\n  ckks:\n    polyModulusDegree: 4096\n',
+      'crypto.ckks.coeffModulus: total 160 bits exceeds',
+    ],
+    [
+      'federation:\n  id: f\ncrypto:\n  signature:\n    algorithm: ml-dsa-65\n    allowed: [falcon-512]\n',
+      "crypto.signature.algorithm: 'ml-dsa-65' is not in crypto.signature.allowed",
+    ],
+    [
+      'federation:\n  id: f\ncodec:\n  maxContributors: 65535\ncrypto:\n  ckks:\n    exactBits: 20\n',
+      'codec.maxContributors:',
+    ],
+  ])('names the field path (%#)', (yaml, expected) => {
+    const err = configError(() => loadConfig(file(yaml), { env: {} }));
+    expect(err.code).toBe('CONFIG_INVALID');
+    expect(err.message).toContain(expected);
+    const path = expected.slice(0, expected.indexOf(':'));
+    expect(err.details['path']).toBe(path);
+    expect(issuesOf(err).map((i) => i.path)).toEqual([path]);
+  });
+
+  it('collects every issue, each on its own line', () => {
+    const err = configError(() =>
+      loadConfig(
+        file(
+          'federation:\n  id: f\ncrypto:\n  ckks:\n    coeffModulus: [60, 70]\ncodec:\n  bits: 3\n  bitz: 1\n',
+        ),
+        {
+          env: {},
+        },
+      ),
+    );
+    const lines = err.message.split('\n');
+    expect(lines).toHaveLength(4);
+    expect(lines.slice(1).map((l) => l.trim())).toEqual([
+      'crypto.ckks.coeffModulus[1]: must be ≤ 60',
+      'codec.bits: must be one of 1, 2, 4, 8, got 3',
+      "codec.bitz: unknown key (did you mean 'bits'?)",
+    ]);
+    expect(issuesOf(err)).toHaveLength(3);
+    expect(err.details['file']).toContain('.yaml');
+  });
+
+  it('checks the SEAL security limit for each degree', () => {
+    for (const [degree, limit] of Object.entries(SEAL_MAX_COEFF_MODULUS_BITS)) {
+      const primes = [...Array(Math.floor(limit / 60)).fill(60), limit % 60].filter((b) => b >= 20);
+      const sum = primes.reduce((a, b) => a + b, 0);
+      const base = {
+        federation: { id: 'f' },
+        crypto: { ckks: { polyModulusDegree: Number(degree), coeffModulus: primes } },
+      };
+      if (sum <= limit) expect(() => parseConfig(base)).not.toThrow();
+      const over = structuredClone(base);
+      over.crypto.ckks.coeffModulus = [...primes, 60];
+      expect(() => parseConfig(over)).toThrow(/crypto\.ckks\.coeffModulus: total/);
+    }
+  });
+
+  it('applies COHORT__ environment overrides, parsed as YAML scalars', () => {
+    const cfg = loadConfig(file(MINIMAL), {
+      env: {
+        COHORT__NATS__TIMEOUT_MS: '5000',
+        COHORT__CODEC__BITS: '4',
+        COHORT__CRYPTO__CKKS__COEFF_MODULUS__1: '50',
+        COHORT__NATS__SERVERS: '[nats://a:4222, nats://b:4222]',
+        COHORT__FEDERATION__ID: '123',
+        UNRELATED: 'x',
+      },
+    });
+    expect(cfg.nats.timeoutMs).toBe(5000);
+    expect(cfg.codec.bits).toBe(4);
+    expect(cfg.crypto.ckks.coeffModulus).toEqual([60, 50, 60]);
+    expect(cfg.nats.servers).toEqual(['nats://a:4222', 'nats://b:4222']);
+    expect(cfg.federation.id).toBe('123'); // string fields keep the raw text
+  });
+
+  it('gives flags precedence over env over the file', () => {
+    const p = file('federation:\n  id: f\nnats:\n  timeoutMs: 100\n  maxRetry: 1\ncodec:\n  clip: 0.5\n');
+    const cfg = loadConfig(p, {
+      env: { COHORT__NATS__TIMEOUT_MS: '200', COHORT__NATS__MAX_RETRY: '2' },
+      overrides: { 'nats.timeoutMs': '300', 'crypto.ckks.coeffModulus[0]': 50 },
+    });
+    expect(cfg.nats.timeoutMs).toBe(300);
+    expect(cfg.nats.maxRetry).toBe(2);
+    expect(cfg.codec.clip).toBe(0.5);
+    expect(cfg.crypto.ckks.coeffModulus).toEqual([50, 40, 60]);
+  });
+
+  it('reports an override of an unknown field with its source', () => {
+    const err = configError(() =>
+      loadConfig(file(MINIMAL), { env: { COHORT__CODEC__BITZ: '1' }, overrides: { 'nats.timeout': 5 } }),
+    );
+    expect(err.code).toBe('CONFIG_INVALID');
+    expect(err.message).toContain(
+      "codec.BITZ: unknown key (did you mean 'bits'?), from environment variable COHORT__CODEC__BITZ",
+    );
+    expect(err.message).toContain('nats.timeout: unknown key');
+    expect(err.message).toContain('from override nats.timeout');
+  });
+
+  it('validates overridden values like file values', () => {
+    const err = configError(() => loadConfig(file(MINIMAL), { env: { COHORT__CODEC__BITS: '3' } }));
+    expect(err.message).toContain('codec.bits: must be one of 1, 2, 4, 8, got 3');
+  });
+
+  it('returns a deeply frozen config', () => {
+    const cfg = loadConfig(file(MINIMAL), { env: {} });
+    expect(Object.isFrozen(cfg)).toBe(true);
+    expect(Object.isFrozen(cfg.crypto.ckks.coeffModulus)).toBe(true);
+    expect(() => {
+      (cfg.codec as { bits: number }).bits = 1;
+    }).toThrow(TypeError);
+    expect(() => {
+      (cfg.crypto.ckks.coeffModulus as number[]).push(30);
+    }).toThrow(TypeError);
+    const copy = renderConfig(cfg);
+    copy.codec.bits = 1;
+    expect(cfg.codec.bits).toBe(8);
+  });
+
+  it('throws CONFIG_UNREADABLE for a missing or unreadable file', () => {
+    const missing = join(dir, 'missing.yaml');
+    const err = configError(() => loadConfig(missing, { env: {} }));
+    expect(err.code).toBe('CONFIG_UNREADABLE');
+    expect(err.details['file']).toBe(missing);
+    expect(err.message).toContain(missing);
+    const dirErr = configError(() => loadConfig(dir, { env: {} }));
+    expect(dirErr.code).toBe('CONFIG_UNREADABLE');
+    if (process.getuid?.() !== 0) {
+      const locked = file(MINIMAL);
+      chmodSync(locked, 0o000);
+      expect(configError(() => loadConfig(locked, { env: {} })).code).toBe('CONFIG_UNREADABLE');
+    }
+  });
+
+  it('throws CONFIG_INVALID with line information for bad YAML', () => {
+    const err = configError(() => loadConfig(file('federation:\n  id: f\ncodec: [1, 2\n'), { env: {} }));
+    expect(err.code).toBe('CONFIG_INVALID');
+    expect(err.message).toMatch(/YAML syntax error at line \d+, column \d+/);
+    const dup = configError(() => loadConfig(file('federation:\n  id: a\n  id: b\n'), { env: {} }));
+    expect(dup.message).toContain('YAML syntax error at line 3');
+  });
+
+  it('rejects a document that is not a mapping', () => {
+    const err = configError(() => loadConfig(file('- 1\n- 2\n'), { env: {} }));
+    expect(err.message).toContain('(root): must be a mapping');
+  });
+});
+
+describe('parseConfig', () => {
+  it('validates plain objects with the same messages', () => {
+    const err = configError(() => parseConfig({ federation: { id: 'f' }, codec: { bits: 16 }, extra: 1 }));
+    expect(err.message).toContain('codec.bits: must be one of 1, 2, 4, 8, got 16');
+    expect(err.message).toContain('extra: unknown key');
+  });
+
+  it('round-trips through renderConfig', () => {
+    const cfg = parseConfig({ federation: { id: 'f', mode: 'plain' }, nats: { credentials: '/x.creds' } });
+    expect(parseConfig(renderConfig(cfg))).toEqual(cfg);
+    expect(cohortConfigSchema.safeParse(renderConfig(cfg)).success).toBe(true);
+  });
+});
+
+describe('formatPath', () => {
+  it('uses dots for keys and brackets for indices', () => {
+    expect(formatPath(['crypto', 'ckks', 'coeffModulus', 1])).toBe('crypto.ckks.coeffModulus[1]');
+    expect(formatPath([])).toBe('(root)');
+    expect(formatPath(['a', 'b c'])).toBe('a["b c"]');
+  });
+});
