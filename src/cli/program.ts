@@ -1,12 +1,19 @@
 import { Command } from 'commander';
 import { type CliContext, processContext } from './cli-context.ts';
 import type { CommandRegistrar } from './command-registrar.ts';
+import { registerCodecCommand } from './commands/codec-demo.ts';
 import { registerConfigCommand } from './commands/config.ts';
+import { registerKeysCommand } from './commands/keys.ts';
 import { registerVersionCommand } from './commands/version.ts';
 import { packageVersion } from './package-version.ts';
 
 /** Top-level commands, in help order. To add a command, write `commands/<name>.ts` and list its registrar here. */
-const COMMANDS: readonly CommandRegistrar[] = [registerVersionCommand, registerConfigCommand];
+const COMMANDS: readonly CommandRegistrar[] = [
+  registerVersionCommand,
+  registerConfigCommand,
+  registerKeysCommand,
+  registerCodecCommand,
+];
 
 /**
  * Builds the `cohort` command-line program. Commander's own exits are turned into thrown

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { CkksKeyset } from '../../crypto/ckks/index.ts';
-import { chunkCrc32s, merkleProof, merkleRoot } from '../../crypto/digest/index.ts';
+import { chunkCrc32s, merkleTree } from '../../crypto/digest/index.ts';
 import { packLanes } from '../../crypto/lanes/index.ts';
 import { SIGNATURE_ALGORITHM_IDS, type SigningKeyPair, sign } from '../../crypto/signature/index.ts';
 import { quantize } from '../../federation/index.ts';
@@ -129,7 +129,7 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
   }
   slots.fill(0);
 
-  const root = merkleRoot(leaves);
+  const { root, proofs } = merkleTree(leaves);
   const signature = sign(credentials.signing, UPDATE_SIGNATURE_DOMAIN, updateStatement(header, root));
 
   const blocks = ciphertexts.map((ciphertext, b) => {
@@ -143,7 +143,7 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
       blockIndex: b,
       paramOffset: offset,
       paramCount: Math.min(perBlock, totalParams - offset),
-      merklePath: merkleProof(leaves, b),
+      merklePath: proofs[b]!,
     };
     return frame(FRAME_KIND.block, encodeBlockBody(block));
   });

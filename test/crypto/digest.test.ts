@@ -8,6 +8,7 @@ import {
   merkleProof,
   merkleRoot,
   merkleRootFromProof,
+  merkleTree,
   sha256,
   sha256Hex,
   verifyChunkCrc32s,
@@ -249,5 +250,20 @@ describe('merkle (RFC 6962)', () => {
       ),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('merkleTree', () => {
+  it('gives the same root and paths as merkleRoot and merkleProof, for 1..40 leaves', () => {
+    for (let n = 1; n <= 40; n++) {
+      const leaves = Array.from({ length: n }, (_, i) => Uint8Array.of(i, n, 7));
+      const tree = merkleTree(leaves);
+      expect(Buffer.from(tree.root).equals(Buffer.from(merkleRoot(leaves)))).toBe(true);
+      for (let i = 0; i < n; i++) {
+        expect(tree.proofs[i]!.map((p) => Buffer.from(p).toString('hex'))).toEqual(
+          merkleProof(leaves, i).map((p) => Buffer.from(p).toString('hex')),
+        );
+      }
+    }
   });
 });
