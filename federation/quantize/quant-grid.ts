@@ -21,6 +21,11 @@ export interface QuantGrid {
   readonly clip: number;
   /** Δ = fround(fround(2·clip) / (2^bits − 1)), float32, finite and > 0. */
   readonly step: number;
+  /**
+   * 1/Δ = fround(1 / Δ), float32. The quantizer multiplies by it instead of dividing by Δ:
+   * f32 multiplication is correctly rounded on every GPU, f32 division is not (WGSL: 2.5 ULP).
+   */
+  readonly inverseStep: number;
   /** 2^bits − 1, the largest level. */
   readonly maxLevel: number;
 }
@@ -44,7 +49,13 @@ export function resolveGrid(bits: unknown, clip: unknown): QuantGrid {
       details: { name: 'clip', value: String(clip) },
     });
   }
-  return { clip: clipF, step, maxLevel };
+  const inverseStep = Math.fround(1 / step);
+  if (!Number.isFinite(inverseStep)) {
+    throw new InvalidArgumentError(`clip ${clip} makes 1/Δ overflow float32 at ${bits} bits`, {
+      details: { name: 'clip', value: String(clip) },
+    });
+  }
+  return { clip: clipF, step, inverseStep, maxLevel };
 }
 
 /**

@@ -57,15 +57,17 @@ export interface QuantizeResult {
  * The signed integer of a level is q = ℓ − 2^(bits−1); `levels` holds the unsigned lane value ℓ.
  *
  * Exact per-element op order, every operation rounded to float32 (`f32(·)`), so an f32 GPU
- * kernel yields identical levels and residuals. GPU caveats: the kernel must not contract `a*b − c`
- * into FMA, and WGSL only promises 2.5 ULP for f32 `/` (and may flush subnormals), so bit-exact
- * parity needs a correctly rounded division for t (and clip/Δ away from subnormals):
+ * kernel yields identical levels. t uses a multiplication by the host-computed f32 1/Δ, never a
+ * division: f32 `*` and `+` are correctly rounded on every GPU, `/` is not (WGSL: 2.5 ULP). GPU
+ * caveat for residuals: `ℓ·Δ − C` may be contracted into an FMA there, which can change e[i] in the
+ * last bit (never ℓ); keep clip and Δ away from subnormals, which a GPU may flush:
  *
  * ```
  * C    = f32(clip);  Δ = f32(f32(2·C) / (2^bits − 1));  L = 2^bits − 1
  * u    = f32(update[i] + residual[i])          // residual null: u = update[i]
  * c    = min(max(u, −C), C)
- * t    = f32(f32(c + C) / Δ)                   // t ≥ 0
+ * R    = f32(1 / Δ)                            // host-computed, passed to kernels
+ * t    = f32(f32(c + C) · R)                   // t ≥ 0
  * lo   = floor(t);  frac = f32(t − lo)         // frac ∈ [0, 1), exact
  * w    = (counterRandom(key0, key1, (counterBase + i) mod 2^32) >>> 8) · 2^-24
  * ℓ    = min(lo + (w < frac ? 1 : 0), L)
@@ -106,6 +108,7 @@ export function quantize(
   const clip = grid.clip;
   const negClip = -clip;
   const step = grid.step;
+  const inverseStep = grid.inverseStep;
   const maxLevel = grid.maxLevel;
   const key = counterKey(params.seed.key0, params.seed.key1) | 0;
   const key1 = params.seed.key1 | 0;
@@ -114,7 +117,7 @@ export function quantize(
     // Two loop bodies would be faster by a hair; a branch on a loop invariant predicts perfectly.
     const u = residual === null ? update[i]! : f(update[i]! + residual[i]!);
     const c = Math.min(Math.max(u, negClip), clip);
-    const t = f(f(c + clip) / step);
+    const t = f(f(c + clip) * inverseStep);
     const lo = Math.floor(t);
     const frac = f(t - lo);
     // counterRandom inlined (int32 bit patterns; same bits as the u32 formula).
