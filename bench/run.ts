@@ -2,6 +2,7 @@
 // writing bench/results/<name>.json.
 const BENCHES: Record<string, () => Promise<unknown>> = {
   codec: () => import('./codec.ts').then((m) => m.runCodecBench()),
+  train: () => import('./train.ts').then((m) => m.runTrainBench()),
 };
 
 const names = process.argv.slice(2).filter((a) => !a.startsWith('-'));

@@ -35,7 +35,7 @@ export interface TrainConfig {
 export interface TrainResult {
   /** Parameters after training (a new array; the input is not modified). */
   readonly parameters: Float32Array;
-  /** Mean training loss over all steps (cross-entropy, without the proximal term). */
+  /** Mean per-sample training loss over all epochs (cross-entropy, without the proximal term). */
   readonly meanLoss: number;
   /** Samples processed (epochs × rows). */
   readonly samples: number;

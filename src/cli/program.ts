@@ -4,6 +4,7 @@ import type { CommandRegistrar } from './command-registrar.ts';
 import { registerCodecCommand } from './commands/codec-demo.ts';
 import { registerConfigCommand } from './commands/config.ts';
 import { registerKeysCommand } from './commands/keys.ts';
+import { registerSimulateCommand } from './commands/simulate.ts';
 import { registerVersionCommand } from './commands/version.ts';
 import { packageVersion } from './package-version.ts';
 
@@ -13,6 +14,7 @@ const COMMANDS: readonly CommandRegistrar[] = [
   registerConfigCommand,
   registerKeysCommand,
   registerCodecCommand,
+  registerSimulateCommand,
 ];
 
 /**

@@ -1,9 +1,9 @@
 export { type ConfigIssue, configErrorMap } from './config-issues.ts';
 export { deepFreeze } from './deep-freeze.ts';
 export { formatPath, parseDottedPath } from './format-path.ts';
-export { type LoadConfigOptions, loadConfig } from './load-config.ts';
+export { type LoadConfigOptions, loadConfig, loadYamlConfig } from './load-config.ts';
 export { type ConfigOverride, ENV_PREFIX, envOverrides, flagOverrides } from './overrides.ts';
-export { type ParseConfigOptions, parseConfig } from './parse-config.ts';
+export { type ParseConfigOptions, parseConfig, parseWithSchema } from './parse-config.ts';
 export { renderConfig } from './render-config.ts';
 export {
   CODEC_BITS,

@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
+import type { z } from 'zod';
 import { ConfigError } from '../errors/index.ts';
 import { type ConfigIssue, configInvalid } from './config-issues.ts';
 import { applyOverrides, envOverrides, flagOverrides } from './overrides.ts';
-import { parseConfig } from './parse-config.ts';
-import { type CohortConfig, cohortConfigSchema } from './schema.ts';
+import { parseWithSchema } from './parse-config.ts';
+import { type CohortConfig, cohortConfigSchema, type DeepReadonly } from './schema.ts';
 
 /** Options of {@link loadConfig}. */
 export interface LoadConfigOptions {
@@ -30,6 +31,20 @@ export interface LoadConfigOptions {
  *   naming an unknown field, or any schema violation; the message lists `path: problem` per line.
  */
 export function loadConfig(path: string, options: LoadConfigOptions = {}): CohortConfig {
+  return loadYamlConfig(path, cohortConfigSchema, options, 'COHORT__');
+}
+
+/**
+ * Reads any YAML document validated by `schema` the way {@link loadConfig} reads a federation
+ * configuration: same syntax errors with line and column, same override rules (environment
+ * variables under `envPrefix`, dotted-path flags), same path-naming issues, deeply frozen result.
+ */
+export function loadYamlConfig<S extends z.ZodType>(
+  path: string,
+  schema: S,
+  options: LoadConfigOptions = {},
+  envPrefix = 'COHORT__',
+): DeepReadonly<z.output<S>> {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -57,13 +72,13 @@ export function loadConfig(path: string, options: LoadConfigOptions = {}): Cohor
 
   const raw: unknown = doc.toJS() ?? {};
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    return parseConfig(raw, { source: path });
+    return parseWithSchema(schema, raw, { source: path });
   }
   const data = raw as Record<string, unknown>;
   const overrideIssues = applyOverrides(
     data,
-    [...envOverrides(options.env ?? process.env), ...flagOverrides(options.overrides ?? {})],
-    cohortConfigSchema,
+    [...envOverrides(options.env ?? process.env, envPrefix), ...flagOverrides(options.overrides ?? {})],
+    schema,
   );
-  return parseConfig(data, { source: path, priorIssues: overrideIssues });
+  return parseWithSchema(schema, data, { source: path, priorIssues: overrideIssues });
 }

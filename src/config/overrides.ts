@@ -24,13 +24,16 @@ export interface ConfigOverride {
  * `_` and `-`, so `COHORT__NATS__TIMEOUT_MS` sets `nats.timeoutMs`. Sorted by name so the
  * result does not depend on the environment's order.
  */
-export function envOverrides(env: Readonly<Record<string, string | undefined>>): ConfigOverride[] {
+export function envOverrides(
+  env: Readonly<Record<string, string | undefined>>,
+  prefix: string = ENV_PREFIX,
+): ConfigOverride[] {
   const out: ConfigOverride[] = [];
   for (const name of Object.keys(env).sort()) {
     const value = env[name];
-    if (value === undefined || !name.startsWith(ENV_PREFIX)) continue;
+    if (value === undefined || !name.startsWith(prefix)) continue;
     const path = name
-      .slice(ENV_PREFIX.length)
+      .slice(prefix.length)
       .split('__')
       .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
     out.push({ source: `environment variable ${name}`, path, value });

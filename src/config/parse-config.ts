@@ -1,6 +1,7 @@
+import type { z } from 'zod';
 import { type ConfigIssue, configErrorMap, configInvalid, toConfigIssues } from './config-issues.ts';
 import { deepFreeze } from './deep-freeze.ts';
-import { type CohortConfig, cohortConfigSchema } from './schema.ts';
+import { type CohortConfig, cohortConfigSchema, type DeepReadonly } from './schema.ts';
 
 /** Options of {@link parseConfig}. */
 export interface ParseConfigOptions {
@@ -18,9 +19,18 @@ export interface ParseConfigOptions {
  *   `crypto.ckks.coeffModulus[1]: must be ≤ 60`; `details.issues` is `[{ path, message }]`.
  */
 export function parseConfig(input: unknown, options: ParseConfigOptions = {}): CohortConfig {
-  const result = cohortConfigSchema.safeParse(input, { error: configErrorMap });
+  return parseWithSchema(cohortConfigSchema, input, options);
+}
+
+/** {@link parseConfig} for any schema: same error format, deeply frozen result. */
+export function parseWithSchema<S extends z.ZodType>(
+  schema: S,
+  input: unknown,
+  options: ParseConfigOptions = {},
+): DeepReadonly<z.output<S>> {
+  const result = schema.safeParse(input, { error: configErrorMap });
   const issues = [...(options.priorIssues ?? [])];
-  if (!result.success) issues.push(...toConfigIssues(result.error.issues, cohortConfigSchema));
+  if (!result.success) issues.push(...toConfigIssues(result.error.issues, schema));
   if (issues.length > 0 || !result.success) throw configInvalid(issues, options.source);
-  return deepFreeze(result.data);
+  return deepFreeze(result.data) as DeepReadonly<z.output<S>>;
 }

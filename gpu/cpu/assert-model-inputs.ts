@@ -1,0 +1,37 @@
+import { assertParameters, type ModelLayout, type ModelSpec, modelLayout } from '../../federation/index.ts';
+import { assertFiniteArray, InvalidArgumentError } from '../../src/errors/index.ts';
+import { assertDataset } from '../dataset.ts';
+import type { Dataset } from '../engine.ts';
+
+/**
+ * Validates what `train` and `evaluate` receive and returns the model's layout: the spec, the
+ * parameter vector (length and finiteness, under `parametersName`) and the data set (shape,
+ * finite features, labels in range, widths matching the model's input and class count).
+ */
+export function assertModelInputs(
+  spec: ModelSpec,
+  parameters: Float32Array,
+  parametersName: string,
+  data: Dataset,
+): ModelLayout {
+  const layout = modelLayout(spec);
+  assertParameters(spec, parameters, parametersName);
+  assertFiniteArray(parametersName, parameters);
+  if (typeof data !== 'object' || data === null) {
+    throw new InvalidArgumentError(`data must be a Dataset, got ${String(data)}`);
+  }
+  if (!(data.features instanceof Float32Array) || !(data.labels instanceof Uint8Array)) {
+    throw new InvalidArgumentError('data.features must be a Float32Array and data.labels a Uint8Array');
+  }
+  const inputs = spec.layers[0]!;
+  const classes = spec.layers[spec.layers.length - 1]!;
+  const model = `model ${spec.name} [${spec.layers.join('-')}]`;
+  if (data.featureCount !== inputs) {
+    throw new InvalidArgumentError(`data.featureCount ${data.featureCount}, ${model} expects ${inputs}`);
+  }
+  if (data.classCount !== classes) {
+    throw new InvalidArgumentError(`data.classCount ${data.classCount}, ${model} expects ${classes}`);
+  }
+  assertDataset(data);
+  return layout;
+}

@@ -1,0 +1,53 @@
+import type { Command } from 'commander';
+import { InvalidArgumentError } from '../../errors/index.ts';
+import { loadExperiment, runExperiment } from '../../simulate/index.ts';
+import type { CliContext } from '../cli-context.ts';
+
+interface SimulateOptions {
+  config: string;
+  runs?: string;
+  rounds?: string;
+  out?: string;
+}
+
+/** `cohort simulate --config <yaml>`: N virtual sites in one process through the real engines and codec. */
+export function registerSimulateCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('simulate')
+    .description('simulate a federation in one process and write metrics (JSONL), a summary and a plot')
+    .requiredOption('-c, --config <file>', 'experiment YAML (see config/experiments/)')
+    .option('--runs <names>', 'comma-separated run names to execute (default: all)')
+    .option('--rounds <n>', "override every run's round count (short runs)")
+    .option('--out <dir>', "output folder (default: the file's outputDir)")
+    .action(async (o: SimulateOptions) => {
+      const experiment = loadExperiment(o.config, { env: ctx.env });
+      let runs = experiment.runs;
+      if (o.rounds !== undefined) {
+        const rounds = Number(o.rounds);
+        if (!Number.isInteger(rounds) || rounds < 1)
+          throw new InvalidArgumentError(`--rounds ${o.rounds} must be an integer ≥ 1`);
+        runs = runs.map((r) => ({ ...r, rounds }));
+      }
+      const wanted = o.runs
+        ?.split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
+      if (wanted) {
+        const unknown = wanted.filter((w) => !runs.some((r) => r.name === w));
+        if (unknown.length > 0) {
+          throw new InvalidArgumentError(
+            `--runs names ${unknown.join(', ')}, not in ${o.config} (runs: ${runs.map((r) => r.name).join(', ')})`,
+          );
+        }
+      }
+      await runExperiment(
+        { ...experiment, runs, outputDir: o.out ?? experiment.outputDir },
+        {
+          stdout: ctx.stdout,
+          stderr: ctx.stderr,
+          tty: Boolean((process.stderr as { isTTY?: boolean }).isTTY),
+        },
+        wanted ? (r) => wanted.includes(r.name) : undefined,
+      );
+    });
+}

@@ -1,0 +1,11 @@
+export { readCsvColumns } from './csv-columns.ts';
+export { type CsvDataset, type CsvDatasetOptions, readCsvDataset } from './csv-dataset.ts';
+export { type CsvRecord, type CsvTable, parseCsvRecords, readCsvTable } from './csv-parse.ts';
+export { DATA_ERROR_CODES, DataError, type DataErrorCode, type DataErrorLocation } from './data-error.ts';
+export { encodeIdx, type IdxArray, parseIdx, readIdx } from './idx.ts';
+export { type IdxDatasetOptions, loadIdxDataset } from './idx-dataset.ts';
+export { loadMnist, type MnistOptions, type MnistPaths, mnistPaths } from './mnist.ts';
+export { applyStandardizer, fitStandardizer, type Standardizer } from './standardizer.ts';
+export { subset } from './subset.ts';
+export { type TrainTestSplit, trainTestSplit } from './train-test-split.ts';
+export { loadWdbc, wdbcPath } from './wdbc.ts';

@@ -1,0 +1,103 @@
+import { z } from 'zod';
+
+const dataSchema = z.discriminatedUnion('kind', [
+  z.strictObject({
+    kind: z.literal('mnist'),
+    /** Use only the first N training rows (for short runs). */
+    trainLimit: z.int().min(1).optional(),
+    testLimit: z.int().min(1).optional(),
+  }),
+  z.strictObject({
+    kind: z.literal('csv'),
+    path: z.string().min(1),
+    labelColumn: z.string().min(1),
+    classCount: z.int().min(2),
+    /** Columns that are not features (e.g. a site column). */
+    dropColumns: z.array(z.string()).default(() => []),
+    testFraction: z.number().gt(0).lt(1).default(0.2),
+    standardize: z.boolean().default(true),
+  }),
+]);
+
+const partitionSchema = z.strictObject({
+  kind: z.enum(['iid', 'dirichlet', 'shards', 'column']).default('iid'),
+  sites: z.int().min(1).max(10_000).default(10),
+  /** Dirichlet concentration (kind dirichlet). */
+  alpha: z.number().gt(0).default(0.5),
+  /** Shards per site (kind shards). */
+  shardsPerSite: z.int().min(1).default(2),
+  /** CSV column naming each row's site (kind column). */
+  column: z.string().optional(),
+});
+
+const modelSchema = z.strictObject({
+  kind: z.enum(['2nn', 'mlp', 'logreg']).default('2nn'),
+  hidden: z.array(z.int().min(1)).default(() => [200, 200]),
+  initSeed: z.int().min(0).max(0xffffffff).default(1),
+});
+
+const trainingSchema = z.strictObject({
+  engine: z.enum(['cpu', 'webgpu']).default('cpu'),
+  /** Allow a software WebGPU adapter (Mesa lavapipe) when no GPU is found. */
+  allowSoftwareGpu: z.boolean().default(false),
+  /** Fraction C of sites sampled per round. */
+  clientFraction: z.number().gt(0).max(1).default(0.1),
+  epochs: z.int().min(1).default(1),
+  batchSize: z.int().min(1).default(10),
+  learningRate: z.number().gt(0).default(0.1),
+  /** Multiply the learning rate by this every round (1 = constant). */
+  learningRateDecay: z.number().gt(0).max(1).default(1),
+  momentum: z.number().min(0).lt(1).default(0),
+});
+
+const strategySchema = z.strictObject({
+  name: z.enum(['fedavg', 'fedprox', 'fedadam', 'fedyogi']).default('fedavg'),
+  serverLearningRate: z.number().gt(0).optional(),
+  /** FedProx proximal coefficient μ. */
+  mu: z.number().min(0).optional(),
+  beta1: z.number().min(0).lt(1).optional(),
+  beta2: z.number().min(0).lt(1).optional(),
+  tau: z.number().gt(0).optional(),
+});
+
+const codecSchema = z.strictObject({
+  /** float32: exact FedAvg; quantized: error-feedback quantizer in the clear; he: the real CKKS codec. */
+  mode: z.enum(['float32', 'quantized', 'he']).default('float32'),
+  bits: z.union([z.literal(1), z.literal(2), z.literal(4), z.literal(8)]).default(8),
+  /** Clip of round 1; later rounds use clipMultiplier × the mean RMS of the previous round's updates. */
+  initialClip: z.number().gt(0).default(0.01),
+  clipMultiplier: z.number().gt(0).default(4),
+  maxContributors: z.int().min(1).max(65_535).default(32),
+});
+
+/** One fully specified simulation run. */
+export const runSchema = z.strictObject({
+  name: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$/),
+  seed: z.int().min(0).max(0xffffffff).default(1),
+  rounds: z.int().min(1).max(100_000),
+  /** Accuracy whose first crossing is reported as "rounds to target". */
+  targetAccuracy: z.number().gt(0).max(1).default(0.97),
+  /** Evaluate on the test set every N rounds (and always at the last round). */
+  evalEvery: z.int().min(1).default(1),
+  data: dataSchema,
+  partition: partitionSchema.default(() => partitionSchema.parse({})),
+  model: modelSchema.default(() => modelSchema.parse({})),
+  training: trainingSchema.default(() => trainingSchema.parse({})),
+  strategy: strategySchema.default(() => strategySchema.parse({})),
+  codec: codecSchema.default(() => codecSchema.parse({})),
+});
+
+/**
+ * An experiment file: the shared settings of a run (everything but `name`), an output folder, and
+ * the list of runs, each a partial override deep-merged over the shared settings.
+ */
+export const experimentSchema = z.strictObject({
+  experiment: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$/),
+  /** Where metrics (JSONL), the summary and the plot go. */
+  outputDir: z.string().default('results'),
+  base: z.record(z.string(), z.unknown()),
+  runs: z.array(z.looseObject({ name: z.string() })).min(1),
+});
+
+export type RunConfig = z.output<typeof runSchema>;
+export type ExperimentFile = z.output<typeof experimentSchema>;

@@ -1,0 +1,110 @@
+import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { TextSink } from '../cli/cli-context.ts';
+import type { RunConfig } from './experiment-schema.ts';
+import type { Experiment } from './load-experiment.ts';
+import { RoundProgress } from './progress.ts';
+import { type RoundMetrics, type RunSummary, runSimulation } from './run-simulation.ts';
+import { renderLinePlot } from './svg-plot.ts';
+
+/** Files an experiment writes. */
+export interface ExperimentOutput {
+  readonly dir: string;
+  readonly metrics: string;
+  readonly summaryJson: string;
+  readonly summaryMarkdown: string;
+  readonly plot: string;
+  readonly summaries: readonly RunSummary[];
+}
+
+function fmtBytes(b: number): string {
+  return b >= 1e9
+    ? `${(b / 1e9).toFixed(2)} GB`
+    : b >= 1e6
+      ? `${(b / 1e6).toFixed(1)} MB`
+      : `${(b / 1e3).toFixed(1)} kB`;
+}
+
+/** The summary as a Markdown table (also printed at the end of a run). */
+export function summaryTable(summaries: readonly RunSummary[]): string {
+  const head = '| run | channel | rounds | rounds to target | final acc. | best acc. | bytes up | time |';
+  const sep = '|---|---|---|---|---|---|---|---|';
+  const rows = summaries.map(
+    (s) =>
+      `| ${s.run} | ${s.mode}${s.bits ? ` ${s.bits}-bit` : ''} | ${s.rounds} | ${s.roundsToTarget ?? `not reached (${(s.targetAccuracy * 100).toFixed(1)}%)`} | ${(s.finalAccuracy * 100).toFixed(2)}% | ${(s.bestAccuracy * 100).toFixed(2)}% | ${fmtBytes(s.totalBytesUp)} | ${s.seconds.toFixed(0)} s |`,
+  );
+  return [head, sep, ...rows].join('\n');
+}
+
+/**
+ * Runs every run of an experiment in turn with a progress display, appending per-round metrics to
+ * `<outputDir>/<experiment>/metrics.jsonl` (one JSON object per round) and writing the summary
+ * (JSON and Markdown) and an accuracy-vs-round SVG plot.
+ */
+export async function runExperiment(
+  experiment: Experiment,
+  out: { stdout: TextSink; stderr: TextSink; tty: boolean },
+  select?: (run: RunConfig) => boolean,
+): Promise<ExperimentOutput> {
+  const dir = join(experiment.outputDir, experiment.name);
+  mkdirSync(dir, { recursive: true });
+  const files = {
+    metrics: join(dir, 'metrics.jsonl'),
+    summaryJson: join(dir, 'summary.json'),
+    summaryMarkdown: join(dir, 'summary.md'),
+    plot: join(dir, 'accuracy.svg'),
+  };
+  writeFileSync(files.metrics, '');
+  const runs = experiment.runs.filter((r) => select?.(r) ?? true);
+  const curves = new Map<string, [number, number][]>();
+  const summaries: RunSummary[] = [];
+  for (const run of runs) {
+    const progress = new RoundProgress(out.stderr, run.rounds, out.tty);
+    const curve: [number, number][] = [];
+    curves.set(run.name, curve);
+    out.stdout.write(
+      `\n== ${run.name}: ${run.partition.kind} over ${run.partition.sites} sites, C=${run.training.clientFraction}, E=${run.training.epochs}, B=${run.training.batchSize}, ${run.strategy.name}, ${run.codec.mode}${run.codec.mode === 'float32' ? '' : ` ${run.codec.bits}-bit`}, ${run.training.engine}\n`,
+    );
+    const summary = await runSimulation(run, {
+      onClientDone: (name, round, done, total) => progress.sites(name, round, done, total),
+      onRound: (m: RoundMetrics) => {
+        appendFileSync(files.metrics, `${JSON.stringify(m)}\n`);
+        if (m.accuracy !== null) curve.push([m.round, m.accuracy]);
+        progress.round(
+          `${m.run} round ${String(m.round).padStart(4)}: train loss ${m.trainLoss.toFixed(4)}` +
+            (m.accuracy === null
+              ? ''
+              : `, test acc ${(m.accuracy * 100).toFixed(2)}%, test loss ${m.testLoss!.toFixed(4)}`) +
+            `, up ${fmtBytes(m.bytesUp)}${m.clip === null ? '' : `, clip ${m.clip.toExponential(2)}`}, ${m.seconds.toFixed(1)} s`,
+        );
+      },
+    });
+    summaries.push(summary);
+    out.stdout.write(
+      `${run.name}: ${summary.roundsToTarget === null ? 'target not reached' : `reached ${(run.targetAccuracy * 100).toFixed(1)}% at round ${summary.roundsToTarget}`}, final ${(summary.finalAccuracy * 100).toFixed(2)}% (${summary.engine})\n`,
+    );
+    // Rewritten after every run so a long experiment leaves usable results if stopped.
+    writeFileSync(
+      files.summaryJson,
+      `${JSON.stringify({ experiment: experiment.name, runs: summaries }, null, 2)}\n`,
+    );
+    writeFileSync(files.summaryMarkdown, `# ${experiment.name}\n\n${summaryTable(summaries)}\n`);
+    const target = runs[0]!.targetAccuracy;
+    writeFileSync(
+      files.plot,
+      renderLinePlot({
+        title: `${experiment.name}: test accuracy per round`,
+        xLabel: 'round',
+        yLabel: 'test accuracy',
+        series: [...curves].map(([name, points]) => ({ name, points })),
+        target,
+        yMin: Math.max(0, Math.min(target - 0.1, ...[...curves.values()].flat().map((p) => p[1]))),
+        yMax: 1,
+      }),
+    );
+  }
+  out.stdout.write(
+    `\n${summaryTable(summaries)}\n\nwrote ${files.metrics}, ${files.summaryJson}, ${files.plot}\n`,
+  );
+  return { dir, ...files, summaries };
+}

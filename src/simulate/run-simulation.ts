@@ -1,0 +1,278 @@
+import {
+  counterRandom,
+  initParameters,
+  logisticRegression,
+  MNIST_2NN,
+  type ModelSpec,
+  mlp,
+} from '../../federation/index.ts';
+import {
+  partitionByColumn,
+  partitionDirichlet,
+  partitionIid,
+  partitionShards,
+} from '../../federation/partition/index.ts';
+import { createStrategy, type StrategyConfig, type StrategyState } from '../../federation/strategy/index.ts';
+import { createCpuEngine } from '../../gpu/cpu/index.ts';
+import type { Dataset, TrainingEngine } from '../../gpu/index.ts';
+import { createWebGpuEngine } from '../../gpu/webgpu/index.ts';
+import {
+  applyStandardizer,
+  fitStandardizer,
+  loadMnist,
+  readCsvColumns,
+  readCsvDataset,
+  subset,
+  trainTestSplit,
+} from '../data/index.ts';
+import { InvalidArgumentError } from '../errors/index.ts';
+import type { RunConfig } from './experiment-schema.ts';
+import {
+  type Contribution,
+  float32Channel,
+  heChannel,
+  quantizedChannel,
+  type UpdateChannel,
+} from './update-channel.ts';
+
+/** Metrics of one round. */
+export interface RoundMetrics {
+  readonly run: string;
+  readonly round: number;
+  /** Mean local training loss of the sampled sites. */
+  readonly trainLoss: number;
+  /** Test loss and accuracy of the new global model (null when not evaluated this round). */
+  readonly testLoss: number | null;
+  readonly accuracy: number | null;
+  /** Bytes sent by sites this round. */
+  readonly bytesUp: number;
+  readonly clip: number | null;
+  readonly sites: number;
+  readonly seconds: number;
+}
+
+/** Outcome of a run. */
+export interface RunSummary {
+  readonly run: string;
+  readonly engine: string;
+  readonly mode: string;
+  readonly bits: number | null;
+  readonly rounds: number;
+  readonly targetAccuracy: number;
+  /** First evaluated round reaching the target, or null. */
+  readonly roundsToTarget: number | null;
+  readonly finalAccuracy: number;
+  readonly bestAccuracy: number;
+  readonly totalBytesUp: number;
+  readonly seconds: number;
+}
+
+/** Callbacks for progress display and metric sinks. */
+export interface SimulationHooks {
+  onClientDone?(run: string, round: number, done: number, total: number): void;
+  onRound?(metrics: RoundMetrics): void;
+}
+
+interface LoadedData {
+  train: Dataset;
+  test: Dataset;
+  siteColumn?: readonly string[];
+}
+
+function loadData(cfg: RunConfig): LoadedData {
+  const d = cfg.data;
+  if (d.kind === 'mnist') {
+    return {
+      train: loadMnist('train', { limit: d.trainLimit }),
+      test: loadMnist('test', { limit: d.testLimit }),
+    };
+  }
+  const csv = readCsvDataset(d.path, {
+    labelColumn: d.labelColumn,
+    classCount: d.classCount,
+    dropColumns: [...d.dropColumns],
+  });
+  const split = trainTestSplit(csv.dataset, d.testFraction, cfg.seed);
+  let train = subset(csv.dataset, split.train);
+  let test = subset(csv.dataset, split.test);
+  if (d.standardize) {
+    const s = fitStandardizer(train);
+    train = applyStandardizer(train, s);
+    test = applyStandardizer(test, s);
+  }
+  let siteColumn: string[] | undefined;
+  if (cfg.partition.kind === 'column') {
+    const column = cfg.partition.column;
+    if (!column) throw new InvalidArgumentError('partition.column is required when partition.kind is column');
+    const all = readCsvColumns(d.path)[column];
+    if (!all)
+      throw new InvalidArgumentError(
+        `partition.column ${JSON.stringify(column)} is not a column of ${d.path}`,
+      );
+    siteColumn = Array.from(split.train, (i) => all[i]!);
+  }
+  return { train, test, siteColumn };
+}
+
+function modelOf(cfg: RunConfig, data: Dataset): ModelSpec {
+  const { kind, hidden } = cfg.model;
+  if (kind === '2nn') {
+    if (data.featureCount !== 784 || data.classCount !== 10) {
+      throw new InvalidArgumentError(
+        `model.kind 2nn needs 784 features and 10 classes, data has ${data.featureCount} and ${data.classCount}`,
+      );
+    }
+    return MNIST_2NN;
+  }
+  if (kind === 'logreg') return logisticRegression(data.featureCount, data.classCount);
+  return mlp(data.featureCount, hidden, data.classCount);
+}
+
+function partition(cfg: RunConfig, data: LoadedData): Uint32Array[] {
+  const p = cfg.partition;
+  const seed = cfg.seed;
+  switch (p.kind) {
+    case 'iid':
+      return partitionIid(data.train.count, p.sites, seed);
+    case 'dirichlet':
+      return partitionDirichlet(data.train.labels, data.train.classCount, p.sites, p.alpha, seed);
+    case 'shards':
+      return partitionShards(data.train.labels, p.sites, p.shardsPerSite, seed);
+    case 'column':
+      return partitionByColumn(data.siteColumn!).indices;
+  }
+}
+
+/** m = max(1, round(C·K)) distinct sites, chosen by a seeded partial Fisher–Yates shuffle. */
+export function sampleSites(sites: number, fraction: number, seed: number, round: number): number[] {
+  const m = Math.max(1, Math.round(fraction * sites));
+  const pool = Array.from({ length: sites }, (_, i) => i);
+  for (let i = 0; i < m; i++) {
+    const j = i + Math.floor((counterRandom(seed >>> 0, (0x10000 + round) >>> 0, i) / 2 ** 32) * (sites - i));
+    [pool[i], pool[j]] = [pool[j]!, pool[i]!];
+  }
+  return pool.slice(0, m).sort((a, b) => a - b);
+}
+
+function strategyConfig(cfg: RunConfig): StrategyConfig {
+  const s = cfg.strategy;
+  const defined = Object.fromEntries(Object.entries(s).filter(([, v]) => v !== undefined));
+  return defined as unknown as StrategyConfig;
+}
+
+async function createEngine(cfg: RunConfig): Promise<TrainingEngine> {
+  return cfg.training.engine === 'cpu'
+    ? createCpuEngine()
+    : createWebGpuEngine({ allowSoftware: cfg.training.allowSoftwareGpu });
+}
+
+async function createChannel(cfg: RunConfig): Promise<UpdateChannel> {
+  const c = cfg.codec;
+  if (c.mode === 'float32') return float32Channel();
+  if (c.mode === 'quantized') return quantizedChannel(c.bits, cfg.seed);
+  return heChannel(c.bits, cfg.seed, c.maxContributors, 'simulation');
+}
+
+/**
+ * Runs one simulated federation in this process: N virtual sites hold partitions of the data;
+ * each round samples C·N of them, trains each locally on the chosen engine from the global model,
+ * moves the weighted updates through the chosen channel (float32, quantized with error feedback,
+ * or the real CKKS codec), applies the server strategy, and evaluates on the test set.
+ */
+export async function runSimulation(cfg: RunConfig, hooks: SimulationHooks = {}): Promise<RunSummary> {
+  const started = performance.now();
+  const data = loadData(cfg);
+  const spec = modelOf(cfg, data.train);
+  const parts = partition(cfg, data);
+  const sampledPerRound = Math.max(1, Math.round(cfg.training.clientFraction * parts.length));
+  if (cfg.codec.mode === 'he' && sampledPerRound > cfg.codec.maxContributors) {
+    throw new InvalidArgumentError(
+      `codec.maxContributors ${cfg.codec.maxContributors} is below the ${sampledPerRound} sites sampled per round`,
+    );
+  }
+  const siteData = parts.map((idx) => subset(data.train, idx));
+  const engine = await createEngine(cfg);
+  const channel = await createChannel(cfg);
+  const strategy = createStrategy(strategyConfig(cfg));
+  let global = initParameters(spec, cfg.model.initSeed);
+  let state: StrategyState | null = null;
+  let clip = cfg.codec.initialClip;
+  let lr = cfg.training.learningRate;
+  let roundsToTarget: number | null = null;
+  let finalAccuracy = 0;
+  let bestAccuracy = 0;
+  let totalBytes = 0;
+  try {
+    for (let round = 1; round <= cfg.rounds; round++) {
+      const t0 = performance.now();
+      const chosen = sampleSites(parts.length, cfg.training.clientFraction, cfg.seed, round);
+      const totalExamples = chosen.reduce((a, s) => a + siteData[s]!.count, 0);
+      const contributions: Contribution[] = [];
+      let lossSum = 0;
+      for (const [k, site] of chosen.entries()) {
+        const local = siteData[site]!;
+        const result = await engine.train(spec, global, local, {
+          learningRate: lr,
+          momentum: cfg.training.momentum,
+          batchSize: cfg.training.batchSize,
+          epochs: cfg.training.epochs,
+          proximalMu: strategy.clientProximalMu,
+          shuffleSeed: counterRandom(cfg.seed >>> 0, round >>> 0, site),
+        });
+        // Weighted share n_k·m/N: the plain mean of the contributions is FedAvg's weighted mean.
+        const scale = (local.count * chosen.length) / totalExamples;
+        const update = new Float32Array(global.length);
+        for (let i = 0; i < update.length; i++) update[i] = (result.parameters[i]! - global[i]!) * scale;
+        contributions.push({ site, update });
+        lossSum += result.meanLoss * local.count;
+        hooks.onClientDone?.(cfg.name, round, k + 1, chosen.length);
+      }
+      const usedClip = channel.mode === 'float32' ? null : clip;
+      const agg = await channel.aggregate(round, clip, contributions);
+      totalBytes += agg.bytesUp;
+      const next = strategy.apply(global, agg.mean, state);
+      global = next.parameters;
+      state = next.state;
+      clip = Math.max(cfg.codec.clipMultiplier * agg.meanRms, 1e-8);
+      lr *= cfg.training.learningRateDecay;
+
+      let testLoss: number | null = null;
+      let accuracy: number | null = null;
+      if (round % cfg.evalEvery === 0 || round === cfg.rounds) {
+        const ev = await engine.evaluate(spec, global, data.test);
+        testLoss = ev.loss;
+        accuracy = ev.accuracy;
+        finalAccuracy = ev.accuracy;
+        bestAccuracy = Math.max(bestAccuracy, ev.accuracy);
+        if (roundsToTarget === null && ev.accuracy >= cfg.targetAccuracy) roundsToTarget = round;
+      }
+      hooks.onRound?.({
+        run: cfg.name,
+        round,
+        trainLoss: lossSum / totalExamples,
+        testLoss,
+        accuracy,
+        bytesUp: agg.bytesUp,
+        clip: usedClip,
+        sites: chosen.length,
+        seconds: (performance.now() - t0) / 1000,
+      });
+    }
+  } finally {
+    channel.dispose();
+    await engine.dispose();
+  }
+  return {
+    run: cfg.name,
+    engine: engine.description,
+    mode: cfg.codec.mode,
+    bits: cfg.codec.mode === 'float32' ? null : cfg.codec.bits,
+    rounds: cfg.rounds,
+    targetAccuracy: cfg.targetAccuracy,
+    roundsToTarget,
+    finalAccuracy,
+    bestAccuracy,
+    totalBytesUp: totalBytes,
+    seconds: (performance.now() - started) / 1000,
+  };
+}
