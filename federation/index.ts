@@ -34,6 +34,7 @@ export {
   shuffleInPlace,
 } from './partition/index.ts';
 export {
+  assertSumFinite,
   counterKey,
   counterRandom,
   counterUniform,
@@ -42,12 +43,14 @@ export {
   lowbias32,
   QUANT_BITS,
   type QuantBits,
+  type QuantGrid,
   type QuantizeOut,
   type QuantizeParams,
   type QuantizeResult,
   type QuantSeed,
   quantizationStep,
   quantize,
+  resolveGrid,
   sumErrorBound,
   UNIFORM_SCALE,
   uniformFromBits,

@@ -7,8 +7,16 @@ export {
   uniformFromBits,
 } from './counter-random.ts';
 export { dequantize, dequantizeSum } from './dequantize.ts';
-export { QUANT_BITS, type QuantBits, quantizationStep, sumErrorBound } from './quant-grid.ts';
 export {
+  QUANT_BITS,
+  type QuantBits,
+  type QuantGrid,
+  quantizationStep,
+  resolveGrid,
+  sumErrorBound,
+} from './quant-grid.ts';
+export {
+  assertSumFinite,
   type QuantizeOut,
   type QuantizeParams,
   type QuantizeResult,

@@ -166,8 +166,12 @@ function checkAliasing(
   }
 }
 
-/** One pass before any write, so a refused update leaves an in-place residual untouched. */
-function assertSumFinite(update: Float32Array, residual: Float32Array | null): void {
+/**
+ * Throws `UPDATE_NON_FINITE` naming the index when `update` or `residual` holds NaN/±Infinity or
+ * their float32 sum overflows. One pass before any write, so a refused update leaves an in-place
+ * residual untouched; every quantizer (CPU or GPU) runs it first.
+ */
+export function assertSumFinite(update: Float32Array, residual: Float32Array | null): void {
   if (residual === null) {
     assertFiniteArray('update', update);
     return;

@@ -1,18 +1,13 @@
 import {
+  assertSumFinite,
   counterKey,
   type ModelSpec,
   modelLayout,
   type QuantizeParams,
   type QuantizeResult,
+  resolveGrid,
 } from '../../federation/index.ts';
-import { resolveGrid } from '../../federation/quantize/quant-grid.ts';
-import {
-  assertFiniteArray,
-  assertInteger,
-  assertLength,
-  InvalidArgumentError,
-  UpdateError,
-} from '../../src/errors/index.ts';
+import { assertInteger, assertLength, InvalidArgumentError } from '../../src/errors/index.ts';
 import { batchOrder } from '../batch-order.ts';
 import {
   assertLearningRate,
@@ -350,28 +345,6 @@ export class WebGpuEngine implements TrainingEngine {
 
   async dispose(): Promise<void> {
     this.#ctx.destroy();
-  }
-}
-
-/** Same checks and messages as `federation/quantize`: non-finite inputs or an overflowing sum. */
-function assertSumFinite(update: Float32Array, residual: Float32Array | null): void {
-  if (residual === null) {
-    assertFiniteArray('update', update);
-    return;
-  }
-  for (let i = 0; i < update.length; i++) {
-    const s = Math.fround(update[i]! + residual[i]!);
-    if (s - s !== 0) {
-      const x = update[i]!;
-      if (x - x !== 0) assertFiniteArray('update', update);
-      const r = residual[i]!;
-      if (r - r !== 0) assertFiniteArray('residual', residual);
-      throw new UpdateError(
-        'UPDATE_NON_FINITE',
-        `update[${i}] + residual[${i}] = ${x} + ${r} overflows float32; every value must be finite`,
-        { details: { name: 'update+residual', index: i, value: String(s) } },
-      );
-    }
   }
 }
 

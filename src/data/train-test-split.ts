@@ -1,4 +1,4 @@
-import { apportion, RANDOM_STREAMS, RandomStream, shuffleInPlace } from '../../federation/partition/index.ts';
+import { apportion, RANDOM_STREAMS, RandomStream, shuffleInPlace } from '../../federation/index.ts';
 import { assertDataset } from '../../gpu/dataset.ts';
 import type { Dataset } from '../../gpu/engine.ts';
 import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
