@@ -25,13 +25,24 @@ function fmtBytes(b: number): string {
       : `${(b / 1e3).toFixed(1)} kB`;
 }
 
-/** The summary as a Markdown table (also printed at the end of a run). */
-export function summaryTable(summaries: readonly RunSummary[]): string {
-  const head = '| run | channel | rounds | rounds to target | final acc. | best acc. | bytes up | time |';
-  const sep = '|---|---|---|---|---|---|---|---|';
+/**
+ * The summary as a Markdown table (also printed at the end of a run). The first run is the
+ * reference: each run's accuracy is also shown at the round where the reference first reached the
+ * target, and its final accuracy as a difference from the reference's, in points.
+ */
+export function summaryTable(
+  summaries: readonly RunSummary[],
+  curves: ReadonlyMap<string, readonly (readonly [number, number])[]> = new Map(),
+): string {
+  const ref = summaries[0];
+  const at = ref?.roundsToTarget ?? null;
+  const accAt = (run: string) => curves.get(run)?.find((p) => p[0] === at)?.[1];
+  const head = `| run | channel | rounds | rounds to target | acc. at round ${at ?? '—'} | final acc. | Δ final vs ${ref?.run ?? '—'} | bytes up | time |`;
+  const sep = '|---|---|---|---|---|---|---|---|---|';
+  const pct = (v: number | undefined) => (v === undefined ? '—' : `${(v * 100).toFixed(2)}%`);
   const rows = summaries.map(
     (s) =>
-      `| ${s.run} | ${s.mode}${s.bits ? ` ${s.bits}-bit` : ''} | ${s.rounds} | ${s.roundsToTarget ?? `not reached (${(s.targetAccuracy * 100).toFixed(1)}%)`} | ${(s.finalAccuracy * 100).toFixed(2)}% | ${(s.bestAccuracy * 100).toFixed(2)}% | ${fmtBytes(s.totalBytesUp)} | ${s.seconds.toFixed(0)} s |`,
+      `| ${s.run} | ${s.mode}${s.bits ? ` ${s.bits}-bit` : ''} | ${s.rounds} | ${s.roundsToTarget ?? `not reached (${(s.targetAccuracy * 100).toFixed(1)}%)`} | ${pct(accAt(s.run))} | ${pct(s.finalAccuracy)} | ${ref ? `${((s.finalAccuracy - ref.finalAccuracy) * 100).toFixed(2)} pt` : '—'} | ${fmtBytes(s.totalBytesUp)} | ${s.seconds.toFixed(0)} s |`,
   );
   return [head, sep, ...rows].join('\n');
 }
@@ -88,7 +99,7 @@ export async function runExperiment(
       files.summaryJson,
       `${JSON.stringify({ experiment: experiment.name, runs: summaries }, null, 2)}\n`,
     );
-    writeFileSync(files.summaryMarkdown, `# ${experiment.name}\n\n${summaryTable(summaries)}\n`);
+    writeFileSync(files.summaryMarkdown, `# ${experiment.name}\n\n${summaryTable(summaries, curves)}\n`);
     const target = runs[0]!.targetAccuracy;
     writeFileSync(
       files.plot,
@@ -104,7 +115,7 @@ export async function runExperiment(
     );
   }
   out.stdout.write(
-    `\n${summaryTable(summaries)}\n\nwrote ${files.metrics}, ${files.summaryJson}, ${files.plot}\n`,
+    `\n${summaryTable(summaries, curves)}\n\nwrote ${files.metrics}, ${files.summaryJson}, ${files.plot}\n`,
   );
   return { dir, ...files, summaries };
 }
