@@ -1,24 +1,16 @@
 import type { CkksContext, SealCiphertext } from '../../crypto/ckks/index.ts';
 import { BlockRejectedError, CryptoError } from '../errors/index.ts';
 import { sameEncoding } from './codec-options.ts';
-import type { Encoding } from './messages.ts';
+import type { Contributor, Encoding } from './messages.ts';
 import type { VerifiedUpdate } from './verified-update.ts';
-
-/** One update folded into an aggregate. */
-export interface ContributorRecord {
-  readonly signer: string;
-  readonly digest: Uint8Array;
-  readonly exampleWeight: number;
-  readonly contributors: number;
-}
 
 /** Block-wise homomorphic sum of verified updates. */
 export interface Aggregate {
   readonly encoding: Encoding;
   readonly totalParams: number;
-  /** Updates summed, in the order they were added. */
-  readonly records: readonly ContributorRecord[];
-  /** Sites summed (Σ contributors of the records): the K of the lane headroom check. */
+  /** The site updates summed (partial aggregates flattened), in the order they were added. */
+  readonly sites: readonly Contributor[];
+  /** Sites summed (= sites.length): the K of the lane headroom check. */
   readonly contributors: number;
   /** Σ example weights. */
   readonly totalWeight: number;
@@ -36,9 +28,8 @@ export class AggregateBuilder {
   #encoding: Encoding | undefined;
   #totalParams = 0;
   #sums: SealCiphertext[] = [];
-  readonly #records: ContributorRecord[] = [];
-  readonly #signers = new Set<string>();
-  #contributors = 0;
+  readonly #sites: Contributor[] = [];
+  readonly #siteIds = new Set<string>();
   #weight = 0;
 
   constructor(ctx: CkksContext) {
@@ -47,12 +38,17 @@ export class AggregateBuilder {
 
   /** Sites summed so far. */
   get contributors(): number {
-    return this.#contributors;
+    return this.#sites.length;
+  }
+
+  /** Whether `site` is already in the sum (directly or inside a partial aggregate). */
+  has(site: string): boolean {
+    return this.#siteIds.has(site);
   }
 
   /**
    * Adds one update. Refuses `ENCODING_MISMATCH` (other encoding), `BLOCK_COUNT_MISMATCH` (other
-   * size), `DUPLICATE` (signer already in), `LANE_OVERFLOW` (more contributors than the lanes'
+   * size), `DUPLICATE` (a site already in, e.g. re-routed and sent twice), `LANE_OVERFLOW` (more contributors than the lanes'
    * headroom) and `CKKS_PARAMS_MISMATCH` (a ciphertext that does not load under our parameters).
    */
   add(update: VerifiedUpdate): void {
@@ -73,13 +69,17 @@ export class AggregateBuilder {
         );
       }
     }
-    if (this.#signers.has(update.signer)) {
+    const again = update.sites.find((c) => this.#siteIds.has(c.site));
+    if (again) {
+      throw new BlockRejectedError('DUPLICATE', `site ${JSON.stringify(again.site)} is already in the sum`);
+    }
+    if (update.sites.length !== update.contributors) {
       throw new BlockRejectedError(
-        'DUPLICATE',
-        `update of ${JSON.stringify(update.signer)} is already in the sum`,
+        'BAD_HEADER',
+        `update of ${JSON.stringify(update.signer)} lists ${update.sites.length} sites for ${update.contributors} contributors`,
       );
     }
-    const k = this.#contributors + update.contributors;
+    const k = this.#sites.length + update.contributors;
     if (k > this.#encoding.maxContributors) {
       throw new BlockRejectedError(
         'LANE_OVERFLOW',
@@ -101,14 +101,10 @@ export class AggregateBuilder {
         loaded[b]!.delete();
       }
     }
-    this.#signers.add(update.signer);
-    this.#records.push({
-      signer: update.signer,
-      digest: update.digest,
-      exampleWeight: update.exampleWeight,
-      contributors: update.contributors,
-    });
-    this.#contributors = k;
+    for (const c of update.sites) {
+      this.#siteIds.add(c.site);
+      this.#sites.push(c);
+    }
     this.#weight += update.exampleWeight;
   }
 
@@ -120,8 +116,8 @@ export class AggregateBuilder {
     const out: Aggregate = {
       encoding: this.#encoding,
       totalParams: this.#totalParams,
-      records: [...this.#records],
-      contributors: this.#contributors,
+      sites: [...this.#sites],
+      contributors: this.#sites.length,
       totalWeight: this.#weight,
       ciphertexts,
     };

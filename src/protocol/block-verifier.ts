@@ -18,7 +18,12 @@ import {
 } from './messages.ts';
 import { RejectionCounters } from './rejection-counters.ts';
 import { assertRoundContext, type RoundContext } from './round-context.ts';
-import { blockLeaf, UPDATE_SIGNATURE_DOMAIN, updateStatement } from './update-statement.ts';
+import {
+  blockLeaf,
+  contributorsDigest,
+  UPDATE_SIGNATURE_DOMAIN,
+  updateStatement,
+} from './update-statement.ts';
 import { FRAME_KIND, unframe } from './wire-frame.ts';
 
 /** A block that passed every check; `digest` is the Merkle root its signature covers. */
@@ -129,6 +134,7 @@ export class BlockVerifier {
       if (manifest.updateDigest.length !== 32) {
         throw new BlockRejectedError('BAD_HEADER', `update digest of ${manifest.updateDigest.length} bytes`);
       }
+      this.#checkContributorList(manifest);
       const key = this.#signerKey(manifest);
       this.#checkSignature(manifest, manifest.updateDigest, manifest.signature, key);
       return manifest;
@@ -210,6 +216,52 @@ export class BlockVerifier {
         'ALGORITHM_NOT_ALLOWED',
         `${what} signed with algorithm id ${h.signatureAlgorithm}, not allowed in this federation`,
       );
+    }
+  }
+
+  /** A site update lists nobody; a partial aggregate lists exactly its contributors, matching the signed digest. */
+  #checkContributorList(m: UpdateManifest): void {
+    const list = m.contributorList;
+    if (list.length === 0 && m.contributorsDigest.length === 0) {
+      if (m.contributors !== 1) {
+        throw new BlockRejectedError(
+          'BAD_HEADER',
+          `manifest claims ${m.contributors} contributors but lists none`,
+        );
+      }
+      return;
+    }
+    if (list.length !== m.contributors) {
+      throw new BlockRejectedError(
+        'BAD_HEADER',
+        `manifest lists ${list.length} contributors, header says ${m.contributors}`,
+      );
+    }
+    const sites = new Set(list.map((c) => c.site));
+    if (sites.size !== list.length) {
+      throw new BlockRejectedError(
+        'DUPLICATE',
+        `a site appears twice in the contributor list of ${JSON.stringify(m.signer)}`,
+      );
+    }
+    let weight = 0;
+    for (const c of list) {
+      if (!Number.isFinite(c.weight) || c.weight < 0 || c.digest.length !== 32) {
+        throw new BlockRejectedError(
+          'BAD_HEADER',
+          `contributor ${JSON.stringify(c.site)} has a bad weight or digest`,
+        );
+      }
+      weight += c.weight;
+    }
+    if (Math.abs(weight - m.exampleWeight) > 1e-9 * Math.max(1, weight)) {
+      throw new BlockRejectedError(
+        'BAD_HEADER',
+        `contributor weights sum to ${weight}, header says ${m.exampleWeight}`,
+      );
+    }
+    if (!equalBytes(contributorsDigest(list), m.contributorsDigest)) {
+      throw new BlockRejectedError('DIGEST_MISMATCH', 'contributor list does not match its signed digest');
     }
   }
 

@@ -7,6 +7,7 @@ import { quantize } from '../../federation/index.ts';
 import { assertFiniteArray, InvalidArgumentError } from '../errors/index.ts';
 import { type CodecOptions, codecEncoding } from './codec-options.ts';
 import {
+  type Contributor,
   encodeBlockBody,
   encodeManifestBody,
   type ParameterBlock,
@@ -104,6 +105,7 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
     contributors: 1,
     encoding,
     crcChunkBytes: options.crcChunkBytes,
+    contributorsDigest: new Uint8Array(0),
   };
   const layout = {
     bits: encoding.bits,
@@ -116,43 +118,56 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
 
   const slots = new Float64Array(encoding.slots);
   const ciphertexts: Uint8Array[] = [];
-  const leaves: Uint8Array[] = [];
   for (let b = 0; b < blockCount; b++) {
     const offset = b * perBlock;
-    const count = Math.min(perBlock, totalParams - offset);
-    packLanes(q.levels, offset, count, layout, slots);
-    const ct = ckks.encrypt(slots);
-    ciphertexts.push(ct);
-    leaves.push(
-      blockLeaf({ blockIndex: b, shardId: b % shardCount, paramOffset: offset, paramCount: count }, ct),
-    );
+    packLanes(q.levels, offset, Math.min(perBlock, totalParams - offset), layout, slots);
+    ciphertexts.push(ckks.encrypt(slots));
   }
   slots.fill(0);
+  const signed = signBlocks(header, ciphertexts, credentials.signing, shardCount, []);
+  return { ...signed, residual: q.residual, levels: q.levels };
+}
 
+/** Framed, signed blocks and manifest of one update (a site's, or an aggregator's partial sum). */
+export interface SignedBlocks {
+  readonly blocks: Uint8Array[];
+  readonly manifest: Uint8Array;
+  readonly digest: Uint8Array;
+}
+
+/**
+ * Frames ciphertexts as ParameterBlocks under `header` (one per block index, geometry from the
+ * header's encoding), builds the Merkle tree over their leaves, signs the update statement once
+ * and returns the blocks and the closing manifest carrying `contributorList`.
+ */
+export function signBlocks(
+  header: UpdateHeader,
+  ciphertexts: readonly Uint8Array[],
+  signing: SigningKeyPair,
+  shardCount: number,
+  contributorList: Contributor[],
+): SignedBlocks {
+  const perBlock = header.encoding.paramsPerBlock;
+  const geometry = ciphertexts.map((_, b) => ({
+    blockIndex: b,
+    shardId: b % shardCount,
+    paramOffset: b * perBlock,
+    paramCount: Math.min(perBlock, header.totalParams - b * perBlock),
+  }));
+  const leaves = ciphertexts.map((ct, b) => blockLeaf(geometry[b]!, ct));
   const { root, proofs } = merkleTree(leaves);
-  const signature = sign(credentials.signing, UPDATE_SIGNATURE_DOMAIN, updateStatement(header, root));
-
+  const signature = sign(signing, UPDATE_SIGNATURE_DOMAIN, updateStatement(header, root));
   const blocks = ciphertexts.map((ciphertext, b) => {
-    const offset = b * perBlock;
     const block: ParameterBlock = {
       ...header,
+      ...geometry[b]!,
       ciphertext,
-      shardId: b % shardCount,
       latticeSignature: signature,
-      crc32: chunkCrc32s(ciphertext, options.crcChunkBytes),
-      blockIndex: b,
-      paramOffset: offset,
-      paramCount: Math.min(perBlock, totalParams - offset),
+      crc32: chunkCrc32s(ciphertext, header.crcChunkBytes),
       merklePath: proofs[b]!,
     };
     return frame(FRAME_KIND.block, encodeBlockBody(block));
   });
-  const manifest: UpdateManifest = { ...header, updateDigest: root, signature };
-  return {
-    blocks,
-    manifest: frame(FRAME_KIND.manifest, encodeManifestBody(manifest)),
-    residual: q.residual,
-    digest: root,
-    levels: q.levels,
-  };
+  const manifest: UpdateManifest = { ...header, updateDigest: root, signature, contributorList };
+  return { blocks, manifest: frame(FRAME_KIND.manifest, encodeManifestBody(manifest)), digest: root };
 }

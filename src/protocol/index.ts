@@ -1,4 +1,4 @@
-export { type Aggregate, AggregateBuilder, type ContributorRecord, sumUpdates } from './aggregate.ts';
+export { type Aggregate, AggregateBuilder, sumUpdates } from './aggregate.ts';
 export {
   BlockVerifier,
   type BlockVerifierOptions,
@@ -22,6 +22,7 @@ export {
   type SiteCredentials,
 } from './encode-update.ts';
 export {
+  type Contributor,
   decodeBlockBody,
   decodeManifestBody,
   type Encoding,
@@ -35,7 +36,12 @@ export {
 } from './messages.ts';
 export { RejectionCounters } from './rejection-counters.ts';
 export { assertRoundContext, type RoundContext } from './round-context.ts';
-export { blockLeaf, UPDATE_SIGNATURE_DOMAIN, updateStatement } from './update-statement.ts';
+export {
+  blockLeaf,
+  contributorsDigest,
+  UPDATE_SIGNATURE_DOMAIN,
+  updateStatement,
+} from './update-statement.ts';
 export { assembleUpdate, type VerifiedUpdate } from './verified-update.ts';
 export {
   FRAME_HEADER_BYTES,

@@ -39,6 +39,19 @@ export interface UpdateHeader {
   contributors: number;
   encoding: Encoding;
   crcChunkBytes: number;
+  /**
+   * SHA-256 of the contributor list when this is a partial aggregate (see `contributorsDigest`);
+   * empty for a site's own update.
+   */
+  contributorsDigest: Uint8Array;
+}
+
+/** One site update folded into a partial aggregate. */
+export interface Contributor {
+  site: string;
+  /** The site's update digest (Merkle root of its blocks). */
+  digest: Uint8Array;
+  weight: number;
 }
 
 /** A decoded ParameterBlock (field names as in cohort.proto, camelCased). */
@@ -57,6 +70,8 @@ export interface ParameterBlock extends UpdateHeader {
 export interface UpdateManifest extends UpdateHeader {
   updateDigest: Uint8Array;
   signature: Uint8Array;
+  /** The sites summed, for a partial aggregate; empty for a site update. */
+  contributorList: Contributor[];
 }
 
 /** Encodes a block body (protobuf, no frame). */
@@ -89,10 +104,16 @@ export function decodeBlockBody(body: Uint8Array): ParameterBlock {
 /** Decodes a manifest body; `MALFORMED`/`TRUNCATED`/`BAD_HEADER` on anything that is not one. */
 export function decodeManifestBody(body: Uint8Array): UpdateManifest {
   const m = decodeWith(ManifestType, body) as unknown as Record<string, unknown>;
+  const list = (m['contributorList'] as Record<string, unknown>[] | undefined) ?? [];
   return {
     ...readHeader(m, 'manifest'),
     updateDigest: bytesField(m, 'updateDigest'),
     signature: bytesField(m, 'signature'),
+    contributorList: list.map((c) => ({
+      site: c['site'] as string,
+      digest: bytesField(c, 'digest'),
+      weight: c['weight'] as number,
+    })),
   };
 }
 
@@ -123,6 +144,7 @@ function readHeader(m: Record<string, unknown>, what: string): UpdateHeader {
     exampleWeight: m['exampleWeight'] as number,
     contributors: u32(m, 'contributors'),
     crcChunkBytes: u32(m, 'crcChunkBytes'),
+    contributorsDigest: bytesField(m, 'contributorsDigest'),
     encoding: {
       bits: u32(enc, 'bits'),
       clip: enc['clip'] as number,

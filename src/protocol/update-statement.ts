@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { CanonicalWriter } from './canonical-writer.ts';
-import type { Encoding, UpdateHeader } from './messages.ts';
+import type { Contributor, Encoding, UpdateHeader } from './messages.ts';
 import { WIRE_VERSION } from './wire-frame.ts';
 
 /** Signature domain of an update statement (see `signingMessage` in crypto/signature). */
@@ -37,7 +37,8 @@ export function updateStatement(header: UpdateHeader, merkleRoot: Uint8Array): U
     .u64(header.totalParams)
     .f64(header.exampleWeight)
     .u32(header.contributors)
-    .u32(header.crcChunkBytes);
+    .u32(header.crcChunkBytes)
+    .bytes(header.contributorsDigest);
   writeEncoding(w, header.encoding);
   return w.bytes(merkleRoot).finish();
 }
@@ -63,4 +64,15 @@ export function blockLeaf(fields: BlockLeafFields, ciphertext: Uint8Array): Uint
     .u32(fields.paramCount)
     .bytes(digest)
     .finish();
+}
+
+/**
+ * SHA-256 of a partial aggregate's contributor list (site, digest, weight of each, in order):
+ * the header field the aggregator's signature covers, so the list in the manifest cannot be
+ * altered without breaking it.
+ */
+export function contributorsDigest(list: readonly Contributor[]): Uint8Array {
+  const w = new CanonicalWriter().u32(list.length);
+  for (const c of list) w.str(c.site).bytes(c.digest).f64(c.weight);
+  return new Uint8Array(createHash('sha256').update('cohort/v1/contributors\0').update(w.finish()).digest());
 }

@@ -1,6 +1,6 @@
 import { BlockRejectedError } from '../errors/index.ts';
 import type { VerifiedBlock, VerifiedManifest } from './block-verifier.ts';
-import type { Encoding } from './messages.ts';
+import type { Contributor, Encoding } from './messages.ts';
 
 /** One site's (or one subtree's) whole, verified update, ready to be summed. */
 export interface VerifiedUpdate {
@@ -14,6 +14,8 @@ export interface VerifiedUpdate {
   readonly totalParams: number;
   /** Ciphertexts in block-index order. */
   readonly ciphertexts: readonly Uint8Array[];
+  /** The site updates inside: the signer itself for a site update, the listed sites for a partial aggregate. */
+  readonly sites: readonly Contributor[];
 }
 
 /**
@@ -60,6 +62,10 @@ export function assembleUpdate(manifest: VerifiedManifest, blocks: readonly Veri
     encoding: manifest.encoding,
     totalParams: manifest.totalParams,
     ciphertexts: ordered,
+    sites:
+      manifest.contributorList.length > 0
+        ? manifest.contributorList
+        : [{ site: manifest.signer, digest: manifest.updateDigest, weight: manifest.exampleWeight }],
   };
 }
 

@@ -263,7 +263,11 @@ async function waitRouted(conns: NatsConnection[], deadline: number): Promise<vo
   for (const [j, receiver] of conns.entries()) {
     const subject = `_cohort_probe.${nuid.next()}`;
     const got = new Set<number>();
-    const sub = receiver.subscribe(subject, { callback: (_e, m) => got.add(Number(m.string())) });
+    const sub = receiver.subscribe(subject, {
+      callback: (_e, m) => {
+        got.add(Number(m.string()));
+      },
+    });
     await receiver.flush();
     for (;;) {
       for (const [i, sender] of conns.entries())

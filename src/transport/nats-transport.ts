@@ -171,7 +171,6 @@ export class NatsTransport implements Transport {
   readonly #maxRetry: number;
   readonly #timeoutMs: number;
   readonly #inboxBase: string;
-  readonly #inboxSub: Subscription;
   readonly #inboxReassembler: Reassembler;
   readonly #requests = new Map<string, PendingRequest>();
   readonly #watchers = new Map<string, Set<PublishWatcher>>();
@@ -189,7 +188,7 @@ export class NatsTransport implements Transport {
     this.#timeoutMs = options.timeoutMs ?? DEFAULTS.timeoutMs;
     this.#inboxBase = `${inboxPrefix}.${nuid.next()}`;
     this.#inboxReassembler = this.newReassembler();
-    this.#inboxSub = nc.subscribe(`${this.#inboxBase}.*`, {
+    nc.subscribe(`${this.#inboxBase}.*`, {
       callback: (err, msg) => {
         if (err) this.report(this.translate(err, 'reply inbox'));
         else this.onInboxMessage(msg);
@@ -611,7 +610,7 @@ class NatsSubscription implements TransportSubscription {
       return;
     }
     if (whole === undefined) return;
-    const reply = msg.reply;
+    const reply = msg.reply ? msg.reply : undefined; // the client reports "no reply" as ''
     const seen = this.#seen.get(id);
     if (seen !== undefined) {
       this.#duplicates++;

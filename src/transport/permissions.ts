@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from '../errors/index.ts';
+import { hasControlCharacter } from './subject-check.ts';
 import { assertSubjectToken, federationSubjects } from './subjects.ts';
 
 /** Subjects a user may (`allow`) or may not (`deny`) use; an absent list places no limit of its kind. */
@@ -38,7 +39,7 @@ function assertPassword(name: string, password: unknown): asserts password is st
     typeof password !== 'string' ||
     password.length < 8 ||
     password.length > 1024 ||
-    /[\u0000-\u001f\u007f]/.test(password)
+    hasControlCharacter(password)
   ) {
     throw new InvalidArgumentError(`${name} must be 8-1024 characters without control characters`, {
       details: { name },

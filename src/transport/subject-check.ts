@@ -1,5 +1,14 @@
 import { InvalidArgumentError } from '../errors/index.ts';
 
+/** Whether `text` holds a C0 control character or DEL. */
+export function hasControlCharacter(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
+
 /**
  * Throws `INVALID_ARGUMENT` naming `name` unless `subject` is a well-formed NATS subject:
  * non-empty dot-separated tokens without whitespace; wildcards (`*` token, trailing `>`) only
@@ -15,7 +24,7 @@ export function assertSubject(name: string, subject: unknown, wildcards: boolean
     fail('must be a NATS subject of 1-1024 characters');
   }
   const s = subject as string;
-  if (/[\s\u0000-\u001f\u007f]/.test(s)) fail('must not contain whitespace or control characters');
+  if (/\s/.test(s) || hasControlCharacter(s)) fail('must not contain whitespace or control characters');
   const tokens = s.split('.');
   tokens.forEach((t, i) => {
     if (t.length === 0) fail('must not have empty tokens');

@@ -21,6 +21,7 @@ export interface InboundMessage {
  * Handles one message. For a request, the returned bytes are the reply (an empty reply when
  * nothing is returned); a thrown error travels back as `TRANSPORT_REMOTE`.
  */
+// biome-ignore lint/suspicious/noConfusingVoidType: lets `async () => {}` handlers type-check (an empty ack).
 export type MessageHandler = (msg: InboundMessage) => Promise<Uint8Array | undefined | void>;
 
 /** Options of {@link Transport.request}; both default to the transport's configuration. */

@@ -184,6 +184,7 @@ describe('BlockVerifier rejects each bad input with its own reason', () => {
             ...block,
             updateDigest: block.digest,
             signature: block.latticeSignature,
+            contributorList: [],
           }),
         ),
       );
