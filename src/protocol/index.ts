@@ -14,6 +14,15 @@ export {
   DEFAULT_CODEC_OPTIONS,
   sameEncoding,
 } from './codec-options.ts';
+export {
+  type Assignment,
+  type ControlBodies,
+  type ControlType,
+  controlDomain,
+  type OpenedControl,
+  openControl,
+  sealControl,
+} from './control.ts';
 export { type DecodedAggregate, decodeAggregate } from './decode-aggregate.ts';
 export {
   type EncodedUpdate,

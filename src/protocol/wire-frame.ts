@@ -1,7 +1,7 @@
 import { BlockRejectedError } from '../errors/index.ts';
 
 /** Frame kinds: what protobuf message the body holds. */
-export const FRAME_KIND = Object.freeze({ block: 1, manifest: 2 } as const);
+export const FRAME_KIND = Object.freeze({ block: 1, manifest: 2, control: 3 } as const);
 export type FrameKind = (typeof FRAME_KIND)[keyof typeof FRAME_KIND];
 
 /** Current wire version; a receiver rejects any other as MALFORMED. */

@@ -1,0 +1,197 @@
+import protobuf from 'protobufjs';
+import {
+  type PublicSigningKey,
+  SIGNATURE_ALGORITHM_IDS,
+  type SigningKeyPair,
+  sign,
+  verify,
+} from '../../crypto/signature/index.ts';
+import { BlockRejectedError } from '../errors/index.ts';
+import type { KeyLookup } from './block-verifier.ts';
+import { type Contributor, type Encoding, PROTO_PATH } from './messages.ts';
+import { FRAME_KIND, frame, unframe } from './wire-frame.ts';
+
+const root = protobuf.loadSync(PROTO_PATH);
+const Envelope = root.lookupType('cohort.v1.SignedEnvelope');
+
+/** A site's assigned aggregator for a round. */
+export interface Assignment {
+  site: string;
+  aggregator: string;
+}
+
+/** Bodies of the control messages (fields as in cohort.proto, camelCased; uint64 as number). */
+export interface ControlBodies {
+  'round-open': {
+    federation: string;
+    round: number;
+    version: number;
+    baseCommit: Uint8Array;
+    assignments: Assignment[];
+    bits: number;
+    clip: number;
+    maxContributors: number;
+    crcChunkBytes: number;
+    deadlineUnixMs: number;
+    totalExamples: number;
+  };
+  prepare: {
+    federation: string;
+    round: number;
+    version: number;
+    baseCommit: Uint8Array;
+    aggregateDigest: Uint8Array;
+    contributors: Contributor[];
+    totalWeight: number;
+    participants: number;
+    totalExamples: number;
+    encoding: Encoding;
+    totalParams: number;
+    ciphertexts: Uint8Array[];
+    params: Uint8Array;
+  };
+  vote: {
+    federation: string;
+    round: number;
+    member: string;
+    yes: boolean;
+    commitHash: Uint8Array;
+    modelHash: Uint8Array;
+    reason: string;
+    meanUpdateRms: number;
+  };
+  decision: {
+    federation: string;
+    round: number;
+    commit: boolean;
+    commitHash: Uint8Array;
+    modelHash: Uint8Array;
+    parent: Uint8Array;
+    height: number;
+    aggregateDigest: Uint8Array;
+    voters: string[];
+    reason: string;
+    logSequence: number;
+    previousEntry: Uint8Array;
+  };
+  heartbeat: {
+    federation: string;
+    member: string;
+    role: string;
+    sentUnixMs: number;
+    head: Uint8Array;
+    examples: number;
+    state: string;
+  };
+  switched: {
+    federation: string;
+    round: number;
+    member: string;
+    commitHash: Uint8Array;
+    switchedUnixMs: number;
+    testAccuracy: number;
+  };
+}
+
+/** The control message kinds. */
+export type ControlType = keyof ControlBodies;
+
+const TYPE_NAMES: Record<ControlType, string> = {
+  'round-open': 'cohort.v1.RoundOpen',
+  prepare: 'cohort.v1.Prepare',
+  vote: 'cohort.v1.Vote',
+  decision: 'cohort.v1.Decision',
+  heartbeat: 'cohort.v1.Heartbeat',
+  switched: 'cohort.v1.Switched',
+};
+const TYPES = Object.fromEntries(
+  Object.entries(TYPE_NAMES).map(([k, v]) => [k, root.lookupType(v)]),
+) as Record<ControlType, protobuf.Type>;
+
+/** Signature domain of a control message type. */
+export function controlDomain(type: ControlType): string {
+  return `control.${type}`;
+}
+
+/** Serializes `body`, signs the exact bytes under the type's domain, and frames the envelope. */
+export function sealControl<T extends ControlType>(
+  type: T,
+  body: ControlBodies[T],
+  signer: string,
+  key: SigningKeyPair,
+): Uint8Array {
+  const T = TYPES[type];
+  const bytes = T.encode(T.fromObject(body)).finish();
+  const envelope = Envelope.fromObject({
+    type,
+    body: bytes,
+    signer,
+    signerKeyId: key.keyId,
+    signatureAlgorithm: SIGNATURE_ALGORITHM_IDS[key.algorithm],
+    signature: sign(key, controlDomain(type), bytes),
+  });
+  return frame(FRAME_KIND.control, Envelope.encode(envelope).finish());
+}
+
+/** A verified control message. */
+export interface OpenedControl<T extends ControlType> {
+  readonly type: T;
+  readonly signer: string;
+  readonly body: ControlBodies[T];
+}
+
+/**
+ * Unframes, checks the envelope's type is `expected`, looks the signer's key up (`WRONG_SIGNER`
+ * when unknown or a different key id), verifies the signature over the exact body bytes
+ * (`BAD_SIGNATURE`) and decodes the body (`MALFORMED`). Context checks (federation, round) are the
+ * caller's, who knows what it expects.
+ */
+export function openControl<T extends ControlType>(
+  bytes: Uint8Array,
+  expected: T,
+  keys: KeyLookup,
+): OpenedControl<T> {
+  const env = decode(Envelope, unframe(bytes, FRAME_KIND.control)) as unknown as {
+    type: string;
+    body: Uint8Array;
+    signer: string;
+    signerKeyId: string;
+    signatureAlgorithm: number;
+    signature: Uint8Array;
+  };
+  if (env.type !== expected) {
+    throw new BlockRejectedError(
+      'MALFORMED',
+      `control message is ${JSON.stringify(env.type)}, expected ${expected}`,
+    );
+  }
+  const key: PublicSigningKey | undefined = keys(env.signer);
+  if (
+    !key ||
+    key.keyId !== env.signerKeyId ||
+    SIGNATURE_ALGORITHM_IDS[key.algorithm] !== env.signatureAlgorithm
+  ) {
+    throw new BlockRejectedError(
+      'WRONG_SIGNER',
+      `${expected} from ${JSON.stringify(env.signer)}: unknown signer or key`,
+    );
+  }
+  if (!verify(key, controlDomain(expected), env.body, env.signature)) {
+    throw new BlockRejectedError(
+      'BAD_SIGNATURE',
+      `${expected} from ${JSON.stringify(env.signer)} does not verify`,
+    );
+  }
+  const T = TYPES[expected];
+  const message = decode(T, env.body);
+  const body = T.toObject(message, { longs: Number, defaults: true, arrays: true }) as ControlBodies[T];
+  return { type: expected, signer: env.signer, body };
+}
+
+function decode(type: protobuf.Type, bytes: Uint8Array): protobuf.Message {
+  try {
+    return type.decode(bytes);
+  } catch (cause) {
+    throw new BlockRejectedError('MALFORMED', `not a ${type.name}: ${(cause as Error).message}`, { cause });
+  }
+}

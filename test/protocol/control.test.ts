@@ -1,0 +1,65 @@
+import { describe, expect, it } from 'vitest';
+import { generateSigningKeyPair } from '../../crypto/signature/index.ts';
+import { BlockRejectedError } from '../../src/errors/index.ts';
+import { openControl, sealControl } from '../../src/protocol/index.ts';
+
+const coordinator = generateSigningKeyPair('falcon-512');
+const other = generateSigningKeyPair('falcon-512');
+const keys = (s: string) => (s === 'coordinator' ? coordinator : undefined);
+
+const open = {
+  federation: 'fed',
+  round: 3,
+  version: 2,
+  baseCommit: new Uint8Array(32).fill(1),
+  assignments: [
+    { site: 'site-1', aggregator: 'agg-1' },
+    { site: 'site-2', aggregator: 'agg-2' },
+  ],
+  bits: 8,
+  clip: Math.fround(0.02),
+  maxContributors: 32,
+  crcChunkBytes: 16384,
+  deadlineUnixMs: 1_800_000_000_000,
+  totalExamples: 1200,
+};
+
+function reason(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof BlockRejectedError) return err.reason;
+    throw err;
+  }
+  return 'accepted';
+}
+
+describe('signed control messages', () => {
+  it('round-trips a RoundOpen with its signer', () => {
+    const opened = openControl(
+      sealControl('round-open', open, 'coordinator', coordinator),
+      'round-open',
+      keys,
+    );
+    expect(opened.signer).toBe('coordinator');
+    expect(opened.body.round).toBe(3);
+    expect(opened.body.assignments).toEqual(open.assignments);
+    expect(opened.body.clip).toBe(open.clip);
+    expect(Array.from(opened.body.baseCommit)).toEqual(Array.from(open.baseCommit));
+    expect(opened.body.deadlineUnixMs).toBe(open.deadlineUnixMs);
+  });
+
+  it('refuses another type, an unknown signer, a forged signature and a flipped body byte', () => {
+    const sealed = sealControl('round-open', open, 'coordinator', coordinator);
+    expect(reason(() => openControl(sealed, 'prepare', keys))).toBe('MALFORMED');
+    expect(
+      reason(() => openControl(sealControl('round-open', open, 'coordinator', other), 'round-open', keys)),
+    ).toBe('WRONG_SIGNER');
+    const flipped = sealed.slice();
+    flipped[30]! ^= 1; // inside the body bytes
+    expect(['BAD_SIGNATURE', 'MALFORMED', 'WRONG_SIGNER']).toContain(
+      reason(() => openControl(flipped, 'round-open', keys)),
+    );
+    expect(reason(() => openControl(sealed.subarray(0, 20), 'round-open', keys))).toBe('TRUNCATED');
+  });
+});
