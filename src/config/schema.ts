@@ -98,6 +98,55 @@ const pathsSchema = z.strictObject({
   dataDir: z.string().min(1).default('.cohort'),
 });
 
+const memberId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
+  error: 'must be 1-64 characters of A-Z, a-z, 0-9, "_" and "-" (it becomes a NATS subject token)',
+});
+
+/** Who takes part: the coordinator, the aggregators (with capacity weights) and the sites. */
+const membersSchema = z.strictObject({
+  coordinator: memberId.default('coordinator'),
+  aggregators: z
+    .array(z.strictObject({ id: memberId, capacity: z.number().positive().default(1) }))
+    .min(1),
+  sites: z.array(z.strictObject({ id: memberId })).min(1),
+  /** Public signing keys of every member (`<id>.pub`): the registry all members trust. */
+  keysDir: z.string().min(1).default('keys'),
+});
+
+/** Round orchestration. */
+const roundSchema = z.strictObject({
+  /** Rounds the coordinator runs (0: until stopped). */
+  count: z.int().min(0).default(5),
+  /** Aggregators cut stragglers this long after RoundOpen. */
+  deadlineMs: z.int().min(100).max(3_600_000).default(120_000),
+  /** Members that have not voted by then are dropped from the round's view. */
+  voteTimeoutMs: z.int().min(100).max(3_600_000).default(60_000),
+  heartbeatMs: z.int().min(50).max(60_000).default(1000),
+  /** A member is considered gone after this many missed heartbeats. */
+  missedHeartbeats: z.int().min(1).max(100).default(5),
+  /** Bounded-load slack ε of the site → aggregator assignment. */
+  epsilon: z.number().positive().default(0.25),
+  /** Members to wait for before round 1 (default: all). */
+  quorum: z.int().min(1).optional(),
+  clipMultiplier: z.number().positive().default(6),
+});
+
+/** What the sites learn, identically everywhere. */
+const learningSchema = z.strictObject({
+  model: z.enum(['2nn', 'logreg']).default('2nn'),
+  data: z.enum(['mnist']).default('mnist'),
+  /** Rows of the training set split (IID) across the sites. */
+  trainLimit: z.int().min(1).optional(),
+  testLimit: z.int().min(1).optional(),
+  initSeed: z.int().min(0).max(0xffffffff).default(1),
+  epochs: z.int().min(1).default(1),
+  batchSize: z.int().min(1).default(10),
+  learningRate: z.number().positive().default(0.1),
+  strategy: z.enum(['fedavg', 'fedprox', 'fedadam', 'fedyogi']).default('fedavg'),
+  engine: z.enum(['cpu', 'webgpu']).default('cpu'),
+  allowSoftwareGpu: z.boolean().default(false),
+});
+
 const logSchema = z.strictObject({
   level: z.enum(LOG_LEVELS).default('info'),
 });
@@ -117,6 +166,10 @@ export const cohortConfigSchema = z
     nats: natsSchema.prefault({}),
     paths: pathsSchema.prefault({}),
     log: logSchema.prefault({}),
+    /** Deployment: members, round timing and learning settings (needed by the services). */
+    members: membersSchema.optional(),
+    round: roundSchema.prefault({}),
+    learning: learningSchema.prefault({}),
   })
   .superRefine((cfg, ctx) => {
     const bits = cfg.codec?.bits;

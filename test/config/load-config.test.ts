@@ -51,6 +51,26 @@ describe('loadConfig', () => {
       nats: { servers: ['nats://127.0.0.1:4222'], maxRetry: 5, timeoutMs: 3000 },
       paths: { dataDir: '.cohort' },
       log: { level: 'info' },
+      round: {
+        count: 5,
+        deadlineMs: 120_000,
+        voteTimeoutMs: 60_000,
+        heartbeatMs: 1000,
+        missedHeartbeats: 5,
+        epsilon: 0.25,
+        clipMultiplier: 6,
+      },
+      learning: {
+        model: '2nn',
+        data: 'mnist',
+        initSeed: 1,
+        epochs: 1,
+        batchSize: 10,
+        learningRate: 0.1,
+        strategy: 'fedavg',
+        engine: 'cpu',
+        allowSoftwareGpu: false,
+      },
     });
   });
 
