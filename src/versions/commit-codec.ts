@@ -1,8 +1,8 @@
 import { bytesEqual } from '../../crypto/digest/index.ts';
 import { InvalidArgumentError } from '../errors/index.ts';
 import {
-  type Commit,
   COMMIT_KINDS,
+  type Commit,
   commitFieldsProblem,
   commitHash,
   HASH_BYTES,
@@ -78,22 +78,26 @@ export function decodeCommit(bytes: Uint8Array): Commit {
     throw malformed(`commit bytes length ${bytes.length}, the header alone is ${COMMIT_HEADER_BYTES}`);
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (MAGIC.some((b, i) => bytes[i] !== b)) throw malformed('commit bytes do not start with the magic "CCMT"');
+  if (MAGIC.some((b, i) => bytes[i] !== b))
+    throw malformed('commit bytes do not start with the magic "CCMT"');
   const version = view.getUint8(4);
   if (version !== COMMIT_FORMAT_VERSION) {
     throw malformed(`commit format version ${version}, this build reads ${COMMIT_FORMAT_VERSION}`);
   }
   const kindId = view.getUint8(5);
   const kind = COMMIT_KINDS[kindId];
-  if (kind === undefined) throw malformed(`commit kind id ${kindId}, known ids are 0–${COMMIT_KINDS.length - 1}`);
+  if (kind === undefined)
+    throw malformed(`commit kind id ${kindId}, known ids are 0–${COMMIT_KINDS.length - 1}`);
   const reserved = view.getUint16(6, true);
   if (reserved !== 0) throw malformed(`commit reserved field is ${reserved}, must be 0`);
   const height = safeU64(view, 72, 'height');
   const round = safeU64(view, 80, 'round');
   const n = view.getUint32(152, true);
-  if (n > MAX_COMMIT_PARAMS_BYTES) throw malformed(`commit params length ${n} exceeds ${MAX_COMMIT_PARAMS_BYTES}`);
+  if (n > MAX_COMMIT_PARAMS_BYTES)
+    throw malformed(`commit params length ${n} exceeds ${MAX_COMMIT_PARAMS_BYTES}`);
   const expected = COMMIT_HEADER_BYTES + n;
-  if (bytes.length !== expected) throw malformed(`commit bytes length ${bytes.length}, header says ${expected}`);
+  if (bytes.length !== expected)
+    throw malformed(`commit bytes length ${bytes.length}, header says ${expected}`);
   const at = (offset: number): Uint8Array => bytes.slice(offset, offset + HASH_BYTES);
   const commit: Commit = {
     hash: at(8),

@@ -76,7 +76,8 @@ export function commitFieldsProblem(fields: CommitFields, name = 'commit'): stri
     if (fields.round !== 0) return `${name}.round of a genesis commit is ${fields.round}, must be 0`;
   } else {
     if (zeroParent) return `${name}.parent of a ${fields.kind} commit must not be 32 zero bytes`;
-    if (fields.height < 1) return `${name}.height of a ${fields.kind} commit is ${fields.height}, must be ≥ 1`;
+    if (fields.height < 1)
+      return `${name}.height of a ${fields.kind} commit is ${fields.height}, must be ≥ 1`;
   }
   if (fields.kind !== 'round' && !isZero(fields.aggregateDigest)) {
     return `${name}.aggregateDigest of a ${fields.kind} commit must be 32 zero bytes`;

@@ -1,5 +1,5 @@
-import { float32ToLeBytes, leBytesToFloat32 } from './float32-le.ts';
 import { envelopeHeader, openEnvelope } from './file-envelope.ts';
+import { float32ToLeBytes, leBytesToFloat32 } from './float32-le.ts';
 
 /** Magic of model and residual files ("Cohort MoDeL"). */
 export const MODEL_FILE_MAGIC = 'CMDL';

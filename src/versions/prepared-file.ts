@@ -1,5 +1,9 @@
 import { bytesEqual } from '../../crypto/digest/index.ts';
-import { decodeStrategyState, encodeStrategyState, type StrategyState } from '../../federation/strategy/index.ts';
+import {
+  decodeStrategyState,
+  encodeStrategyState,
+  type StrategyState,
+} from '../../federation/strategy/index.ts';
 import type { Commit } from './commit.ts';
 import { decodeCommit, encodeCommit } from './commit-codec.ts';
 import { envelopeHeader, openEnvelope } from './file-envelope.ts';
@@ -29,7 +33,13 @@ export interface PreparedCandidate {
 export function preparedFileParts(candidate: PreparedCandidate): Uint8Array[] {
   const commit = encodeCommit(candidate.commit);
   const state = encodeStrategyState(candidate.strategyState);
-  const payload = [u32(commit.length), commit, u32(state.length), state, float32ToLeBytes(candidate.parameters)];
+  const payload = [
+    u32(commit.length),
+    commit,
+    u32(state.length),
+    state,
+    float32ToLeBytes(candidate.parameters),
+  ];
   return [envelopeHeader(PREPARED_FILE_MAGIC, payload, 1), ...payload];
 }
 

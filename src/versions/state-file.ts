@@ -1,4 +1,8 @@
-import { decodeStrategyState, encodeStrategyState, type StrategyState } from '../../federation/strategy/index.ts';
+import {
+  decodeStrategyState,
+  encodeStrategyState,
+  type StrategyState,
+} from '../../federation/strategy/index.ts';
 import { HASH_BYTES } from './commit.ts';
 import { envelopeHeader, openEnvelope } from './file-envelope.ts';
 import { VersionError } from './version-error.ts';

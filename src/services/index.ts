@@ -1,0 +1,3 @@
+export { createLocalDeployment, type LocalDeployment } from './deployment.ts';
+export { type CeremonyInput, CKKS_KEY_PURPOSE, loadSiteCkks, runKeyCeremony } from './key-ceremony.ts';
+export { type MemberContext, type MemberRole, openMember, readRegistry, roleOf } from './member-context.ts';
