@@ -75,7 +75,8 @@ export interface ModelStore {
    * Applies COMMIT: checks the candidate prepared for `round` has hash `commitHash` (else
    * `PREPARED_MISMATCH`; none is `NOT_PREPARED`), writes its model and commit, swaps HEAD, writes
    * its strategy state and discards the prepared file. Idempotent: finishing a commit whose HEAD
-   * swap already happened just completes the rest. Returns the new HEAD.
+   * swap already happened just completes the rest, and re-applying a completed commit (HEAD is
+   * already `commitHash`) returns HEAD. Returns the new HEAD.
    */
   commitPrepared(round: number, commitHash: Uint8Array): Commit;
   /** Applies ABORT: discards the candidate prepared for `round`. False when there was none. */
@@ -257,6 +258,9 @@ class DirectoryModelStore implements ModelStore {
     assertHash('commitHash', commitHash);
     const candidate = this.#readPreparedOrNull(round, false);
     if (candidate === null) {
+      // A decision re-applied after the commit completed (recovery replaying the log) is a no-op.
+      const head = this.#head;
+      if (head !== null && head.round === round && bytesEqual(head.hash, commitHash)) return head;
       throw new VersionError('NOT_PREPARED', `no candidate prepared for round ${round}`, {
         details: { round },
       });

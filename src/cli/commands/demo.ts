@@ -1,0 +1,50 @@
+import type { Command } from 'commander';
+import { InvalidArgumentError } from '../../errors/index.ts';
+import { runDemo } from '../../services/demo/run-demo.ts';
+import type { CliContext } from '../cli-context.ts';
+
+function int(name: string, raw: string, min: number, max: number): number {
+  const v = Number(raw);
+  if (!Number.isInteger(v) || v < min || v > max) {
+    throw new InvalidArgumentError(`--${name} ${raw} must be an integer in [${min}, ${max}]`);
+  }
+  return v;
+}
+
+/** `cohort demo`: the demo federation as separate processes over NATS (the README's main command). */
+export function registerDemoCommand(program: Command, ctx: CliContext): void {
+  program
+    .command('demo')
+    .description(
+      'run a federation: nats-server, coordinator, aggregators and agents as processes, MNIST 2NN in he mode',
+    )
+    .option('--rounds <n>', 'rounds to run', '5')
+    .option('--sites <n>', 'site agents', '4')
+    .option('--aggregators <n>', 'aggregators', '2')
+    .option('--train-limit <n>', 'training rows shared by the sites (default all 60,000)')
+    .option('--keep', 'keep the working folder (keys, logs, models)', false)
+    .action(
+      async (o: {
+        rounds: string;
+        sites: string;
+        aggregators: string;
+        trainLimit?: string;
+        keep: boolean;
+      }) => {
+        const code = await runDemo(
+          {
+            rounds: int('rounds', o.rounds, 1, 1000),
+            sites: int('sites', o.sites, 1, 64),
+            aggregators: int('aggregators', o.aggregators, 1, 16),
+            keep: o.keep,
+            ...(o.trainLimit === undefined
+              ? {}
+              : { trainLimit: int('train-limit', o.trainLimit, 100, 60_000) }),
+          },
+          ctx.stdout,
+          ctx.stderr,
+        );
+        if (code !== 0) process.exitCode = code;
+      },
+    );
+}
