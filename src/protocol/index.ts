@@ -24,11 +24,14 @@ export {
   sealControl,
 } from './control.ts';
 export { type DecodedAggregate, decodeAggregate } from './decode-aggregate.ts';
+export { type AggregatorCredentials, encodeAggregate } from './encode-aggregate.ts';
 export {
   type EncodedUpdate,
   type EncodeUpdateInput,
   encodeUpdate,
+  type SignedBlocks,
   type SiteCredentials,
+  signBlocks,
 } from './encode-update.ts';
 export {
   type Contributor,

@@ -1,0 +1,410 @@
+import { BlockRejectedError, CohortError } from '../../errors/index.ts';
+// Not re-exported by src/protocol/index.ts (yet).
+import {
+  decodeBlockBody,
+  decodeManifestBody,
+  encodeAggregate,
+  FRAME_KIND,
+  openControl,
+  RejectionCounters,
+  sealControl,
+  unframe,
+} from '../../protocol/index.ts';
+import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
+import type { MemberContext } from '../member-context.ts';
+import { RoundCollector, type RoundOpenBody } from './round-collector.ts';
+
+/** The reply that acknowledges an accepted block or manifest. */
+export const AGGREGATOR_ACK: Uint8Array = Uint8Array.of(1);
+
+/** Where the aggregator stands (also the `state` of its heartbeat). */
+export type AggregatorState = 'idle' | 'collecting' | 'sending' | 'stopped';
+
+/** Options of {@link startAggregator}. */
+export interface AggregatorOptions {
+  /**
+   * How long a block or manifest naming a round newer than the current one waits for that
+   * round's RoundOpen (sites may be faster than the broadcast), in ms. Default: `nats.timeoutMs`.
+   */
+  readonly openWaitMs?: number;
+}
+
+/** The partial last sent (or attempted) to the coordinator. */
+export interface PartialReport {
+  readonly round: number;
+  readonly contributors: number;
+  readonly sites: readonly string[];
+  readonly blocks: number;
+  readonly sent: boolean;
+}
+
+/** Counters of a running aggregator. */
+export interface AggregatorStats {
+  readonly member: string;
+  readonly state: AggregatorState;
+  /** Current (last opened) round, or null before the first RoundOpen. */
+  readonly round: number | null;
+  readonly roundsOpened: number;
+  /** RoundOpens refused: not the coordinator's, bad signature, other federation, impossible values. */
+  readonly roundOpensRefused: number;
+  readonly blocksAccepted: number;
+  readonly manifestsAccepted: number;
+  /** Site updates added to a round's sum. */
+  readonly updatesAdded: number;
+  /** Blocks and manifests refused (each answered with an error to its sender). */
+  readonly rejected: number;
+  /** Refusals by reason (`BlockRejectedError.reason`). */
+  readonly rejections: Readonly<Record<string, number>>;
+  readonly partialsSent: number;
+  readonly partialsFailed: number;
+  /** Rounds closed with no complete update (nothing sent). */
+  readonly emptyRounds: number;
+  readonly heartbeatsSent: number;
+  readonly lastPartial: PartialReport | null;
+}
+
+/** A running aggregator. */
+export interface AggregatorService {
+  /** Stops heartbeats and subscriptions, waits for a partial being sent, frees SEAL memory. Does not close the context. */
+  stop(): Promise<void>;
+  stats(): AggregatorStats;
+}
+
+interface Waiter {
+  readonly round: number;
+  readonly resolve: () => void;
+}
+
+/**
+ * Runs the aggregator role (docs/round-protocol.md step 3) on `ctx`:
+ *
+ * - `round.open`: a RoundOpen signed by the coordinator (no one else) for this federation and a
+ *   round newer than the current one starts a round; an unfinished older round is dropped.
+ * - `update.<me>.<site>` (requests): each message is a framed ParameterBlock or UpdateManifest.
+ *   It is refused (the handler throws, the sender gets `TRANSPORT_REMOTE`, the reason is counted)
+ *   unless it is for the current round, signed by `<site>`, `<site>` is assigned here, and it
+ *   passes `BlockVerifier` with the round's context and encoding. Accepted ones are acked with
+ *   {@link AGGREGATOR_ACK}; a repeat of an accepted one is acked again.
+ * - When every assigned site is in (or failed for good), or at `deadlineUnixMs`, the sum is
+ *   signed (`encodeAggregate`) and its blocks, then its manifest, are sent one by one with
+ *   `request(partial(<me>))`. With no complete update nothing is sent.
+ * - A signed heartbeat (role `aggregator`) every `round.heartbeatMs`.
+ */
+export async function startAggregator(
+  ctx: MemberContext,
+  options: AggregatorOptions = {},
+): Promise<AggregatorService> {
+  const log = ctx.log.child({ component: 'aggregator' });
+  const federation = ctx.config.federation.id;
+  const subjects = ctx.subjects;
+  const allowedAlgorithms = ctx.config.crypto.signature.allowed;
+  const openWaitMs = options.openWaitMs ?? ctx.config.nats.timeoutMs;
+  const counters = new RejectionCounters();
+  const updatePrefix = subjects.updatesFor(ctx.member).slice(0, -1); // "cohort.F.update.<me>."
+
+  let state: AggregatorState = 'idle';
+  let current: RoundCollector | undefined;
+  let deadlineTimer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  let waiters: Waiter[] = [];
+  const sending = new Set<Promise<void>>();
+  const n = {
+    roundsOpened: 0,
+    roundOpensRefused: 0,
+    blocksAccepted: 0,
+    manifestsAccepted: 0,
+    updatesAdded: 0,
+    rejected: 0,
+    partialsSent: 0,
+    partialsFailed: 0,
+    emptyRounds: 0,
+    heartbeatsSent: 0,
+  };
+  let lastPartial: PartialReport | null = null;
+
+  // ---- heartbeat -------------------------------------------------------------------------
+  const heartbeat = () => {
+    if (stopped) return;
+    const bytes = sealControl(
+      'heartbeat',
+      {
+        federation,
+        member: ctx.member,
+        role: 'aggregator',
+        sentUnixMs: Date.now(),
+        head: new Uint8Array(0),
+        examples: 0,
+        state,
+      },
+      ctx.member,
+      ctx.signing,
+    );
+    ctx.transport.publish(subjects.heartbeat(ctx.member), bytes).then(
+      () => {
+        n.heartbeatsSent++;
+      },
+      (err: unknown) => {
+        if (!stopped) log.warn({ code: codeOf(err), msg: messageOf(err) }, 'heartbeat not sent');
+      },
+    );
+  };
+  const heartbeatTimer = setInterval(heartbeat, ctx.config.round.heartbeatMs);
+
+  // ---- rounds ----------------------------------------------------------------------------
+  const startRound = (open: RoundOpenBody) => {
+    const collector = new RoundCollector({
+      open,
+      member: ctx.member,
+      ckks: ctx.ckks,
+      keys: ctx.keys,
+      allowedAlgorithms,
+      counters,
+    });
+    if (current && !current.closed) {
+      log.warn(
+        { round: current.round, next: open.round, contributors: current.contributors },
+        'round superseded before it finished; its updates are dropped',
+      );
+    }
+    current?.dispose();
+    clearTimeout(deadlineTimer);
+    current = collector;
+    state = 'collecting';
+    n.roundsOpened++;
+    const wait = Math.max(0, open.deadlineUnixMs - Date.now());
+    log.info(
+      { round: open.round, version: open.version, sites: [...collector.assigned], deadlineInMs: wait },
+      'round open',
+    );
+    const ready = waiters.filter((w) => w.round <= open.round);
+    waiters = waiters.filter((w) => w.round > open.round);
+    for (const w of ready) w.resolve();
+    deadlineTimer = setTimeout(() => finish(collector, 'deadline'), wait);
+    if (collector.complete) setImmediate(() => finish(collector, 'all sites in'));
+  };
+
+  const finish = (collector: RoundCollector, why: string) => {
+    try {
+      closeRound(collector, why);
+    } catch (err) {
+      n.partialsFailed++;
+      if (collector === current && state !== 'stopped') state = 'idle';
+      log.error(
+        { round: collector.round, code: codeOf(err), msg: messageOf(err) },
+        'partial aggregate not built',
+      );
+    }
+  };
+
+  const closeRound = (collector: RoundCollector, why: string) => {
+    if (collector.closed || stopped) return;
+    if (collector === current) clearTimeout(deadlineTimer);
+    const missing = collector.missing();
+    const aggregate = collector.close();
+    if (!aggregate) {
+      n.emptyRounds++;
+      if (collector === current) state = 'idle';
+      log.warn(
+        { round: collector.round, why, missing },
+        'round closed with no complete update; no partial sent',
+      );
+      return;
+    }
+    const encoded = encodeAggregate(
+      aggregate,
+      { signer: ctx.member, signing: ctx.signing },
+      collector.context,
+      { crcChunkBytes: collector.open.crcChunkBytes },
+    );
+    const sites = aggregate.sites.map((c) => c.site);
+    log.info(
+      { round: collector.round, why, contributors: aggregate.contributors, sites, missing },
+      'sending partial aggregate',
+    );
+    state = 'sending';
+    const p = send(collector.round, encoded.blocks, encoded.manifest, sites).finally(() => {
+      sending.delete(p);
+      if (collector === current && state === 'sending') state = 'idle';
+    });
+    sending.add(p);
+  };
+
+  const send = async (round: number, blocks: Uint8Array[], manifest: Uint8Array, sites: string[]) => {
+    const subject = subjects.partial(ctx.member);
+    const report = { round, contributors: sites.length, sites, blocks: blocks.length };
+    try {
+      for (const frame of [...blocks, manifest]) {
+        if (stopped) throw new CohortError('STOPPED', 'aggregator stopped while sending');
+        await ctx.transport.request(subject, frame);
+      }
+      n.partialsSent++;
+      lastPartial = { ...report, sent: true };
+      log.info({ round, contributors: sites.length }, 'partial aggregate acknowledged');
+    } catch (err) {
+      n.partialsFailed++;
+      lastPartial = { ...report, sent: false };
+      log.error({ round, code: codeOf(err), msg: messageOf(err) }, 'partial aggregate not delivered');
+    }
+  };
+
+  /** Resolves once a RoundOpen for `round` or later has arrived, or after `openWaitMs`. */
+  const waitForRound = (round: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(done, openWaitMs);
+      function done() {
+        clearTimeout(timer);
+        waiters = waiters.filter((w) => w !== waiter);
+        resolve();
+      }
+      const waiter: Waiter = { round, resolve: done };
+      waiters.push(waiter);
+    });
+
+  // ---- subscriptions ---------------------------------------------------------------------
+  const onRoundOpen = async (msg: InboundMessage): Promise<undefined> => {
+    try {
+      const opened = openControl(msg.data, 'round-open', ctx.keys);
+      if (opened.signer !== ctx.members.coordinator) {
+        throw new BlockRejectedError(
+          'WRONG_SIGNER',
+          `round-open signed by ${JSON.stringify(opened.signer)}, not the coordinator`,
+        );
+      }
+      const open = opened.body;
+      if (open.federation !== federation) {
+        throw new BlockRejectedError(
+          'WRONG_CONTEXT',
+          `round-open for federation ${JSON.stringify(open.federation)}`,
+        );
+      }
+      if (current && open.round <= current.round) {
+        log.debug({ round: open.round, current: current.round }, 'round-open for an old round ignored');
+        return undefined;
+      }
+      if (!stopped) startRound(open);
+    } catch (err) {
+      n.roundOpensRefused++;
+      log.warn({ code: codeOf(err), msg: messageOf(err) }, 'round-open refused');
+    }
+    return undefined;
+  };
+
+  const onUpdate = async (msg: InboundMessage): Promise<Uint8Array> => {
+    try {
+      return await handleUpdate(msg);
+    } catch (err) {
+      n.rejected++;
+      log.warn(
+        { subject: msg.subject, round: current?.round, code: codeOf(err), msg: messageOf(err) },
+        'update refused',
+      );
+      throw err;
+    }
+  };
+
+  const handleUpdate = async (msg: InboundMessage): Promise<Uint8Array> => {
+    const site = msg.subject.startsWith(updatePrefix) ? msg.subject.slice(updatePrefix.length) : '';
+    const kind = msg.data[5];
+    if (site === '' || site.includes('.')) refuse('WRONG_CONTEXT', `unexpected subject ${msg.subject}`);
+    if (kind !== FRAME_KIND.block && kind !== FRAME_KIND.manifest) {
+      refuse('MALFORMED', `frame kind ${String(kind)} is neither a block nor a manifest`);
+    }
+    const what = kind === FRAME_KIND.block ? 'block' : 'manifest';
+    // Header only, to route it (round, signer) before any signature work; verified below.
+    let header: { round: number; signer: string };
+    try {
+      header =
+        kind === FRAME_KIND.block
+          ? decodeBlockBody(unframe(msg.data, FRAME_KIND.block))
+          : decodeManifestBody(unframe(msg.data, FRAME_KIND.manifest));
+    } catch (err) {
+      if (err instanceof BlockRejectedError) counters.increment(err.reason);
+      throw err;
+    }
+    if (!current || header.round > current.round) await waitForRound(header.round);
+    const round = current;
+    if (!round || round.round !== header.round) {
+      refuse(
+        'WRONG_CONTEXT',
+        `${what} is for round ${header.round}, the current round is ${round ? round.round : 'none'}`,
+      );
+    }
+    round.precheck(site, header.signer, what);
+    const outcome =
+      kind === FRAME_KIND.block ? round.acceptBlock(site, msg.data) : round.acceptManifest(site, msg.data);
+    if (outcome !== 'repeat') {
+      if (kind === FRAME_KIND.block) n.blocksAccepted++;
+      else n.manifestsAccepted++;
+    }
+    if (outcome === 'added') {
+      n.updatesAdded++;
+      log.info({ round: round.round, site, contributors: round.contributors }, 'site update added');
+      // After the ack is on its way: signing and sending the partial take a while.
+      if (round.complete) setImmediate(() => finish(round, 'all sites in'));
+    }
+    return AGGREGATOR_ACK;
+  };
+
+  function refuse(reason: BlockRejectedError['reason'], message: string): never {
+    counters.increment(reason);
+    throw new BlockRejectedError(reason, message);
+  }
+
+  const subs: TransportSubscription[] = [
+    ctx.transport.subscribe(subjects.roundOpen, onRoundOpen, {
+      onError: (err) => log.warn({ code: err.code, msg: err.message }, 'round-open subscription error'),
+    }),
+    ctx.transport.subscribe(subjects.updatesFor(ctx.member), onUpdate, {
+      onError: (err) => log.warn({ code: err.code, msg: err.message }, 'update subscription error'),
+    }),
+  ];
+  try {
+    await Promise.all(subs.map((s) => s.ready()));
+  } catch (err) {
+    clearInterval(heartbeatTimer);
+    await Promise.allSettled(subs.map((s) => s.unsubscribe()));
+    throw err;
+  }
+  heartbeat();
+  log.info({ heartbeatMs: ctx.config.round.heartbeatMs }, 'aggregator started');
+
+  return {
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      state = 'stopped';
+      clearInterval(heartbeatTimer);
+      clearTimeout(deadlineTimer);
+      for (const w of waiters) w.resolve();
+      await Promise.allSettled(subs.map((s) => s.unsubscribe()));
+      await Promise.allSettled([...sending]);
+      current?.dispose();
+      log.info(aggregatorStatsForLog(), 'aggregator stopped');
+    },
+    stats,
+  };
+
+  function stats(): AggregatorStats {
+    return {
+      member: ctx.member,
+      state,
+      round: current ? current.round : null,
+      ...n,
+      rejections: counters.snapshot(),
+      lastPartial,
+    };
+  }
+
+  function aggregatorStatsForLog() {
+    const s = stats();
+    return { rounds: s.roundsOpened, partialsSent: s.partialsSent, rejected: s.rejected };
+  }
+}
+
+function codeOf(err: unknown): string {
+  return err instanceof CohortError ? err.code : 'ERROR';
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,10 @@
+export {
+  AGGREGATOR_ACK,
+  type AggregatorOptions,
+  type AggregatorService,
+  type AggregatorState,
+  type AggregatorStats,
+  type PartialReport,
+  startAggregator,
+} from './aggregator-service.ts';
+export { type AcceptOutcome, RoundCollector, type RoundOpenBody } from './round-collector.ts';

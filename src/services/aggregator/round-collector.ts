@@ -1,0 +1,244 @@
+import type { CkksContext } from '../../../crypto/ckks/index.ts';
+import type { SignatureAlgorithm } from '../../../crypto/signature/index.ts';
+import { BlockRejectedError, type BlockRejectReason } from '../../errors/index.ts';
+import {
+  AggregateBuilder,
+  assembleUpdate,
+  BlockVerifier,
+  type ControlBodies,
+  codecEncoding,
+  type KeyLookup,
+  type RejectionCounters,
+  type RoundContext,
+  type VerifiedBlock,
+  type VerifiedManifest,
+} from '../../protocol/index.ts';
+
+/** The RoundOpen body an aggregator works from. */
+export type RoundOpenBody = ControlBodies['round-open'];
+
+/** What one site has sent so far in a round. */
+interface SiteInbox {
+  /** Update digest the first block or manifest pinned: later ones must carry the same. */
+  digest: Uint8Array | undefined;
+  readonly blocks: Map<number, VerifiedBlock>;
+  manifest: VerifiedManifest | undefined;
+}
+
+/** Result of accepting one block or manifest. */
+export type AcceptOutcome = 'stored' | 'repeat' | 'added';
+
+/** Where each assigned site of a round stands. */
+export type SiteOutcome = 'added' | 'failed';
+
+/**
+ * One round at one aggregator: the RoundOpen's context, a `BlockVerifier` for it, the assigned
+ * sites, their partial uploads and the running homomorphic sum. Every refusal throws a
+ * `BlockRejectedError` that has already been counted in `counters`.
+ */
+export class RoundCollector {
+  readonly open: RoundOpenBody;
+  readonly context: RoundContext;
+  readonly assigned: ReadonlySet<string>;
+  readonly #verifier: BlockVerifier;
+  readonly #counters: RejectionCounters;
+  readonly #builder: AggregateBuilder;
+  readonly #inbox = new Map<string, SiteInbox>();
+  readonly #settled = new Map<string, SiteOutcome>();
+  #closed = false;
+  #disposed = false;
+
+  constructor(options: {
+    open: RoundOpenBody;
+    member: string;
+    ckks: CkksContext;
+    keys: KeyLookup;
+    allowedAlgorithms: readonly SignatureAlgorithm[];
+    counters: RejectionCounters;
+  }) {
+    const { open } = options;
+    this.open = open;
+    this.context = {
+      federation: open.federation,
+      round: open.round,
+      version: open.version,
+      baseCommit: open.baseCommit,
+    };
+    // Both throw INVALID_ARGUMENT on an impossible RoundOpen (bad base commit, codec values).
+    const encoding = codecEncoding(options.ckks, {
+      bits: open.bits as 1 | 2 | 4 | 8,
+      clip: open.clip,
+      maxContributors: open.maxContributors,
+      crcChunkBytes: open.crcChunkBytes,
+    });
+    this.#verifier = new BlockVerifier({
+      context: this.context,
+      ckksParamsId: options.ckks.paramsId,
+      encoding,
+      keys: options.keys,
+      allowedAlgorithms: options.allowedAlgorithms,
+      counters: options.counters,
+    });
+    this.#counters = options.counters;
+    this.assigned = new Set(
+      open.assignments.filter((a) => a.aggregator === options.member).map((a) => a.site),
+    );
+    this.#builder = new AggregateBuilder(options.ckks);
+  }
+
+  get round(): number {
+    return this.open.round;
+  }
+
+  /** No more input is taken (finished, superseded or stopped). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
+  /** Sites whose update is in the sum. */
+  get contributors(): number {
+    return this.#builder.contributors;
+  }
+
+  /** Every assigned site has either been added or failed for good. */
+  get complete(): boolean {
+    for (const site of this.assigned) if (!this.#settled.has(site)) return false;
+    return true;
+  }
+
+  /** Assigned sites with no complete update (the stragglers, when the round closes). */
+  missing(): string[] {
+    return [...this.assigned].filter((s) => this.#settled.get(s) !== 'added');
+  }
+
+  /**
+   * Cheap checks before any signature work, on the (not yet verified) header: it names `site` as
+   * its signer (`WRONG_SIGNER`), `site` is assigned here this round (`WRONG_CONTEXT`), `site` is
+   * not already in the sum (`DUPLICATE`) and the round still takes input (`WRONG_CONTEXT`).
+   */
+  precheck(site: string, headerSigner: string, what: string): void {
+    if (headerSigner !== site) {
+      this.#refuse(
+        'WRONG_SIGNER',
+        `${what} on the subject of ${JSON.stringify(site)} is signed by ${JSON.stringify(headerSigner)}`,
+      );
+    }
+    if (!this.assigned.has(site)) {
+      this.#refuse(
+        'WRONG_CONTEXT',
+        `site ${JSON.stringify(site)} is not assigned here in round ${this.round}`,
+      );
+    }
+    if (this.#settled.has(site)) {
+      this.#refuse('DUPLICATE', `site ${JSON.stringify(site)} already ${this.#settled.get(site)} this round`);
+    }
+    if (this.#closed) {
+      this.#refuse(
+        'WRONG_CONTEXT',
+        `round ${this.round} is closed, ${what} of ${JSON.stringify(site)} is late`,
+      );
+    }
+  }
+
+  /** Verifies and stores one framed block of `site`; assembles the update once it is whole. */
+  acceptBlock(site: string, bytes: Uint8Array): AcceptOutcome {
+    const block = this.#verifier.verifyBlock(bytes);
+    if (block.signer !== site)
+      this.#refuse('WRONG_SIGNER', `block signed by ${JSON.stringify(block.signer)}`);
+    const inbox = this.#inboxOf(site);
+    if (inbox.digest && !equalBytes(inbox.digest, block.digest)) {
+      this.#refuse(
+        'DIGEST_MISMATCH',
+        `block ${block.blockIndex} of ${JSON.stringify(site)} belongs to another update than its earlier blocks`,
+      );
+    }
+    // Same index under the same signed Merkle root: the very same block sent again.
+    if (inbox.blocks.has(block.blockIndex)) return 'repeat';
+    inbox.digest = block.digest;
+    inbox.blocks.set(block.blockIndex, block);
+    return this.#tryAdd(site, inbox);
+  }
+
+  /** Verifies and stores the framed manifest of `site`; assembles the update once it is whole. */
+  acceptManifest(site: string, bytes: Uint8Array): AcceptOutcome {
+    const manifest = this.#verifier.verifyManifest(bytes);
+    if (manifest.signer !== site) {
+      this.#refuse('WRONG_SIGNER', `manifest signed by ${JSON.stringify(manifest.signer)}`);
+    }
+    if (manifest.contributors !== 1 || manifest.contributorList.length > 0) {
+      this.#refuse('BAD_HEADER', `a site update has one contributor and lists none`);
+    }
+    const inbox = this.#inboxOf(site);
+    if (inbox.digest && !equalBytes(inbox.digest, manifest.updateDigest)) {
+      this.#refuse(
+        'DIGEST_MISMATCH',
+        `manifest of ${JSON.stringify(site)} closes another update than its blocks`,
+      );
+    }
+    if (inbox.manifest) return 'repeat';
+    inbox.digest = manifest.updateDigest;
+    inbox.manifest = manifest;
+    return this.#tryAdd(site, inbox);
+  }
+
+  /**
+   * Closes the round and hands back what was summed (null when no update is complete). SEAL
+   * memory is freed either way.
+   */
+  close(): ReturnType<AggregateBuilder['finish']> | null {
+    this.#closed = true;
+    this.#inbox.clear();
+    if (this.#disposed) return null;
+    this.#disposed = true;
+    try {
+      return this.#builder.contributors > 0 ? this.#builder.finish() : null;
+    } finally {
+      this.#builder.dispose();
+    }
+  }
+
+  /** Closes without a result, freeing SEAL memory (superseded round, stop). */
+  dispose(): void {
+    this.#closed = true;
+    this.#inbox.clear();
+    if (!this.#disposed) {
+      this.#disposed = true;
+      this.#builder.dispose();
+    }
+  }
+
+  #inboxOf(site: string): SiteInbox {
+    let inbox = this.#inbox.get(site);
+    if (!inbox) {
+      inbox = { digest: undefined, blocks: new Map(), manifest: undefined };
+      this.#inbox.set(site, inbox);
+    }
+    return inbox;
+  }
+
+  #tryAdd(site: string, inbox: SiteInbox): AcceptOutcome {
+    const manifest = inbox.manifest;
+    if (!manifest || inbox.blocks.size < manifest.blockCount) return 'stored';
+    try {
+      this.#builder.add(assembleUpdate(manifest, [...inbox.blocks.values()]));
+    } catch (err) {
+      // A whole, signed update that cannot be summed (e.g. lane headroom): the site is out.
+      this.#settled.set(site, 'failed');
+      this.#inbox.delete(site);
+      if (err instanceof BlockRejectedError) this.#counters.increment(err.reason);
+      throw err;
+    }
+    this.#settled.set(site, 'added');
+    this.#inbox.delete(site);
+    return 'added';
+  }
+
+  #refuse(reason: BlockRejectReason, message: string): never {
+    this.#counters.increment(reason);
+    throw new BlockRejectedError(reason, message);
+  }
+}
+
+function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
+}
