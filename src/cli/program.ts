@@ -1,8 +1,12 @@
 import { Command } from 'commander';
 import { type CliContext, processContext } from './cli-context.ts';
 import type { CommandRegistrar } from './command-registrar.ts';
+import { registerAgentCommand } from './commands/agent.ts';
+import { registerAggregatorCommand } from './commands/aggregator.ts';
 import { registerCodecCommand } from './commands/codec-demo.ts';
 import { registerConfigCommand } from './commands/config.ts';
+import { registerCoordinatorCommand } from './commands/coordinator.ts';
+import { registerDemoCommand } from './commands/demo.ts';
 import { registerKeysCommand } from './commands/keys.ts';
 import { registerSimulateCommand } from './commands/simulate.ts';
 import { registerVersionCommand } from './commands/version.ts';
@@ -15,6 +19,10 @@ const COMMANDS: readonly CommandRegistrar[] = [
   registerKeysCommand,
   registerCodecCommand,
   registerSimulateCommand,
+  registerDemoCommand,
+  registerCoordinatorCommand,
+  registerAggregatorCommand,
+  registerAgentCommand,
 ];
 
 /**

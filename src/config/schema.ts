@@ -105,9 +105,7 @@ const memberId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
 /** Who takes part: the coordinator, the aggregators (with capacity weights) and the sites. */
 const membersSchema = z.strictObject({
   coordinator: memberId.default('coordinator'),
-  aggregators: z
-    .array(z.strictObject({ id: memberId, capacity: z.number().positive().default(1) }))
-    .min(1),
+  aggregators: z.array(z.strictObject({ id: memberId, capacity: z.number().positive().default(1) })).min(1),
   sites: z.array(z.strictObject({ id: memberId })).min(1),
   /** Public signing keys of every member (`<id>.pub`): the registry all members trust. */
   keysDir: z.string().min(1).default('keys'),

@@ -59,6 +59,7 @@ export interface ControlBodies {
     modelHash: Uint8Array;
     reason: string;
     meanUpdateRms: number;
+    bytesSent: number;
   };
   decision: {
     federation: string;

@@ -1,0 +1,96 @@
+import type { Command } from 'commander';
+import { InvalidArgumentError } from '../../errors/index.ts';
+import {
+  type CoordinatorEvent,
+  type RoundSummary,
+  startCoordinator,
+} from '../../services/coordinator/index.ts';
+import { openMember } from '../../services/index.ts';
+import type { CliContext } from '../cli-context.ts';
+import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
+
+interface CoordinatorFlags extends ConfigFlags {
+  config: string;
+  member?: string;
+  rounds?: string;
+}
+
+/** `1.2 MB`-style size. */
+function formatBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / (1024 * 1024)).toFixed(1)} MiB`;
+}
+
+/** The per-round line: round, contributors, decision, commit hash prefix, bytes, time. */
+export function formatRoundLine(s: RoundSummary): string {
+  const decision = s.commit
+    ? `COMMIT ${s.commitHash?.slice(0, 12)} (height ${s.height})`
+    : `ABORT (${s.reason})`;
+  return `round ${s.round}: ${s.contributors}/${s.participants} contributors, ${decision}, sites sent ${formatBytes(s.uploadBytes)}, aggregate ${formatBytes(s.aggregateBytes)}, ${(s.durationMs / 1000).toFixed(1)} s`;
+}
+
+/**
+ * `cohort coordinator --config <file> [--rounds n]`: runs the federation's rounds over NATS (the
+ * coordinator of docs/round-protocol.md), printing one line per decided round, and exits 0 after
+ * the last round (`--rounds`, else `round.count`; rounds already in the decision log count).
+ */
+export function registerCoordinatorCommand(program: Command, ctx: CliContext): void {
+  addConfigOptions(
+    program
+      .command('coordinator')
+      .description(
+        'run the round coordinator: membership, round open, prepare, decide (2PC) and the decision log',
+      )
+      .requiredOption('-c, --config <file>', 'federation YAML')
+      .option('--member <id>', 'member id (default: members.coordinator)')
+      .option('--rounds <n>', 'stop after round n (default: round.count; 0 runs until interrupted)'),
+  ).action(async (flags: CoordinatorFlags) => {
+    const config = loadConfigWithFlags(flags.config, flags, ctx);
+    let rounds: number | undefined;
+    if (flags.rounds !== undefined) {
+      rounds = Number(flags.rounds);
+      if (!Number.isInteger(rounds) || rounds < 0)
+        throw new InvalidArgumentError(`--rounds ${flags.rounds} must be an integer ≥ 0`);
+    }
+    const member = flags.member ?? config.members?.coordinator ?? 'coordinator';
+    const mctx = await openMember(config, member);
+    const say = (s: string) => ctx.stdout.write(`${s}\n`);
+    const onEvent = (e: CoordinatorEvent) => {
+      if (e.type === 'started') {
+        say(
+          `coordinator ${member}: federation ${config.federation.id}, head ${e.head.slice(0, 12)} (height ${e.height}), next round ${e.round}`,
+        );
+      } else if (e.type === 'decision') {
+        say(formatRoundLine(e.summary));
+      } else if (e.type === 'switched' && e.testAccuracy !== undefined) {
+        say(
+          `round ${e.round}: ${e.member} switched in ${e.latencyMs} ms, test accuracy ${(e.testAccuracy * 100).toFixed(2)}%`,
+        );
+      }
+    };
+    const handle = startCoordinator(mctx, { ...(rounds === undefined ? {} : { rounds }), onEvent });
+    const interrupt = () => void handle.stop();
+    process.once('SIGINT', interrupt);
+    process.once('SIGTERM', interrupt);
+    try {
+      const summary = await handle.done;
+      const lat = summary.switchLatency;
+      const latency =
+        lat.count > 0
+          ? `switch latency P50 ${lat.p50Ms} ms, P99 ${lat.p99Ms} ms (${lat.count} switches)`
+          : 'no switches reported';
+      const accuracy =
+        summary.testAccuracy === undefined
+          ? ''
+          : `, test accuracy ${(summary.testAccuracy * 100).toFixed(2)}%`;
+      say(
+        `${summary.stopped ? 'stopped' : 'done'}: ${summary.rounds.length} rounds, ${summary.committed} committed, ${summary.aborted} aborted; head ${summary.head.slice(0, 12)} (height ${summary.height}); ${latency}${accuracy}`,
+      );
+    } finally {
+      process.off('SIGINT', interrupt);
+      process.off('SIGTERM', interrupt);
+      await mctx.close();
+    }
+  });
+}

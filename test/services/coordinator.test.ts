@@ -1,0 +1,354 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Objm } from '@nats-io/obj';
+import { Command } from 'commander';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CkksKeyset } from '../../crypto/ckks/index.ts';
+import { sha256 } from '../../crypto/digest/index.ts';
+import { registerCoordinatorCommand } from '../../src/cli/commands/coordinator.ts';
+import { encodeAggregate } from '../../src/protocol/encode-aggregate.ts';
+import {
+  AggregateBuilder,
+  assembleUpdate,
+  BlockVerifier,
+  type ControlBodies,
+  decodeAggregate,
+  encodeUpdate,
+  openControl,
+  sealControl,
+} from '../../src/protocol/index.ts';
+import {
+  aggregateDigest,
+  type CoordinatorEvent,
+  decodeRoundParams,
+  federationGenesis,
+  startCoordinator,
+} from '../../src/services/coordinator/index.ts';
+import { type LoggedDecision, openDecisionLog } from '../../src/services/decision-log/index.ts';
+import {
+  createLocalDeployment,
+  type LocalDeployment,
+  loadSiteCkks,
+  type MemberContext,
+  openMember,
+} from '../../src/services/index.ts';
+import { bytesToHex, commitHash } from '../../src/versions/index.ts';
+
+const F = 'ctest';
+const PARAMS = 784 * 10 + 10; // logistic regression
+const EXAMPLES = 50;
+
+let dir: string;
+let dep: LocalDeployment;
+let coord: MemberContext;
+let aggs: MemberContext[];
+let sites: MemberContext[];
+let keysets: Map<string, CkksKeyset>;
+const timers: NodeJS.Timeout[] = [];
+const beats = new Map<string, NodeJS.Timeout>();
+
+/** How the test-sites vote, by round. */
+const noVoter = new Map<number, string>();
+/** Messages the test-members received. */
+const seen = {
+  opens: [] as ControlBodies['round-open'][],
+  prepares: [] as ControlBodies['prepare'][],
+  decisions: [] as ControlBodies['decision'][],
+};
+const heads = new Map<string, Uint8Array>();
+const updates = new Map<string, Float32Array>();
+
+const hex = (b: Uint8Array) => bytesToHex(b);
+const model = (round: number) => sha256(new TextEncoder().encode(`model after round ${round}`));
+
+function siteUpdate(site: string, round: number): Float32Array {
+  const u = new Float32Array(PARAMS);
+  const sign = site.endsWith('1') ? 1 : -1;
+  for (let i = 0; i < PARAMS; i++) u[i] = sign * 0.01 * ((i % 5) / 5) + 0.001 * round;
+  return u;
+}
+
+/** A test-aggregator: on RoundOpen, encodes its sites' updates (as the sites would), sums and sends the partial. */
+function playAggregator(agg: MemberContext): void {
+  agg.transport.subscribe(agg.subjects.roundOpen, async (msg) => {
+    const open = openControl(msg.data, 'round-open', agg.keys).body;
+    const mine = open.assignments.filter((a) => a.aggregator === agg.member).map((a) => a.site);
+    if (mine.length === 0) return;
+    const context = { federation: F, round: open.round, baseCommit: open.baseCommit, version: open.version };
+    const options = {
+      bits: open.bits as 8,
+      clip: open.clip,
+      maxContributors: open.maxContributors,
+      crcChunkBytes: open.crcChunkBytes,
+    };
+    const verifier = new BlockVerifier({
+      context,
+      ckksParamsId: agg.ckks.paramsId,
+      keys: agg.keys,
+      allowedAlgorithms: ['falcon-512'],
+    });
+    const builder = new AggregateBuilder(agg.ckks);
+    for (const site of mine) {
+      const siteCtx = sites.find((s) => s.member === site)!;
+      const update = siteUpdate(site, open.round);
+      updates.set(`${open.round}/${site}`, update);
+      const enc = encodeUpdate({
+        update,
+        residual: null,
+        credentials: { signer: site, ckks: keysets.get(site)!, signing: siteCtx.signing },
+        context,
+        options,
+        exampleWeight: EXAMPLES,
+      });
+      const blocks = enc.blocks.map((b) => verifier.verifyBlock(b));
+      builder.add(assembleUpdate(verifier.verifyManifest(enc.manifest), blocks));
+    }
+    const partial = encodeAggregate(builder.finish(), { signer: agg.member, signing: agg.signing }, context, {
+      crcChunkBytes: open.crcChunkBytes,
+    });
+    for (const b of partial.blocks) await agg.transport.request(agg.subjects.partial(agg.member), b);
+    await agg.transport.request(agg.subjects.partial(agg.member), partial.manifest);
+  });
+}
+
+/** A test-site: heartbeats; votes on Prepare; switches on COMMIT. */
+function playSite(site: MemberContext): void {
+  const id = site.member;
+  site.transport.subscribe(site.subjects.prepare, async (msg) => {
+    const p = openControl(msg.data, 'prepare', site.keys).body;
+    if (id === 'site-1') seen.prepares.push(p);
+    const no = noVoter.get(p.round) === id;
+    const vote: ControlBodies['vote'] = {
+      federation: F,
+      round: p.round,
+      member: id,
+      yes: !no,
+      commitHash: no
+        ? new Uint8Array(0)
+        : commitHash({
+            parent: p.baseCommit,
+            height: p.version + 1,
+            round: p.round,
+            aggregateDigest: p.aggregateDigest,
+            modelHash: model(p.round),
+            params: p.params,
+            kind: 'round',
+          }),
+      modelHash: no ? new Uint8Array(0) : model(p.round),
+      reason: no ? 'cannot decrypt (test)' : '',
+      meanUpdateRms: 0.004,
+      bytesSent: 1000,
+    };
+    await site.transport.request(site.subjects.vote(id), sealControl('vote', vote, id, site.signing));
+  });
+  site.transport.subscribe(site.subjects.decision, async (msg) => {
+    const d = openControl(msg.data, 'decision', site.keys).body;
+    if (id === 'site-1') seen.decisions.push(d);
+    if (!d.commit) return;
+    heads.set(id, d.commitHash);
+    const sw: ControlBodies['switched'] = {
+      federation: F,
+      round: d.round,
+      member: id,
+      commitHash: d.commitHash,
+      switchedUnixMs: Date.now(),
+      testAccuracy: 0.9,
+    };
+    await site.transport.publish(site.subjects.switched(id), sealControl('switched', sw, id, site.signing));
+  });
+  if (id === 'site-1') {
+    site.transport.subscribe(site.subjects.roundOpen, async (msg) => {
+      seen.opens.push(openControl(msg.data, 'round-open', site.keys).body);
+    });
+  }
+}
+
+function heartbeat(m: MemberContext, role: 'site' | 'aggregator'): void {
+  const beat = () => {
+    const body: ControlBodies['heartbeat'] = {
+      federation: F,
+      member: m.member,
+      role,
+      sentUnixMs: Date.now(),
+      head: heads.get(m.member) ?? new Uint8Array(0),
+      examples: role === 'site' ? EXAMPLES : 0,
+      state: 'IDLE',
+    };
+    m.transport
+      .publish(m.subjects.heartbeat(m.member), sealControl('heartbeat', body, m.member, m.signing))
+      .catch(() => undefined);
+  };
+  beat();
+  const timer = setInterval(beat, 100);
+  timers.push(timer);
+  beats.set(m.member, timer);
+}
+
+async function logEntries(): Promise<LoggedDecision[]> {
+  const log = await openDecisionLog(coord.transport.connection, F, coord.signing, coord.member, {
+    keys: coord.keys,
+  });
+  const out: LoggedDecision[] = [];
+  for await (const e of log.entries()) out.push(e);
+  return out;
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'cohort-coordinator-'));
+  dep = await createLocalDeployment({
+    dir,
+    federation: F,
+    aggregators: 2,
+    sites: 2,
+    overrides: {
+      round: { count: 2, deadlineMs: 8000, voteTimeoutMs: 8000, heartbeatMs: 100, missedHeartbeats: 20 },
+      learning: { model: 'logreg', trainLimit: 200 },
+      log: { level: 'warn' },
+    },
+  });
+  coord = await openMember(dep.config, 'coordinator');
+  aggs = await Promise.all(dep.aggregators.map((a) => openMember(dep.config, a)));
+  sites = await Promise.all(dep.sites.map((s) => openMember(dep.config, s)));
+  keysets = new Map(sites.map((s) => [s.member, loadSiteCkks(s.ckks, s.keysDir, s.member, F)]));
+  for (const a of aggs) playAggregator(a);
+  for (const s of sites) playSite(s);
+  for (const m of [...aggs, ...sites]) await m.transport.flush();
+  for (const a of aggs) heartbeat(a, 'aggregator');
+  for (const s of sites) heartbeat(s, 'site');
+});
+
+afterAll(async () => {
+  for (const t of timers) clearInterval(t);
+  for (const k of keysets?.values() ?? []) k.delete();
+  for (const m of [...(aggs ?? []), ...(sites ?? []), ...(coord ? [coord] : [])]) await m.close();
+  await dep?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('coordinator', () => {
+  it('commits a round all sites vote YES on, and aborts one a site votes NO on', async () => {
+    noVoter.set(2, 'site-2');
+    const events: CoordinatorEvent[] = [];
+    const handle = startCoordinator(coord, { rounds: 2, onEvent: (e) => events.push(e), switchWaitMs: 3000 });
+    const summary = await handle.done;
+
+    // Round 1: RoundOpen from genesis with every site assigned.
+    const genesis = federationGenesis(dep.config).commit;
+    const open1 = seen.opens[0]!;
+    expect(open1.round).toBe(1);
+    expect(hex(open1.baseCommit)).toBe(hex(genesis.hash));
+    expect(open1.version).toBe(0);
+    expect(open1.assignments.map((a) => a.site).sort()).toEqual(['site-1', 'site-2']);
+    for (const a of open1.assignments) expect(dep.aggregators).toContain(a.aggregator);
+    expect(open1.totalExamples).toBe(2 * EXAMPLES);
+    expect(open1.clip).toBe(Math.fround(dep.config.codec.clip));
+
+    // Prepare: the sum of both updates, digest and params as documented.
+    const prep1 = seen.prepares[0]!;
+    expect(prep1.contributors.map((c) => c.site).sort()).toEqual(['site-1', 'site-2']);
+    expect(prep1.totalWeight).toBe(2 * EXAMPLES);
+    expect(prep1.participants).toBe(2);
+    expect(prep1.totalParams).toBe(PARAMS);
+    expect(hex(prep1.aggregateDigest)).toBe(hex(aggregateDigest(prep1.ciphertexts)));
+    expect(decodeRoundParams(prep1.params)).toMatchObject({ round: 1, bits: 8, strategy: 'fedavg' });
+    const store = await new Objm(coord.transport.connection).open(`cohort-${F}-aggregates`);
+    const stored = await store.getBlob('round-1');
+    expect(hex(sha256(stored!))).toBe(hex(prep1.aggregateDigest));
+    const decoded = decodeAggregate(keysets.get('site-1')!, {
+      encoding: prep1.encoding,
+      totalParams: prep1.totalParams,
+      sites: prep1.contributors,
+      contributors: prep1.contributors.length,
+      totalWeight: prep1.totalWeight,
+      ciphertexts: prep1.ciphertexts,
+    });
+    const u1 = updates.get('1/site-1')!;
+    const u2 = updates.get('1/site-2')!;
+    for (const i of [0, 1, 2, 3, 4, 777, PARAMS - 1]) {
+      expect(Math.abs(decoded.sum[i]! - (u1[i]! + u2[i]!))).toBeLessThan(0.002);
+    }
+
+    // Decisions: COMMIT then ABORT, logged before they were published.
+    expect(summary.rounds.map((r) => [r.round, r.commit])).toEqual([
+      [1, true],
+      [2, false],
+    ]);
+    expect(summary.rounds[1]!.reason).toContain('site-2');
+    expect(summary.rounds[1]!.noVoters).toEqual(['site-2']);
+    const entries = await logEntries();
+    expect(entries.map((e) => [e.body.round, e.body.commit])).toEqual([
+      [1, true],
+      [2, false],
+    ]);
+    const commit1 = commitHash({
+      parent: genesis.hash,
+      height: 1,
+      round: 1,
+      aggregateDigest: prep1.aggregateDigest,
+      modelHash: model(1),
+      params: prep1.params,
+      kind: 'round',
+    });
+    expect(hex(entries[0]!.body.commitHash)).toBe(hex(commit1));
+    expect(entries[0]!.body.height).toBe(1);
+    expect(entries[0]!.body.voters).toEqual(['site-1', 'site-2']);
+    expect(entries[1]!.body.reason).toContain('NO from site-2');
+    expect(seen.decisions.map((d) => [d.round, d.commit, d.logSequence])).toEqual([
+      [1, true, 1],
+      [2, false, 2],
+    ]);
+    // Round 2 opened on the round-1 commit, with the clip from the votes' RMS.
+    const open2 = seen.opens[1]!;
+    expect(hex(open2.baseCommit)).toBe(hex(commit1));
+    expect(open2.version).toBe(1);
+    expect(open2.clip).toBe(Math.fround(dep.config.round.clipMultiplier * 0.004));
+
+    expect(summary.committed).toBe(1);
+    expect(summary.aborted).toBe(1);
+    expect(summary.head).toBe(bytesToHex(commit1));
+    expect(summary.switchLatency.count).toBe(2);
+    expect(summary.switchLatency.p50Ms).toBeGreaterThanOrEqual(0);
+    expect(summary.testAccuracy).toBeCloseTo(0.9);
+    expect(events.some((e) => e.type === 'partial')).toBe(true);
+    expect(handle.stats().phase).toBe('done');
+  });
+
+  it('continues from the log after a restart and never decides a logged round again', async () => {
+    noVoter.clear();
+    const handle = startCoordinator(coord, { rounds: 3, switchWaitMs: 3000 });
+    const summary = await handle.done;
+    expect(summary.rounds.map((r) => [r.round, r.commit])).toEqual([[3, true]]);
+    const entries = await logEntries();
+    expect(entries.map((e) => e.body.round)).toEqual([1, 2, 3]);
+    const open3 = seen.opens.at(-1)!;
+    expect(open3.round).toBe(3);
+    expect(hex(open3.baseCommit)).toBe(hex(entries[0]!.body.commitHash));
+    expect(hex(entries[2]!.body.parent)).toBe(hex(entries[0]!.body.commitHash));
+    expect(entries[2]!.body.height).toBe(2);
+
+    // Nothing left to run: the log already holds round 3.
+    const again = await startCoordinator(coord, { rounds: 3 }).done;
+    expect(again.rounds).toEqual([]);
+    expect(again.height).toBe(2);
+  });
+
+  it('re-assigns the sites of a silent aggregator (through the CLI command)', async () => {
+    clearInterval(beats.get('agg-2')!);
+    const window = dep.config.round.missedHeartbeats * dep.config.round.heartbeatMs;
+    await new Promise((r) => setTimeout(r, window + 300));
+    let out = '';
+    const program = new Command('cohort').exitOverride();
+    registerCoordinatorCommand(program, {
+      stdout: { write: (t: string) => (out += t) },
+      stderr: { write: () => true },
+      env: {},
+    });
+    await program.parseAsync(['coordinator', '--config', dep.configPath, '--rounds', '4'], { from: 'user' });
+    const open4 = seen.opens.at(-1)!;
+    expect(open4.round).toBe(4);
+    expect(open4.assignments.map((a) => a.aggregator)).toEqual(['agg-1', 'agg-1']);
+    expect(out).toMatch(/round 4: 2\/2 contributors, COMMIT [0-9a-f]{12} \(height 3\)/);
+    expect(out).toMatch(/done: 1 rounds, 1 committed, 0 aborted/);
+  });
+});
