@@ -35,6 +35,7 @@ export {
 } from './partition/index.ts';
 export {
   assertSumFinite,
+  checkQuantizeParams,
   counterKey,
   counterRandom,
   counterUniform,

@@ -17,6 +17,7 @@ export {
 } from './quant-grid.ts';
 export {
   assertSumFinite,
+  checkQuantizeParams,
   type QuantizeOut,
   type QuantizeParams,
   type QuantizeResult,

@@ -6,7 +6,7 @@ import {
   UpdateError,
 } from '../../src/errors/index.ts';
 import { counterKey, UNIFORM_SCALE } from './counter-random.ts';
-import { type QuantBits, resolveGrid } from './quant-grid.ts';
+import { type QuantBits, type QuantGrid, resolveGrid } from './quant-grid.ts';
 import { sameView, viewsOverlap } from './typed-array-overlap.ts';
 
 const UINT32_MAX = 0xffff_ffff;
@@ -84,19 +84,33 @@ export interface QuantizeResult {
  * lengths (both named), bad bits, clip, seed keys or counterBase, or overlapping outputs.
  * Pure: inputs are not modified unless passed as `out.residual`.
  */
+/**
+ * Validates what every quantizer (CPU or GPU) takes: bits and clip (→ the f32 grid), seed keys
+ * and counterBase as uint32, and a residual as long as the update. Values are checked separately
+ * by {@link assertSumFinite}.
+ */
+export function checkQuantizeParams(
+  update: Float32Array,
+  residual: Float32Array | null,
+  params: QuantizeParams,
+): { grid: QuantGrid; counterBase: number } {
+  const grid = resolveGrid(params.bits, params.clip);
+  assertInteger('seed.key0', params.seed.key0, 0, UINT32_MAX);
+  assertInteger('seed.key1', params.seed.key1, 0, UINT32_MAX);
+  const counterBase = params.counterBase ?? 0;
+  assertInteger('counterBase', counterBase, 0, UINT32_MAX);
+  if (residual !== null) assertLength('residual', residual.length, update.length, 'but update length is');
+  return { grid, counterBase };
+}
+
 export function quantize(
   update: Float32Array,
   residual: Float32Array | null,
   params: QuantizeParams,
   out?: QuantizeOut,
 ): QuantizeResult {
-  const grid = resolveGrid(params.bits, params.clip);
-  assertInteger('seed.key0', params.seed.key0, 0, UINT32_MAX);
-  assertInteger('seed.key1', params.seed.key1, 0, UINT32_MAX);
-  const counterBase = params.counterBase ?? 0;
-  assertInteger('counterBase', counterBase, 0, UINT32_MAX);
+  const { grid, counterBase } = checkQuantizeParams(update, residual, params);
   const n = update.length;
-  if (residual !== null) assertLength('residual', residual.length, n, 'but update length is');
   const levels = out?.levels ?? new Uint8Array(n);
   const newResidual = out?.residual ?? new Float32Array(n);
   assertLength('out.levels', levels.length, n, 'but update length is');

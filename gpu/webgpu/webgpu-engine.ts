@@ -1,11 +1,11 @@
 import {
   assertSumFinite,
+  checkQuantizeParams,
   counterKey,
   type ModelSpec,
   modelLayout,
   type QuantizeParams,
   type QuantizeResult,
-  resolveGrid,
 } from '../../federation/index.ts';
 import { assertInteger, assertLength, InvalidArgumentError } from '../../src/errors/index.ts';
 import { batchOrder } from '../batch-order.ts';
@@ -30,7 +30,7 @@ import { sgdDispatch } from './sgd-kernels.ts';
 import { lossMeanDispatch, lossMeanFields, softmaxDispatch, softmaxFields } from './softmax-kernels.ts';
 import { assertDim, assertFloatInput } from './validate.ts';
 
-const UINT32_MAX = 0xffff_ffff;
+const _UINT32_MAX = 0xffff_ffff;
 /** Batches submitted before waiting for the GPU to catch up (bounds queued upload memory). */
 const SUBMITS_IN_FLIGHT = 64;
 /** Rows per evaluation chunk. */
@@ -299,13 +299,8 @@ export class WebGpuEngine implements TrainingEngine {
     residual: Float32Array | null,
     params: QuantizeParams,
   ): Promise<QuantizeResult> {
-    const grid = resolveGrid(params.bits, params.clip);
-    assertInteger('seed.key0', params.seed.key0, 0, UINT32_MAX);
-    assertInteger('seed.key1', params.seed.key1, 0, UINT32_MAX);
-    const counterBase = params.counterBase ?? 0;
-    assertInteger('counterBase', counterBase, 0, UINT32_MAX);
+    const { grid, counterBase } = checkQuantizeParams(update, residual, params);
     const n = update.length;
-    if (residual !== null) assertLength('residual', residual.length, n, 'but update length is');
     assertSumFinite(update, residual);
     if (n === 0) return { levels: new Uint8Array(0), residual: new Float32Array(0) };
     const ctx = this.#ctx;

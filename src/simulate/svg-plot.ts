@@ -50,6 +50,7 @@ export function renderLinePlot(options: {
   out.push(
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" viewBox="0 0 ${W} ${H}" font-family="sans-serif" font-size="12">`,
   );
+  out.push(`<title>${escapeXml(options.title)}</title>`);
   out.push(`<rect width="${W}" height="${H}" fill="white"/>`);
   out.push(
     `<text x="${W / 2}" y="22" text-anchor="middle" font-size="15">${escapeXml(options.title)}</text>`,

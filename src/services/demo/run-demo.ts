@@ -83,9 +83,9 @@ export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink
   };
   try {
     for (const a of deployment.aggregators) spawnMember(['aggregator', '--member', a], a, false);
-    deployment.sites.forEach((s, i) =>
-      spawnMember(['agent', '--member', s, ...(i === 0 ? ['--evaluate'] : [])], s, false),
-    );
+    for (const [i, s] of deployment.sites.entries()) {
+      spawnMember(['agent', '--member', s, ...(i === 0 ? ['--evaluate'] : [])], s, false);
+    }
     say(
       `started ${deployment.aggregators.length} aggregators and ${deployment.sites.length} agents (logs in ${dir})`,
     );
