@@ -1,10 +1,8 @@
-import { SIGNATURE_ALGORITHM_IDS, type SigningKeyPair } from '../../crypto/signature/index.ts';
+import type { SigningKeyPair } from '../../crypto/signature/index.ts';
 import { InvalidArgumentError } from '../errors/index.ts';
 import type { Aggregate } from './aggregate.ts';
 import { type SignedBlocks, signBlocks } from './encode-update.ts';
-import type { UpdateHeader } from './messages.ts';
 import { assertRoundContext, type RoundContext } from './round-context.ts';
-import { contributorsDigest } from './update-statement.ts';
 
 /** Who signs a partial aggregate: an aggregator (or the root) with its own lattice key. */
 export interface AggregatorCredentials {
@@ -27,21 +25,18 @@ export function encodeAggregate(
   assertRoundContext(context);
   if (aggregate.sites.length === 0) throw new InvalidArgumentError('aggregate has no contributors');
   const list = aggregate.sites.map((c) => ({ site: c.site, digest: c.digest, weight: c.weight }));
-  const header: UpdateHeader = {
-    federation: context.federation,
-    round: context.round,
-    signer: credentials.signer,
-    signerKeyId: credentials.signing.keyId,
-    signatureAlgorithm: SIGNATURE_ALGORITHM_IDS[credentials.signing.algorithm],
-    version: context.version,
-    baseCommit: context.baseCommit,
-    blockCount: aggregate.ciphertexts.length,
-    totalParams: aggregate.totalParams,
-    exampleWeight: aggregate.totalWeight,
-    contributors: list.length,
-    encoding: aggregate.encoding,
-    crcChunkBytes: options.crcChunkBytes,
-    contributorsDigest: contributorsDigest(list),
-  };
-  return signBlocks(header, aggregate.ciphertexts, credentials.signing, options.shardCount ?? 1, list);
+  return signBlocks(
+    context,
+    credentials.signer,
+    credentials.signing,
+    {
+      totalParams: aggregate.totalParams,
+      exampleWeight: aggregate.totalWeight,
+      encoding: aggregate.encoding,
+      crcChunkBytes: options.crcChunkBytes,
+    },
+    aggregate.ciphertexts,
+    options.shardCount ?? 1,
+    list,
+  );
 }

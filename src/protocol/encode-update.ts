@@ -15,7 +15,12 @@ import {
   type UpdateManifest,
 } from './messages.ts';
 import { assertRoundContext, type RoundContext } from './round-context.ts';
-import { blockLeaf, UPDATE_SIGNATURE_DOMAIN, updateStatement } from './update-statement.ts';
+import {
+  blockLeaf,
+  contributorsDigest,
+  UPDATE_SIGNATURE_DOMAIN,
+  updateStatement,
+} from './update-statement.ts';
 import { FRAME_KIND, frame } from './wire-frame.ts';
 
 /** What a site needs to emit an update. */
@@ -91,22 +96,6 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
 
   const q = quantize(update, residual, { bits: options.bits, clip: encoding.clip, seed, counterBase: 0 });
 
-  const header: UpdateHeader = {
-    federation: context.federation,
-    round: context.round,
-    signer: credentials.signer,
-    signerKeyId: credentials.signing.keyId,
-    signatureAlgorithm: SIGNATURE_ALGORITHM_IDS[credentials.signing.algorithm],
-    version: context.version,
-    baseCommit: context.baseCommit,
-    blockCount,
-    totalParams,
-    exampleWeight,
-    contributors: 1,
-    encoding,
-    crcChunkBytes: options.crcChunkBytes,
-    contributorsDigest: new Uint8Array(0),
-  };
   const layout = {
     bits: encoding.bits,
     maxContributors: encoding.maxContributors,
@@ -124,7 +113,15 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
     ciphertexts.push(ckks.encrypt(slots));
   }
   slots.fill(0);
-  const signed = signBlocks(header, ciphertexts, credentials.signing, shardCount, []);
+  const signed = signBlocks(
+    context,
+    credentials.signer,
+    credentials.signing,
+    { totalParams, exampleWeight, encoding, crcChunkBytes: options.crcChunkBytes },
+    ciphertexts,
+    shardCount,
+    [],
+  );
   return { ...signed, residual: q.residual, levels: q.levels };
 }
 
@@ -136,17 +133,33 @@ export interface SignedBlocks {
 }
 
 /**
- * Frames ciphertexts as ParameterBlocks under `header` (one per block index, geometry from the
- * header's encoding), builds the Merkle tree over their leaves, signs the update statement once
- * and returns the blocks and the closing manifest carrying `contributorList`.
+ * Frames ciphertexts as ParameterBlocks of one update in `context`, signed by `signer`: one block
+ * per ciphertext (geometry from the encoding), the Merkle tree over their leaves, one signature over
+ * the update statement, and the closing manifest. A non-empty `contributorList` makes it a partial
+ * aggregate (contributors = its length, its SHA-256 in the signed header); empty, a site's own update.
  */
 export function signBlocks(
-  header: UpdateHeader,
-  ciphertexts: readonly Uint8Array[],
+  context: RoundContext,
+  signer: string,
   signing: SigningKeyPair,
+  fields: Pick<UpdateHeader, 'totalParams' | 'exampleWeight' | 'encoding' | 'crcChunkBytes'>,
+  ciphertexts: readonly Uint8Array[],
   shardCount: number,
   contributorList: Contributor[],
 ): SignedBlocks {
+  const header: UpdateHeader = {
+    federation: context.federation,
+    round: context.round,
+    signer,
+    signerKeyId: signing.keyId,
+    signatureAlgorithm: SIGNATURE_ALGORITHM_IDS[signing.algorithm],
+    version: context.version,
+    baseCommit: context.baseCommit,
+    blockCount: ciphertexts.length,
+    contributors: Math.max(1, contributorList.length),
+    contributorsDigest: contributorList.length > 0 ? contributorsDigest(contributorList) : new Uint8Array(0),
+    ...fields,
+  };
   const perBlock = header.encoding.paramsPerBlock;
   const geometry = ciphertexts.map((_, b) => ({
     blockIndex: b,
