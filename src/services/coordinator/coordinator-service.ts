@@ -108,7 +108,7 @@ export interface RoundSummary {
   readonly uploadBytes: number;
   /** From RoundOpen to the decision's publication. */
   readonly durationMs: number;
-  /** Sites that voted NO (excluded until they report the head). */
+  /** Sites that voted NO (excluded until they report a head committed after this round). */
   readonly noVoters: readonly string[];
 }
 
@@ -216,7 +216,13 @@ class Coordinator {
   readonly #members = new Map<string, MemberView>();
   readonly #roles = new Map<string, MemberRoleName>();
   readonly #capacity = new Map<string, number>();
-  readonly #excluded = new Set<string>();
+  /**
+   * NO voters, with the head height when they voted NO. A NO always aborts, so the voter's head
+   * still equals the coordinator's right after: it is readmitted only once it reports a head
+   * committed after its NO vote (it prepared and switched along as a non-voter), not on its next
+   * heartbeat — else it would be a voter again in the very next round and veto it too.
+   */
+  readonly #excluded = new Map<string, number>();
   readonly #switches = new Map<number, SwitchRecord>();
   readonly #summaries: RoundSummary[] = [];
   readonly #subscriptions: TransportSubscription[] = [];
@@ -265,7 +271,7 @@ class Coordinator {
       height: this.#head.height,
       liveSites: this.#live('site'),
       liveAggregators: this.#live('aggregator'),
-      excluded: [...this.#excluded].sort(),
+      excluded: [...this.#excluded.keys()].sort(),
       committed: this.#summaries.filter((s) => s.commit).length,
       aborted: this.#summaries.filter((s) => !s.commit).length,
       rejected: this.#rejected,
@@ -552,7 +558,7 @@ class Coordinator {
       reason,
     };
     const { sequence, bytes } = await this.#log!.append(entry);
-    for (const v of noVoters) this.#excluded.add(v);
+    for (const v of noVoters) this.#excluded.set(v, this.#head.height);
     if (commit) {
       this.#head = { hash: entry.commitHash, height: entry.height };
       const rms = yes
@@ -733,7 +739,8 @@ class Coordinator {
     view.state = hb.state;
     this.#members.set(id, view);
     if (!wasLive) this.#emit({ type: 'member', member: id, role, joined: true });
-    if (this.#excluded.has(id) && bytesEqual(hb.head, this.#head.hash)) {
+    const excludedAt = this.#excluded.get(id);
+    if (excludedAt !== undefined && this.#head.height > excludedAt && bytesEqual(hb.head, this.#head.hash)) {
       this.#excluded.delete(id);
       this.#emit({ type: 'readmitted', member: id });
     }
