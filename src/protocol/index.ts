@@ -46,6 +46,12 @@ export {
   type UpdateHeader,
   type UpdateManifest,
 } from './messages.ts';
+export {
+  ParallelBlockVerifier,
+  type ParallelBlockVerifierOptions,
+  type SignerKey,
+  VerifyWorkerError,
+} from './parallel-verifier.ts';
 export { RejectionCounters } from './rejection-counters.ts';
 export { assertRoundContext, type RoundContext } from './round-context.ts';
 export {
