@@ -568,6 +568,7 @@ export async function runRoundBench(): Promise<BenchRow[]> {
       federation: 'bench',
       aggregators: AGGREGATORS,
       sites: SITES,
+      // The demo's federation (schema defaults: 2NN on MNIST, E = 1, B = 10, lr 0.1, FedAvg, CPU, 8-bit).
       overrides: {
         round: {
           count: ROUNDS,
@@ -575,23 +576,9 @@ export async function runRoundBench(): Promise<BenchRow[]> {
           voteTimeoutMs: 120_000,
           heartbeatMs: 200,
           missedHeartbeats: 50,
-          epsilon: 0.25,
-          clipMultiplier: 6,
         },
-        learning: {
-          model: '2nn',
-          data: 'mnist',
-          trainLimit: TRAIN_LIMIT,
-          testLimit: 200,
-          epochs: 1,
-          batchSize: 10,
-          learningRate: 0.1,
-          strategy: 'fedavg',
-          engine: 'cpu',
-          allowSoftwareGpu: false,
-          initSeed: 1,
-        },
-        codec: { bits: 8, clip: 0.02, maxContributors: 32, crcChunkBytes: 16_384 },
+        learning: { trainLimit: TRAIN_LIMIT, testLimit: 200 },
+        codec: { clip: 0.02 },
         log: { level: 'error' },
       },
     });
