@@ -242,6 +242,7 @@ describe('aggregator service over NATS', () => {
 
     // The site is in the sum: sending its manifest again with a new message id is a duplicate.
     expect(await remoteFailure(send(1, round1[1]!.manifest))).toBe('TRANSPORT_REMOTE');
+    await until(() => service.stats().partialsSent === 1, 3_000);
     const s = service.stats();
     expect(s.updatesAdded).toBe(3);
     expect(s.partialsSent).toBe(1);
@@ -264,6 +265,8 @@ describe('aggregator service over NATS', () => {
     expect(manifest.contributors).toBe(2);
     expect(manifest.contributorList.map((c) => c.site).sort()).toEqual(['site-1', 'site-2']);
     expectSumOf(decoded.laneSums, round2);
+    // The aggregator records the partial once the manifest's ack is back, just after we got it.
+    await until(() => service.stats().lastPartial?.round === 2, 3_000);
     expect(service.stats().lastPartial).toMatchObject({ round: 2, contributors: 2, sent: true });
   });
 
