@@ -13,6 +13,13 @@ export { createCpuEngine, EVAL_BATCH } from './cpu-engine.ts';
 export { cpuKernels } from './cpu-kernels.ts';
 export { denseBackwardInputInto, denseForwardInto, denseWeightGradientInto } from './dense.ts';
 export { evaluateModel } from './evaluate-model.ts';
+export {
+  assertDenseShape,
+  assertKernelArray,
+  assertKernelDimension,
+  assertSgdStepInputs,
+  assertSoftmaxInputs,
+} from './kernel-inputs.ts';
 export { backwardBatch, forwardBatch, loadBatch } from './mlp-pass.ts';
 export { createMlpWorkspace, type MlpWorkspace, workspaceFits } from './mlp-workspace.ts';
 export {

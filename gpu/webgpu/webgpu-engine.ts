@@ -7,13 +7,14 @@ import {
   type QuantizeParams,
   type QuantizeResult,
 } from '../../federation/index.ts';
-import { assertInteger, assertLength, InvalidArgumentError } from '../../src/errors/index.ts';
+import { InvalidArgumentError } from '../../src/errors/index.ts';
 import { batchOrder } from '../batch-order.ts';
 import {
-  assertLearningRate,
+  assertDenseShape,
+  assertKernelArray,
   assertModelInputs,
-  assertMomentum,
-  assertProximalMu,
+  assertSgdStepInputs,
+  assertSoftmaxInputs,
   assertTrainConfig,
 } from '../cpu/index.ts';
 import type { Dataset, EvalResult, Kernels, TrainConfig, TrainingEngine, TrainResult } from '../engine.ts';
@@ -28,7 +29,6 @@ import type { Dispatch, GpuContext } from './gpu-context.ts';
 import { quantizeDispatch } from './quantize-kernels.ts';
 import { sgdDispatch } from './sgd-kernels.ts';
 import { lossMeanDispatch, lossMeanFields, softmaxDispatch, softmaxFields } from './softmax-kernels.ts';
-import { assertDim, assertFloatInput } from './validate.ts';
 
 const _UINT32_MAX = 0xffff_ffff;
 /** Batches submitted before waiting for the GPU to catch up (bounds queued upload memory). */
@@ -355,12 +355,10 @@ function makeKernels(ctx: GpuContext): Kernels {
   };
   return {
     async denseForward(x, w, b, batch, inputs, outputs) {
-      assertDim('batch', batch);
-      assertDim('inputs', inputs);
-      assertDim('outputs', outputs);
-      assertFloatInput('x', x, batch * inputs, `batch ${batch} × inputs ${inputs} expects`);
-      assertFloatInput('w', w, outputs * inputs, `outputs ${outputs} × inputs ${inputs} expects`);
-      assertFloatInput('b', b, outputs, `outputs expects`);
+      assertDenseShape(batch, inputs, outputs);
+      assertKernelArray('x', x, batch * inputs, `batch ${batch} × inputs ${inputs}`);
+      assertKernelArray('w', w, outputs * inputs, `outputs ${outputs} × inputs ${inputs}`);
+      assertKernelArray('b', b, outputs, `outputs ${outputs}`);
       return run('denseForward', async (s) => {
         const wb = new Float32Array(w.length + b.length);
         wb.set(w);
@@ -382,12 +380,10 @@ function makeKernels(ctx: GpuContext): Kernels {
       });
     },
     async denseBackward(x, w, dy, batch, inputs, outputs) {
-      assertDim('batch', batch);
-      assertDim('inputs', inputs);
-      assertDim('outputs', outputs);
-      assertFloatInput('x', x, batch * inputs, `batch ${batch} × inputs ${inputs} expects`);
-      assertFloatInput('w', w, outputs * inputs, `outputs ${outputs} × inputs ${inputs} expects`);
-      assertFloatInput('dy', dy, batch * outputs, `batch ${batch} × outputs ${outputs} expects`);
+      assertDenseShape(batch, inputs, outputs);
+      assertKernelArray('x', x, batch * inputs, `batch ${batch} × inputs ${inputs}`);
+      assertKernelArray('w', w, outputs * inputs, `outputs ${outputs} × inputs ${inputs}`);
+      assertKernelArray('dy', dy, batch * outputs, `batch ${batch} × outputs ${outputs}`);
       return run('denseBackward', async (s) => {
         const xb = s.upload(x, 'x');
         const wb = s.upload(w, 'w');
@@ -409,7 +405,7 @@ function makeKernels(ctx: GpuContext): Kernels {
       });
     },
     async relu(x) {
-      assertFloatInput('x', x, x.length, 'expects');
+      assertKernelArray('x', x, x?.length ?? -1, 'itself');
       if (x.length === 0) return new Float32Array(0);
       return run('relu', async (s) => {
         const xb = s.upload(x, 'x');
@@ -420,8 +416,8 @@ function makeKernels(ctx: GpuContext): Kernels {
       });
     },
     async reluBackward(x, dy) {
-      assertFloatInput('x', x, x.length, 'expects');
-      assertFloatInput('dy', dy, x.length, 'but x length is');
+      assertKernelArray('x', x, x?.length ?? -1, 'itself');
+      assertKernelArray('dy', dy, x.length, 'x');
       if (x.length === 0) return new Float32Array(0);
       return run('reluBackward', async (s) => {
         const xb = s.upload(x, 'x');
@@ -433,15 +429,7 @@ function makeKernels(ctx: GpuContext): Kernels {
       });
     },
     async softmaxCrossEntropy(logits, labels, batch, classes) {
-      assertDim('batch', batch);
-      assertInteger('classes', classes, 1, 256);
-      assertFloatInput('logits', logits, batch * classes, `batch ${batch} × classes ${classes} expects`);
-      assertLength('labels', labels.length, batch, 'but batch is');
-      for (let r = 0; r < batch; r++) {
-        if (labels[r]! >= classes) {
-          throw new InvalidArgumentError(`labels[${r}] is ${labels[r]}, outside [0, ${classes})`);
-        }
-      }
+      assertSoftmaxInputs(logits, labels, batch, classes);
       return run('softmaxCrossEntropy', async (s) => {
         const zb = s.upload(logits, 'logits');
         const lb = s.upload(labelsU32(labels), 'labels');
@@ -462,14 +450,7 @@ function makeKernels(ctx: GpuContext): Kernels {
       });
     },
     async sgdStep(w, grad, velocity, anchor, learningRate, momentum, mu) {
-      const n = w.length;
-      assertFloatInput('w', w, n, 'expects');
-      assertFloatInput('grad', grad, n, 'but w length is');
-      assertFloatInput('velocity', velocity, n, 'but w length is');
-      assertFloatInput('anchor', anchor, n, 'but w length is');
-      assertLearningRate('learningRate', learningRate);
-      assertMomentum('momentum', momentum);
-      assertProximalMu('mu', mu);
+      const n = assertSgdStepInputs(w, grad, velocity, anchor, learningRate, momentum, mu);
       if (n === 0) return { w: new Float32Array(0), velocity: new Float32Array(0) };
       return run('sgdStep', async (s) => {
         const wb = s.upload(w, 'w');
