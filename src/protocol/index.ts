@@ -54,6 +54,7 @@ export {
 } from './parallel-verifier.ts';
 export { RejectionCounters } from './rejection-counters.ts';
 export { assertRoundContext, type RoundContext } from './round-context.ts';
+export { UpdateInbox } from './update-inbox.ts';
 export {
   blockLeaf,
   contributorsDigest,

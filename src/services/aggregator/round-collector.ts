@@ -3,27 +3,17 @@ import type { SignatureAlgorithm } from '../../../crypto/signature/index.ts';
 import { BlockRejectedError, type BlockRejectReason } from '../../errors/index.ts';
 import {
   AggregateBuilder,
-  assembleUpdate,
   BlockVerifier,
   type ControlBodies,
   codecEncoding,
   type KeyLookup,
   type RejectionCounters,
   type RoundContext,
-  type VerifiedBlock,
-  type VerifiedManifest,
+  UpdateInbox,
 } from '../../protocol/index.ts';
 
 /** The RoundOpen body an aggregator works from. */
 export type RoundOpenBody = ControlBodies['round-open'];
-
-/** What one site has sent so far in a round. */
-interface SiteInbox {
-  /** Update digest the first block or manifest pinned: later ones must carry the same. */
-  digest: Uint8Array | undefined;
-  readonly blocks: Map<number, VerifiedBlock>;
-  manifest: VerifiedManifest | undefined;
-}
 
 /** Result of accepting one block or manifest. */
 export type AcceptOutcome = 'stored' | 'repeat' | 'added';
@@ -43,7 +33,7 @@ export class RoundCollector {
   readonly #verifier: BlockVerifier;
   readonly #counters: RejectionCounters;
   readonly #builder: AggregateBuilder;
-  readonly #inbox = new Map<string, SiteInbox>();
+  readonly #inbox = new Map<string, UpdateInbox>();
   readonly #settled = new Map<string, SiteOutcome>();
   #closed = false;
   #disposed = false;
@@ -146,16 +136,7 @@ export class RoundCollector {
     if (block.signer !== site)
       this.#refuse('WRONG_SIGNER', `block signed by ${JSON.stringify(block.signer)}`);
     const inbox = this.#inboxOf(site);
-    if (inbox.digest && !equalBytes(inbox.digest, block.digest)) {
-      this.#refuse(
-        'DIGEST_MISMATCH',
-        `block ${block.blockIndex} of ${JSON.stringify(site)} belongs to another update than its earlier blocks`,
-      );
-    }
-    // Same index under the same signed Merkle root: the very same block sent again.
-    if (inbox.blocks.has(block.blockIndex)) return 'repeat';
-    inbox.digest = block.digest;
-    inbox.blocks.set(block.blockIndex, block);
+    if (this.#counted(() => inbox.addBlock(block)) === 'repeat') return 'repeat';
     return this.#tryAdd(site, inbox);
   }
 
@@ -169,15 +150,7 @@ export class RoundCollector {
       this.#refuse('BAD_HEADER', `a site update has one contributor and lists none`);
     }
     const inbox = this.#inboxOf(site);
-    if (inbox.digest && !equalBytes(inbox.digest, manifest.updateDigest)) {
-      this.#refuse(
-        'DIGEST_MISMATCH',
-        `manifest of ${JSON.stringify(site)} closes another update than its blocks`,
-      );
-    }
-    if (inbox.manifest) return 'repeat';
-    inbox.digest = manifest.updateDigest;
-    inbox.manifest = manifest;
+    if (this.#counted(() => inbox.addManifest(manifest)) === 'repeat') return 'repeat';
     return this.#tryAdd(site, inbox);
   }
 
@@ -207,20 +180,29 @@ export class RoundCollector {
     }
   }
 
-  #inboxOf(site: string): SiteInbox {
+  #inboxOf(site: string): UpdateInbox {
     let inbox = this.#inbox.get(site);
     if (!inbox) {
-      inbox = { digest: undefined, blocks: new Map(), manifest: undefined };
+      inbox = new UpdateInbox();
       this.#inbox.set(site, inbox);
     }
     return inbox;
   }
 
-  #tryAdd(site: string, inbox: SiteInbox): AcceptOutcome {
-    const manifest = inbox.manifest;
-    if (!manifest || inbox.blocks.size < manifest.blockCount) return 'stored';
+  /** Runs `fn`, counting a `BlockRejectedError` it throws. */
+  #counted<T>(fn: () => T): T {
     try {
-      this.#builder.add(assembleUpdate(manifest, [...inbox.blocks.values()]));
+      return fn();
+    } catch (err) {
+      if (err instanceof BlockRejectedError) this.#counters.increment(err.reason);
+      throw err;
+    }
+  }
+
+  #tryAdd(site: string, inbox: UpdateInbox): AcceptOutcome {
+    if (!inbox.whole) return 'stored';
+    try {
+      this.#builder.add(inbox.assemble());
     } catch (err) {
       // A whole, signed update that cannot be summed (e.g. lane headroom): the site is out.
       this.#settled.set(site, 'failed');
@@ -237,8 +219,4 @@ export class RoundCollector {
     this.#counters.increment(reason);
     throw new BlockRejectedError(reason, message);
   }
-}
-
-function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
 }

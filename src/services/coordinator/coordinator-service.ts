@@ -4,7 +4,6 @@ import { BlockRejectedError, CohortError } from '../../errors/index.ts';
 import {
   AggregateBuilder,
   type Assignment,
-  assembleUpdate,
   BlockVerifier,
   type ControlBodies,
   codecEncoding,
@@ -13,7 +12,7 @@ import {
   openControl,
   type RoundContext,
   sealControl,
-  type VerifiedBlock,
+  UpdateInbox,
 } from '../../protocol/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
 import { assignBounded, createRing } from '../../tree/index.ts';
@@ -171,8 +170,8 @@ interface Head {
 
 interface PartialInbox {
   readonly verifier: BlockVerifier;
-  /** Blocks by update digest (hex), then block index: a resent block replaces the earlier copy. */
-  readonly blocks: Map<string, Map<number, VerifiedBlock>>;
+  /** The aggregator's partial as it arrives (blocks and manifest, one update digest). */
+  readonly update: UpdateInbox;
 }
 
 interface RoundState {
@@ -779,20 +778,13 @@ class Coordinator {
           keys: (signer) => (signer === aggregator ? key : undefined),
           allowedAlgorithms: this.#ctx.config.crypto.signature.allowed,
         }),
-        blocks: new Map(),
+        update: new UpdateInbox(),
       };
       state.inboxes.set(aggregator, inbox);
     }
     const kind = data[5];
     if (kind === FRAME_KIND.block) {
-      const block = inbox.verifier.verifyBlock(data);
-      const digest = bytesToHex(block.digest);
-      let blocks = inbox.blocks.get(digest);
-      if (blocks === undefined) {
-        blocks = new Map();
-        inbox.blocks.set(digest, blocks);
-      }
-      blocks.set(block.blockIndex, block);
+      inbox.update.addBlock(inbox.verifier.verifyBlock(data));
       return;
     }
     if (kind !== FRAME_KIND.manifest) {
@@ -809,11 +801,11 @@ class Coordinator {
         `the partial of ${aggregator} lists ${foreign.map((c) => c.site).join(', ')}, not assigned to it in round ${state.round}`,
       );
     }
-    const blocks = inbox.blocks.get(bytesToHex(manifest.updateDigest));
-    const update = assembleUpdate(manifest, [...(blocks?.values() ?? [])]);
+    inbox.update.addManifest(manifest);
+    const update = inbox.update.assemble();
     state.builder.add(update);
     state.delivered.add(aggregator);
-    inbox.blocks.clear();
+    state.inboxes.delete(aggregator);
     this.#emit({ type: 'partial', round: state.round, aggregator, sites: update.sites.map((c) => c.site) });
     this.#wake();
   }
