@@ -11,20 +11,10 @@ import {
   sumErrorBound,
 } from '../../federation/index.ts';
 import { InvalidArgumentError, UpdateError } from '../../src/errors/index.ts';
+import { rng } from '../helpers/rng.ts';
 
 const f = Math.fround;
 const SEED = { key0: 1, key1: 2 };
-
-/** Deterministic float generator for fixtures (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 function randomUpdate(next: () => number, n: number, scale: number): Float32Array {
   const out = new Float32Array(n);

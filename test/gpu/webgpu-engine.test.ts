@@ -3,6 +3,7 @@ import { initParameters, MNIST_2NN, type ModelSpec, mlp } from '../../federation
 import { createCpuEngine } from '../../gpu/cpu/index.ts';
 import type { Dataset, TrainConfig, TrainingEngine } from '../../gpu/index.ts';
 import { createWebGpuEngine, GpuError } from '../../gpu/webgpu/index.ts';
+import { rng } from '../helpers/rng.ts';
 
 /*
  * The WebGPU engine against the CPU reference engine (float64 sums) on the same mini-batches.
@@ -21,16 +22,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await gpu?.dispose();
 });
-
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 /** A learnable toy problem: the label is the arg-max of a fixed random projection of the features. */
 function dataset(spec: ModelSpec, count: number, seed: number): Dataset {

@@ -3,6 +3,7 @@ import { QUANT_BITS, quantize } from '../../federation/index.ts';
 import { createCpuEngine } from '../../gpu/cpu/index.ts';
 import type { Kernels, TrainingEngine } from '../../gpu/index.ts';
 import { createWebGpuEngine, type MatmulKind } from '../../gpu/webgpu/index.ts';
+import { rng } from '../helpers/rng.ts';
 
 /*
  * Every WebGPU kernel against the CPU reference engine's kernels (float64 accumulation). Runs on
@@ -37,17 +38,6 @@ afterAll(async () => {
   await gpu?.dispose();
   await other?.dispose();
 });
-
-/** Deterministic uniform [0, 1) generator (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
-}
 
 function randomArray(next: () => number, n: number, scale = 1, zeroFraction = 0): Float32Array {
   const out = new Float32Array(n);
