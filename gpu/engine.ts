@@ -29,18 +29,47 @@ export interface TrainConfig {
   readonly proximalMu: number;
   /** Seed of the mini-batch order (uint32); see {@link batchOrder}. */
   readonly shuffleSeed: number;
+  /**
+   * Cuts training short when aborted: the engine looks at it once before each mini-batch (never
+   * after the last one), so training stops after the mini-batch running when it fires (none when
+   * it is already aborted), and the result says `stopped: 'aborted'`. The promise still resolves;
+   * the abort reason is not used. Omitted: training cannot be aborted. Must be an `AbortSignal`.
+   */
+  readonly signal?: AbortSignal;
+  /**
+   * Wall-clock deadline in milliseconds since the Unix epoch (the `Date.now()` scale): training
+   * stops after the first mini-batch that ends at or after it, so the steps kept overrun it by at
+   * most one mini-batch (the WebGPU engine may also wait for a few already-queued mini-batches whose
+   * results it discards); a deadline already past when training starts means zero steps. The result
+   * then says `stopped: 'deadline'`. Omitted: no deadline. Must be a finite number.
+   */
+  readonly stopAtUnixMs?: number;
 }
 
-/** What local training returns. */
+/**
+ * What local training returns. When it was cut short (`stopped` is not 'complete') every field
+ * describes the mini-batches that actually ran, a prefix of the full run's mini-batches in order.
+ */
 export interface TrainResult {
-  /** Parameters after training (a new array; the input is not modified). */
+  /**
+   * Parameters after the last completed step (a new array; the input is not modified): a copy of
+   * `initial` when no step ran. The steps that ran compute exactly what the full run computes.
+   */
   readonly parameters: Float32Array;
-  /** Mean per-sample training loss over all epochs (cross-entropy, without the proximal term). */
+  /**
+   * Mean per-sample training loss (cross-entropy, without the proximal term) over the samples
+   * actually processed; 0 when none were.
+   */
   readonly meanLoss: number;
-  /** Samples processed (epochs × rows). */
+  /** Samples actually processed (epochs × rows when complete). */
   readonly samples: number;
-  /** Optimizer steps taken. */
+  /** Optimizer steps actually taken (one per mini-batch). */
   readonly steps: number;
+  /**
+   * Why training ended: 'complete' (every epoch ran), 'deadline' (`config.stopAtUnixMs` passed) or
+   * 'aborted' (`config.signal` fired). When both hold at the same mini-batch boundary, 'aborted'.
+   */
+  readonly stopped: 'complete' | 'deadline' | 'aborted';
 }
 
 /** Evaluation of a model on a data set. */
@@ -111,7 +140,11 @@ export interface TrainingEngine {
   /** What it runs on, e.g. "cpu: TypeScript reference" or "webgpu: NVIDIA H200 (vulkan)". */
   readonly description: string;
   readonly kernels: Kernels;
-  /** Trains `initial` on `data` and returns new parameters. */
+  /**
+   * Trains `initial` on `data` and returns new parameters; stops early when `config.signal` fires
+   * or `config.stopAtUnixMs` passes (see {@link TrainResult.stopped}). It lets timers and I/O run
+   * while it works, so `initial` and `data` must not be modified until the promise settles.
+   */
   train(spec: ModelSpec, initial: Float32Array, data: Dataset, config: TrainConfig): Promise<TrainResult>;
   /** Loss and accuracy of `parameters` on `data`. */
   evaluate(spec: ModelSpec, parameters: Float32Array, data: Dataset): Promise<EvalResult>;

@@ -13,8 +13,10 @@ export const EVAL_BATCH = 256;
 /**
  * The CPU reference engine: plain TypeScript on one thread, float32 storage with float64 dot
  * products. `train` reuses one workspace per (model, batch size) across calls, so a simulation's
- * many rounds allocate little beyond the returned parameters. Every method validates its inputs
- * (lengths named, finiteness checked) and reports errors as rejections.
+ * many rounds allocate little beyond the returned parameters (concurrent calls get their own).
+ * `train` yields to the event loop every few milliseconds and can be cut short by an abort signal
+ * or a deadline (see {@link trainSgd}). Every method validates its inputs (lengths named,
+ * finiteness checked) and reports errors as rejections.
  */
 export function createCpuEngine(): TrainingEngine {
   let trainWs: MlpWorkspace | null = null;
@@ -43,7 +45,13 @@ export function createCpuEngine(): TrainingEngine {
       assertTrainConfig(config);
       const layout = assertModelInputs(spec, initial, 'initial', data);
       const ws = workspace(layout, Math.min(config.batchSize, data.count), true);
-      return trainSgd(layout, initial, data, config, ws);
+      // Training yields to the event loop, so a concurrent call must not get the same buffers.
+      trainWs = null;
+      try {
+        return await trainSgd(layout, initial, data, config, ws);
+      } finally {
+        trainWs = ws;
+      }
     },
 
     async evaluate(spec: ModelSpec, parameters: Float32Array, data: Dataset): Promise<EvalResult> {

@@ -4,10 +4,12 @@
  */
 export { assertModelInputs } from './assert-model-inputs.ts';
 export {
+  assertAbortSignal,
   assertLearningRate,
   assertMomentum,
   assertProximalMu,
   assertTrainConfig,
+  assertUnixMs,
 } from './assert-train-config.ts';
 export { createCpuEngine, EVAL_BATCH } from './cpu-engine.ts';
 export { cpuKernels } from './cpu-kernels.ts';
@@ -32,3 +34,4 @@ export { reluBackwardInto, reluInto } from './relu.ts';
 export { sgdStepInto } from './sgd-step.ts';
 export { countCorrect, softmaxCrossEntropyInto } from './softmax-cross-entropy.ts';
 export { trainSgd } from './train-sgd.ts';
+export { YIELD_EVERY_MS, yieldToEventLoop } from './yield-to-event-loop.ts';

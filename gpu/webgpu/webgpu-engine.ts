@@ -18,6 +18,7 @@ import {
   assertTrainConfig,
 } from '../cpu/index.ts';
 import type { Dataset, EvalResult, Kernels, TrainConfig, TrainingEngine, TrainResult } from '../engine.ts';
+import { trainCanStop } from '../train-stop.ts';
 import { reluBackwardDispatch, reluDispatch } from './activation-kernels.ts';
 import {
   denseBiasGradDispatch,
@@ -29,6 +30,7 @@ import type { Dispatch, GpuContext } from './gpu-context.ts';
 import { quantizeDispatch } from './quantize-kernels.ts';
 import { sgdDispatch } from './sgd-kernels.ts';
 import { lossMeanDispatch, lossMeanFields, softmaxDispatch, softmaxFields } from './softmax-kernels.ts';
+import { type KeptSteps, StoppableSteps, stoppableDepth } from './stoppable-steps.ts';
 
 const _UINT32_MAX = 0xffff_ffff;
 /** Batches submitted before waiting for the GPU to catch up (bounds queued upload memory). */
@@ -83,7 +85,10 @@ function labelsU32(labels: Uint8Array): Uint32Array {
  * The WebGPU training engine: parameters, velocity, anchor, activations and gradients stay on the
  * GPU during `train`; each mini-batch (gathered on the CPU in {@link batchOrder} order) is uploaded
  * and its forward, backward and optimizer kernels run in one command buffer; only the per-batch
- * losses and the final parameters are read back. Create it with `createWebGpuEngine`.
+ * losses and the final parameters are read back. The host yields while it waits for the GPU. With
+ * `config.signal` or `config.stopAtUnixMs` it keeps fewer steps in flight, each followed by a
+ * parameter snapshot, so it stops like the CPU engine (see {@link StoppableSteps}). Create it with
+ * `createWebGpuEngine`.
  */
 export class WebGpuEngine implements TrainingEngine {
   readonly kind = 'webgpu' as const;
@@ -114,7 +119,7 @@ export class WebGpuEngine implements TrainingEngine {
     const count = data.count;
     const batch = Math.min(config.batchSize, count);
     const batchesPerEpoch = Math.ceil(count / config.batchSize);
-    const steps = config.epochs * batchesPerEpoch;
+    const maxSteps = config.epochs * batchesPerEpoch;
     const scope = new BufferScope(ctx);
     try {
       return await ctx.scoped('train', async () => {
@@ -134,7 +139,7 @@ export class WebGpuEngine implements TrainingEngine {
         );
         const rowLoss = scope.storage(batch * 4, 'row loss');
         const correct = scope.storage(batch * 4, 'row correct');
-        const losses = scope.storage(steps * 4, 'batch losses');
+        const losses = scope.storage(maxSteps * 4, 'batch losses');
         const hyper = { learningRate: config.learningRate, momentum: config.momentum, mu: config.proximalMu };
 
         const programs = new Map<number, { dispatches: Dispatch[]; lossUniform: GPUBuffer }>();
@@ -177,10 +182,23 @@ export class WebGpuEngine implements TrainingEngine {
         const xHost = new Float32Array(batch * features);
         const labelHost = new Uint32Array(batch);
         const queue = ctx.device.queue;
+        const stoppable = trainCanStop(config)
+          ? new StoppableSteps(
+              ctx,
+              params,
+              Array.from({ length: stoppableDepth(initial.byteLength) }, (_, i) =>
+                scope.storage(initial.byteLength, `parameter snapshot ${i}`),
+              ),
+              initial.byteLength,
+              config,
+              maxSteps,
+            )
+          : null;
         let step = 0;
-        for (let epoch = 0; epoch < config.epochs; epoch++) {
+        epochs: for (let epoch = 0; epoch < config.epochs; epoch++) {
           const order = batchOrder(count, config.shuffleSeed, epoch);
           for (let start = 0; start < count; start += batch) {
+            if (stoppable !== null && (await stoppable.stopBeforeNext())) break epochs;
             const rows = Math.min(batch, count - start);
             for (let r = 0; r < rows; r++) {
               const row = order[start + r]!;
@@ -191,26 +209,36 @@ export class WebGpuEngine implements TrainingEngine {
             queue.writeBuffer(labels, 0, labelHost.buffer, 0, rows * 4);
             const p = program(rows);
             ctx.writeUniform(p.lossUniform, lossMeanFields(rows, step));
-            ctx.submit(p.dispatches);
             step++;
-            if (step % SUBMITS_IN_FLIGHT === 0) {
-              await queue.onSubmittedWorkDone();
-              ctx.assertAlive();
+            if (stoppable !== null) {
+              stoppable.submit(p.dispatches, rows);
+            } else {
+              ctx.submit(p.dispatches);
+              if (step % SUBMITS_IN_FLIGHT === 0) {
+                await queue.onSubmittedWorkDone();
+                ctx.assertAlive();
+              }
             }
           }
         }
+        const kept: KeptSteps =
+          stoppable === null
+            ? { parameters: params, steps: maxSteps, samples: config.epochs * count, stopped: 'complete' }
+            : await stoppable.finish();
+        // Queued after every submitted step: the reads see their results.
         const [paramBytes, lossBytes] = await ctx.read([
-          { buffer: params, byteLength: initial.byteLength },
-          { buffer: losses, byteLength: steps * 4 },
+          { buffer: kept.parameters, byteLength: initial.byteLength },
+          { buffer: losses, byteLength: kept.steps * 4 },
         ]);
-        // Σ over batches of each batch's f32 loss sum, in float64: the mean over all samples.
+        // Σ over the kept batches of each batch's f32 loss sum, in float64: the mean over their samples.
         let sum = 0;
         for (const l of floats(lossBytes!)) sum += l;
         return {
           parameters: floats(paramBytes!),
-          meanLoss: sum / (config.epochs * count),
-          samples: config.epochs * count,
-          steps,
+          meanLoss: kept.samples === 0 ? 0 : sum / kept.samples,
+          samples: kept.samples,
+          steps: kept.steps,
+          stopped: kept.stopped,
         };
       });
     } finally {

@@ -10,6 +10,7 @@ import { registerDemoCommand } from './commands/demo.ts';
 import { registerKeysCommand } from './commands/keys.ts';
 import { registerSimulateCommand } from './commands/simulate.ts';
 import { registerVersionCommand } from './commands/version.ts';
+import { registerVersionsCommand } from './commands/versions.ts';
 import { packageVersion } from './package-version.ts';
 
 /** Top-level commands, in help order. To add a command, write `commands/<name>.ts` and list its registrar here. */
@@ -23,6 +24,7 @@ const COMMANDS: readonly CommandRegistrar[] = [
   registerCoordinatorCommand,
   registerAggregatorCommand,
   registerAgentCommand,
+  registerVersionsCommand,
 ];
 
 /**

@@ -145,6 +145,28 @@ const learningSchema = z.strictObject({
   allowSoftwareGpu: z.boolean().default(false),
 });
 
+/** Versions, recovery and durability (DESIGN §2 step 7, §5, §6). */
+const historySchema = z.strictObject({
+  /**
+   * JetStream replicas of the log, the aggregate and snapshot stores and the coordinator lease:
+   * 1 on a single server, 3 on a three-node cluster. A log stream with fewer replicas is refused.
+   */
+  replicas: z.int().min(1).max(5).default(1),
+  /** Commits between snapshots (a site writes one at every multiple of this height); 0: none. */
+  snapshotEvery: z.int().min(0).max(1_000_000).default(10),
+  /** Models of past commits a site keeps (older ones are rebuilt from a snapshot when needed); ≥ 2. */
+  keepModels: z.int().min(2).max(1_000_000).default(50),
+  /** Coordinator lease: a second coordinator waits this long after the first stops renewing. */
+  leaseMs: z.int().min(500).max(600_000).default(10_000),
+  /**
+   * An agent PREPARED for longer than this without hearing the decision reads it from the log
+   * (default: `round.voteTimeoutMs` + 5 s).
+   */
+  decisionTimeoutMs: z.int().min(100).max(3_600_000).optional(),
+  /** Largest log stream, bytes; new entries are refused beyond it, old ones never dropped. */
+  logMaxBytes: z.int().min(1_048_576).default(1_073_741_824),
+});
+
 const logSchema = z.strictObject({
   level: z.enum(LOG_LEVELS).default('info'),
 });
@@ -168,6 +190,7 @@ export const cohortConfigSchema = z
     members: membersSchema.optional(),
     round: roundSchema.prefault({}),
     learning: learningSchema.prefault({}),
+    history: historySchema.prefault({}),
   })
   .superRefine((cfg, ctx) => {
     const bits = cfg.codec?.bits;

@@ -49,6 +49,10 @@ export interface ControlBodies {
     totalParams: number;
     ciphertexts: Uint8Array[];
     params: Uint8Array;
+    /** Commit kind the round proposes: 'round' (also when empty) or 'rollback'. */
+    kind: string;
+    /** Rollback: the earlier commit whose model the new commit restores (empty otherwise). */
+    rollbackTarget: Uint8Array;
   };
   vote: {
     federation: string;
@@ -60,20 +64,16 @@ export interface ControlBodies {
     reason: string;
     meanUpdateRms: number;
     bytesSent: number;
+    /** YES: `strategyStateHash` of the strategy state after the candidate (empty for NO). */
+    stateHash: Uint8Array;
   };
-  decision: {
+  'log-record': LogRecordBody;
+  'rollback-request': {
     federation: string;
-    round: number;
-    commit: boolean;
-    commitHash: Uint8Array;
-    modelHash: Uint8Array;
-    parent: Uint8Array;
-    height: number;
-    aggregateDigest: Uint8Array;
-    voters: string[];
+    /** Hash of a commit on the log's chain. */
+    target: Uint8Array;
+    requestedUnixMs: number;
     reason: string;
-    logSequence: number;
-    previousEntry: Uint8Array;
   };
   heartbeat: {
     federation: string;
@@ -83,6 +83,8 @@ export interface ControlBodies {
     head: Uint8Array;
     examples: number;
     state: string;
+    /** Height of `head`. */
+    height: number;
   };
   switched: {
     federation: string;
@@ -94,6 +96,86 @@ export interface ControlBodies {
   };
 }
 
+/** How a stored aggregate decodes into the round's mean update (a Decision's `aggregate`). */
+export interface AggregateInfo {
+  encoding: Encoding;
+  totalParams: number;
+  /** Sites summed and their update digests, sorted by site. */
+  contributors: Contributor[];
+  /** W = Σ n_k of the contributors. */
+  totalWeight: number;
+  /** m announced in RoundOpen. */
+  participants: number;
+  /** N announced in RoundOpen. */
+  totalExamples: number;
+  /** Object-store name of the aggregate. */
+  object: string;
+  objectBytes: number;
+}
+
+/** One site's exclusion record (a Decision carries the whole table). */
+export interface ExclusionRecord {
+  site: string;
+  /** Offences in a row. */
+  strikes: number;
+  /** Round of the last offence. */
+  sinceRound: number;
+  /** Head height when excluded: readmission needs a later head. */
+  atHeight: number;
+  /** Still left out of rounds (false: readmitted, strikes remembered). */
+  excluded: boolean;
+}
+
+/** A round's outcome as the log records it (fields as in cohort.proto `Decision`). */
+export interface DecisionBody {
+  federation: string;
+  round: number;
+  commit: boolean;
+  commitHash: Uint8Array;
+  modelHash: Uint8Array;
+  parent: Uint8Array;
+  height: number;
+  aggregateDigest: Uint8Array;
+  voters: string[];
+  reason: string;
+  kind: string;
+  params: Uint8Array;
+  aggregate: AggregateInfo | null;
+  rollbackTarget: Uint8Array;
+  stateHash: Uint8Array;
+  missing: string[];
+  exclusions: ExclusionRecord[];
+  nextClip: number;
+}
+
+/** A stored snapshot (cohort.proto `SnapshotRecord`). */
+export interface SnapshotRecordBody {
+  commitHash: Uint8Array;
+  height: number;
+  object: string;
+  digest: Uint8Array;
+  bytes: number;
+  site: string;
+}
+
+/** What a log entry holds: exactly one of `roundOpen`, `decision`, `snapshot` (named by `record`). */
+export type LogRecordKind = 'roundOpen' | 'decision' | 'snapshot';
+
+/** One federation log entry (cohort.proto `LogRecord`). */
+export interface LogRecordBody {
+  federation: string;
+  /** JetStream sequence of the entry. */
+  sequence: number;
+  /** SHA-256 of the previous entry's stored bytes (32 zero bytes for sequence 1). */
+  previousEntry: Uint8Array;
+  unixMs: number;
+  /** Which member of the oneof is set. */
+  record?: LogRecordKind;
+  roundOpen?: ControlBodies['round-open'] | null;
+  decision?: DecisionBody | null;
+  snapshot?: SnapshotRecordBody | null;
+}
+
 /** The control message kinds. */
 export type ControlType = keyof ControlBodies;
 
@@ -101,9 +183,10 @@ const TYPE_NAMES: Record<ControlType, string> = {
   'round-open': 'cohort.v1.RoundOpen',
   prepare: 'cohort.v1.Prepare',
   vote: 'cohort.v1.Vote',
-  decision: 'cohort.v1.Decision',
   heartbeat: 'cohort.v1.Heartbeat',
   switched: 'cohort.v1.Switched',
+  'log-record': 'cohort.v1.LogRecord',
+  'rollback-request': 'cohort.v1.RollbackRequest',
 };
 const TYPES = Object.fromEntries(
   Object.entries(TYPE_NAMES).map(([k, v]) => [k, root.lookupType(v)]),
@@ -185,7 +268,12 @@ export function openControl<T extends ControlType>(
   }
   const T = TYPES[expected];
   const message = decode(T, env.body);
-  const body = T.toObject(message, { longs: Number, defaults: true, arrays: true }) as ControlBodies[T];
+  const body = T.toObject(message, {
+    longs: Number,
+    defaults: true,
+    arrays: true,
+    oneofs: true,
+  }) as ControlBodies[T];
   return { type: expected, signer: env.signer, body };
 }
 

@@ -15,12 +15,18 @@ export {
   sameEncoding,
 } from './codec-options.ts';
 export {
+  type AggregateInfo,
   type Assignment,
   type ControlBodies,
   type ControlType,
   controlDomain,
+  type DecisionBody,
+  type ExclusionRecord,
+  type LogRecordBody,
+  type LogRecordKind,
   type OpenedControl,
   openControl,
+  type SnapshotRecordBody,
   sealControl,
 } from './control.ts';
 export { type DecodedAggregate, decodeAggregate } from './decode-aggregate.ts';

@@ -18,11 +18,18 @@ import {
   saveSigningKeyPair,
   wipeSigningKeyPair,
 } from '../../crypto/signature/index.ts';
-import { CryptoError } from '../errors/index.ts';
+import { CryptoError, InvalidArgumentError } from '../errors/index.ts';
 import { federationAuthorization } from '../transport/index.ts';
+import { DATA_KEY_BYTES } from '../versions/snapshot-cipher.ts';
 
 /** Purpose bound into the envelope that carries the CKKS secret key to a site. */
 export const CKKS_KEY_PURPOSE = 'ckks-secret-key';
+
+/**
+ * Purpose bound into the envelope that carries the federation data key (32 bytes, AES-256 key of
+ * model snapshots; held by sites only) to a site.
+ */
+export const DATA_KEY_PURPOSE = 'federation-data-key';
 
 /** What the ceremony is run for. */
 export interface CeremonyInput {
@@ -40,8 +47,11 @@ export interface CeremonyInput {
  * A key ceremony for a whole federation on one machine (the demo and tests; in production each
  * member generates its own signing and KEM keys and sends only public keys, and the ceremony runs
  * at one site). Writes per member `<id>.key` + `<id>.pub` (lattice signing), `<id>.nats` (its NATS
- * password); per site `<id>.kem` + `<id>.kem.pub` (ML-KEM-768) and `<id>.ckks.env`: the CKKS
- * secret key wrapped for that site alone. The CKKS secret itself is never written in the clear.
+ * password); per site `<id>.kem` + `<id>.kem.pub` (ML-KEM-768), `<id>.ckks.env`: the CKKS
+ * secret key wrapped for that site alone, and `<id>.data.env`: the federation data key (32 random
+ * bytes, one for the whole federation) wrapped for that site alone under the same ML-KEM-768 key
+ * (purpose {@link DATA_KEY_PURPOSE}). Envelopes are written 0600. Neither the CKKS secret nor the
+ * data key is ever written in the clear; both are wiped before returning.
  * Returns the nats-server `authorization` block for these members.
  */
 export function runKeyCeremony(input: CeremonyInput): { authorization: string } {
@@ -66,28 +76,80 @@ export function runKeyCeremony(input: CeremonyInput): { authorization: string } 
 
   const keyset = CkksKeyset.create(input.ckks);
   const secret = keyset.exportSecretKey();
+  const dataKey = randomBytes(DATA_KEY_BYTES);
   try {
-    for (const site of input.sites) {
-      const kem = generateKemKeyPair();
-      saveKemKeyPair(join(input.dir, `${site}.kem`), kem);
-      saveKemPublicKey(join(input.dir, `${site}.kem.pub`), kem.publicKey);
-      const envelope = wrapSecret(kem.publicKey, secret, {
-        federation: input.federation,
-        recipient: site,
-        purpose: CKKS_KEY_PURPOSE,
-      });
-      const path = join(input.dir, `${site}.ckks.env`);
-      writeFileSync(path, envelope, { mode: 0o600 });
-      chmodSync(path, 0o600);
-      wipeKemKeyPair(kem);
-    }
+    for (const site of input.sites) provisionSite(input.dir, input.federation, site, secret, dataKey);
   } finally {
     secret.fill(0);
+    dataKey.fill(0);
     keyset.delete();
   }
   return {
     authorization: federationAuthorization({ federation: input.federation, coordinator, aggregators, sites }),
   };
+}
+
+/** Creates `site`'s ML-KEM-768 key pair and wraps the CKKS secret and the data key for it. */
+function provisionSite(
+  dir: string,
+  federation: string,
+  site: string,
+  secret: Uint8Array,
+  dataKey: Uint8Array,
+): void {
+  const kem = generateKemKeyPair();
+  try {
+    saveKemKeyPair(join(dir, `${site}.kem`), kem);
+    saveKemPublicKey(join(dir, `${site}.kem.pub`), kem.publicKey);
+    const wrapFor = (bytes: Uint8Array, purpose: string, suffix: string) =>
+      writeEnvelope(
+        join(dir, `${site}.${suffix}`),
+        wrapSecret(kem.publicKey, bytes, { federation, recipient: site, purpose }),
+      );
+    wrapFor(secret, CKKS_KEY_PURPOSE, 'ckks.env');
+    wrapFor(dataKey, DATA_KEY_PURPOSE, 'data.env');
+  } finally {
+    wipeKemKeyPair(kem);
+  }
+}
+
+/** What {@link enrollSite} is run for. */
+export interface EnrollInput {
+  /** The keys folder of the federation (as the ceremony wrote it). */
+  readonly dir: string;
+  readonly federation: string;
+  /** An enrolled site whose envelopes the enrollment opens (the ceremony runs at a site: DESIGN §4). */
+  readonly sponsor: string;
+  /** The new site: it must be in the federation's `members.sites` and have a NATS user. */
+  readonly site: string;
+  readonly algorithm: SignatureAlgorithm;
+  readonly ckks: CkksContext;
+}
+
+/**
+ * Enrolls a site into a running federation (the demo's and the tests' one-folder ceremony): opens
+ * the sponsor site's CKKS secret key and federation data key, creates the new site's signing key
+ * (`<site>.key`, `<site>.pub`) and ML-KEM-768 key, and wraps both secrets for it alone. Members
+ * pick the new public key up on first use (`openMember`'s registry). The new site then starts with
+ * an empty store and joins from the latest snapshot. In production the new site generates its own
+ * keys and hands over only `<site>.pub` and `<site>.kem.pub`; a signed registry of members will
+ * replace the folder of `.pub` files.
+ */
+export function enrollSite(input: EnrollInput): void {
+  const keyset = loadSiteCkks(input.ckks, input.dir, input.sponsor, input.federation);
+  const secret = keyset.exportSecretKey();
+  const dataKey = loadSiteDataKey(input.dir, input.sponsor, input.federation);
+  try {
+    const kp = generateSigningKeyPair(input.algorithm);
+    saveSigningKeyPair(join(input.dir, `${input.site}.key`), kp);
+    savePublicKey(join(input.dir, `${input.site}.pub`), kp);
+    wipeSigningKeyPair(kp);
+    provisionSite(input.dir, input.federation, input.site, secret, dataKey);
+  } finally {
+    secret.fill(0);
+    dataKey.fill(0);
+    keyset.delete();
+  }
 }
 
 /**
@@ -96,23 +158,73 @@ export function runKeyCeremony(input: CeremonyInput): { authorization: string } 
  * envelope, tampering), `CKKS_PARAMS_MISMATCH`, `KEY_FILE_UNREADABLE`.
  */
 export function loadSiteCkks(ckks: CkksContext, dir: string, site: string, federation: string): CkksKeyset {
-  const kem = loadKemKeyPair(join(dir, `${site}.kem`));
-  let envelope: Uint8Array;
-  try {
-    envelope = readFileSync(join(dir, `${site}.ckks.env`));
-  } catch (cause) {
-    wipeKemKeyPair(kem);
-    throw new CryptoError('KEY_FILE_UNREADABLE', `cannot read ${site}.ckks.env in ${dir}`, { cause });
-  }
-  const secret = unwrapSecret(kem.secretKey, envelope, {
-    federation,
-    recipient: site,
-    purpose: CKKS_KEY_PURPOSE,
-  });
-  wipeKemKeyPair(kem);
+  const secret = unwrapSiteEnvelope(dir, site, federation, 'ckks.env', CKKS_KEY_PURPOSE);
   try {
     return CkksKeyset.import(ckks, secret);
   } finally {
     secret.fill(0);
+  }
+}
+
+/**
+ * A site's federation data key: unwraps `<dir>/<site>.data.env` with `<dir>/<site>.kem` (bound to
+ * the federation, the site and {@link DATA_KEY_PURPOSE}).
+ *
+ * @returns the 32-byte data key; the caller owns and wipes it.
+ * @throws CryptoError `KEY_FILE_UNREADABLE` (missing envelope or KEM key), `KEY_FILE_PERMISSIONS`,
+ *   `ENVELOPE_MALFORMED`, `UNWRAP_FAILED` (another site's envelope, another federation, tampering)
+ *   or `KEY_INVALID` (an envelope that opens but does not hold 32 bytes); InvalidArgumentError for
+ *   an empty `site` or `federation`.
+ */
+export function loadSiteDataKey(dir: string, site: string, federation: string): Uint8Array {
+  for (const [name, value] of [
+    ['dir', dir],
+    ['site', site],
+    ['federation', federation],
+  ] as const) {
+    if (typeof value !== 'string' || value.length === 0) {
+      throw new InvalidArgumentError(`${name} must be a non-empty string`, { details: { name } });
+    }
+  }
+  const key = unwrapSiteEnvelope(dir, site, federation, 'data.env', DATA_KEY_PURPOSE);
+  if (key.length !== DATA_KEY_BYTES) {
+    key.fill(0);
+    throw new CryptoError(
+      'KEY_INVALID',
+      `${site}.data.env in ${dir} holds ${key.length} bytes; a federation data key is ${DATA_KEY_BYTES}`,
+      { details: { site, actual: key.length, expected: DATA_KEY_BYTES } },
+    );
+  }
+  return key;
+}
+
+/** Writes an envelope owner-only (also over an existing file). */
+function writeEnvelope(path: string, envelope: Uint8Array): void {
+  writeFileSync(path, envelope, { mode: 0o600 });
+  chmodSync(path, 0o600);
+}
+
+/** Opens `<dir>/<site>.<suffix>` with `<dir>/<site>.kem`; the KEM secret is wiped on every path. */
+function unwrapSiteEnvelope(
+  dir: string,
+  site: string,
+  federation: string,
+  suffix: string,
+  purpose: string,
+): Uint8Array {
+  const kem = loadKemKeyPair(join(dir, `${site}.kem`));
+  try {
+    let envelope: Uint8Array;
+    try {
+      envelope = readFileSync(join(dir, `${site}.${suffix}`));
+    } catch (cause) {
+      throw new CryptoError('KEY_FILE_UNREADABLE', `cannot read ${site}.${suffix} in ${dir}`, {
+        cause,
+        details: { path: join(dir, `${site}.${suffix}`) },
+      });
+    }
+    return unwrapSecret(kem.secretKey, envelope, { federation, recipient: site, purpose });
+  } finally {
+    wipeKemKeyPair(kem);
   }
 }

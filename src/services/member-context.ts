@@ -55,6 +55,25 @@ export function roleOf(config: CohortConfig, member: string): MemberRole {
   );
 }
 
+/**
+ * A member of the configuration whose public key was not in the registry at start: a site
+ * enrolled since (`enrollSite` wrote `<id>.pub`). Read once and added; undefined while absent.
+ * Only ids the configuration names are looked up, so a stray file cannot add a member.
+ */
+function enrolledKey(
+  registry: Map<string, PublicSigningKey>,
+  dir: string,
+  members: ReadonlySet<string>,
+  id: string,
+): PublicSigningKey | undefined {
+  if (!members.has(id)) return undefined;
+  const path = join(dir, `${id}.pub`);
+  if (!existsSync(path)) return undefined;
+  const key = loadPublicKey(path);
+  registry.set(id, key);
+  return key;
+}
+
 /** Reads every `<id>.pub` in `dir`: the registry of members' public signing keys. */
 export function readRegistry(dir: string): Map<string, PublicSigningKey> {
   const registry = new Map<string, PublicSigningKey>();
@@ -80,6 +99,11 @@ export async function openMember(
   const dir = keysDir ?? members.keysDir;
   const signing = loadSigningKeyPair(join(dir, `${member}.key`));
   const registry = readRegistry(dir);
+  const memberIds = new Set([
+    members.coordinator,
+    ...members.aggregators.map((a) => a.id),
+    ...members.sites.map((s) => s.id),
+  ]);
   const log = createLogger({ level: config.log.level, name: `cohort-${role}`, base: { member } });
   const subjects = federationSubjects(config.federation.id);
   const passFile = join(dir, `${member}.nats`);
@@ -105,7 +129,7 @@ export async function openMember(
     role,
     signing,
     registry,
-    keys: (s) => registry.get(s),
+    keys: (s) => registry.get(s) ?? enrolledKey(registry, dir, memberIds, s),
     keysDir: dir,
     transport,
     subjects,

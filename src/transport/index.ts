@@ -26,7 +26,14 @@ export {
 } from './permissions.ts';
 export { Reassembler, type ReassemblerOptions } from './reassembler.ts';
 export { assertSubject } from './subject-check.ts';
-export { assertSubjectToken, type FederationSubjects, federationSubjects } from './subjects.ts';
+export {
+  assertSubjectToken,
+  type FederationSubjects,
+  federationSubjects,
+  OBJECT_STREAM_PREFIX,
+  objectStreamName,
+  readOnlyStreamSubjects,
+} from './subjects.ts';
 export type {
   InboundMessage,
   MessageHandler,

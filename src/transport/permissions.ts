@@ -1,6 +1,11 @@
 import { InvalidArgumentError } from '../errors/index.ts';
 import { hasControlCharacter } from './subject-check.ts';
-import { assertSubjectToken, federationSubjects } from './subjects.ts';
+import {
+  assertSubjectToken,
+  federationSubjects,
+  objectStreamName,
+  readOnlyStreamSubjects,
+} from './subjects.ts';
 
 /** Subjects a user may (`allow`) or may not (`deny`) use; an absent list places no limit of its kind. */
 export interface NatsPermissionSet {
@@ -49,14 +54,15 @@ function assertPassword(name: string, password: unknown): asserts password is st
 
 /**
  * The NATS users of a federation, least privilege per role (DESIGN §6, §10):
- * - a site publishes only its own update, vote, heartbeat and switched subjects and replies
- *   (`_INBOX.>`), and subscribes only to round.open, prepare, decision and its own inbox, so it
- *   never receives another site's update;
+ * - a site publishes only its own update, vote, heartbeat, switched and snapshot subjects and
+ *   replies (`_INBOX.>`), and subscribes only to round.open, prepare, decision and its own inbox,
+ *   so it never receives another site's update; for catch-up it may read (stream info and
+ *   get-message, nothing else) the log and the aggregate and snapshot object stores;
  * - an aggregator subscribes to the updates addressed to it (and its children's partials), and
  *   publishes its partial, its heartbeat and replies;
  * - the coordinator may use every subject of the federation, replies, and the JetStream,
  *   KV and object store APIs (`$JS.>`, `$KV.>`, `$O.>`);
- * - an auditor subscribes to the log subject and its inbox and publishes nothing.
+ * - an auditor subscribes to the log subject and its inbox and may only read the log stream.
  * Member ids must be unique across roles (they name heartbeat subjects and users).
  */
 export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
@@ -113,7 +119,11 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
           s.vote(site.id),
           s.heartbeat(site.id),
           s.switched(site.id),
+          s.snapshot(site.id),
           '_INBOX.>',
+          ...readOnlyStreamSubjects(s.logStream),
+          ...readOnlyStreamSubjects(objectStreamName(s.aggregatesBucket)),
+          ...readOnlyStreamSubjects(objectStreamName(s.snapshotsBucket)),
         ],
       },
       { allow: [s.roundOpen, s.prepare, s.decision, ownInbox(site.id)] },
@@ -121,7 +131,7 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
   }
   for (const au of spec.auditors ?? []) {
     assertSubjectToken('auditor.id', au?.id);
-    add('auditor', au, { deny: ['>'] }, { allow: [s.log, ownInbox(au.id)] });
+    add('auditor', au, { allow: readOnlyStreamSubjects(s.logStream) }, { allow: [s.log, ownInbox(au.id)] });
   }
   return users;
 }

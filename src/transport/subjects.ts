@@ -42,10 +42,59 @@ export interface FederationSubjects {
   heartbeat(member: string): string;
   /** `cohort.F.switched.<site>`: a site reports it switched to the committed model. */
   switched(site: string): string;
-  /** `cohort.F.log`: subject of the JetStream stream holding the signed decision log. */
+  /** `cohort.F.log`: subject of the JetStream stream holding the signed, hash-chained federation log. */
   readonly log: string;
+  /** `COHORT_<F upper-cased>`: the JetStream stream of the log. */
+  readonly logStream: string;
+  /** `cohort-F-aggregates`: object store of each round's aggregate (stream `OBJ_cohort-F-aggregates`). */
+  readonly aggregatesBucket: string;
+  /** `cohort-F-snapshots`: object store of encrypted model snapshots. */
+  readonly snapshotsBucket: string;
+  /** `cohort-F-lease`: KV bucket of the coordinator's lease. */
+  readonly leaseBucket: string;
+  /** `cohort.F.snapshot.<site>`: a site hands the coordinator a snapshot to store. */
+  snapshot(site: string): string;
+  /** `cohort.F.admin.rollback`: an operator asks the coordinator to roll back. */
+  readonly rollbackRequest: string;
   /** `_INBOX.F.<member>`: the reply-inbox prefix of one member's connection. */
   inboxPrefix(member: string): string;
+}
+
+/** Prefix of an object store's stream name (as `@nats-io/obj` and every NATS client name it). */
+export const OBJECT_STREAM_PREFIX = 'OBJ_';
+
+const BUCKET_RE = /^[A-Za-z0-9_-]{1,200}$/;
+const STREAM_RE = /^[A-Za-z0-9_-]{1,255}$/;
+
+/**
+ * The stream that holds object store `bucket`: `OBJ_<bucket>`. Throws `INVALID_ARGUMENT` when
+ * `bucket` is not a valid bucket name (1-200 characters of A-Z, a-z, 0-9, `_`, `-`).
+ */
+export function objectStreamName(bucket: string): string {
+  if (typeof bucket !== 'string' || !BUCKET_RE.test(bucket)) {
+    throw new InvalidArgumentError(
+      `bucket must be 1-200 characters of A-Z, a-z, 0-9, _ and -, got ${JSON.stringify(String(bucket))}`,
+      { details: { name: 'bucket', value: String(bucket) } },
+    );
+  }
+  return `${OBJECT_STREAM_PREFIX}${bucket}`;
+}
+
+/**
+ * The JetStream API subjects a read-only client of `stream` must be allowed to publish to:
+ * `$JS.API.STREAM.INFO.<stream>` and `$JS.API.STREAM.MSG.GET.<stream>` (plus subscribe on its own
+ * reply inbox). With only these, a user can read any message of the stream but cannot create
+ * consumers, publish, delete, purge or list other streams. Throws `INVALID_ARGUMENT` for a name
+ * with `.`, wildcards or spaces.
+ */
+export function readOnlyStreamSubjects(stream: string): string[] {
+  if (typeof stream !== 'string' || !STREAM_RE.test(stream)) {
+    throw new InvalidArgumentError(
+      `stream must be 1-255 characters of A-Z, a-z, 0-9, _ and -, got ${JSON.stringify(String(stream))}`,
+      { details: { name: 'stream', value: String(stream) } },
+    );
+  }
+  return [`$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.MSG.GET.${stream}`];
 }
 
 /** Builds the {@link FederationSubjects} of `federation`; every token passed in is validated. */
@@ -84,6 +133,15 @@ export function federationSubjects(federation: string): FederationSubjects {
       return `${base}.switched.${site}`;
     },
     log: `${base}.log`,
+    logStream: `COHORT_${federation.toUpperCase().replace(/[^A-Z0-9_-]/g, '_')}`,
+    aggregatesBucket: `cohort-${federation}-aggregates`,
+    snapshotsBucket: `cohort-${federation}-snapshots`,
+    leaseBucket: `cohort-${federation}-lease`,
+    snapshot(site: string): string {
+      assertSubjectToken('site', site);
+      return `${base}.snapshot.${site}`;
+    },
+    rollbackRequest: `${base}.admin.rollback`,
     inboxPrefix(member: string): string {
       assertSubjectToken('member', member);
       return `_INBOX.${federation}.${member}`;

@@ -8,6 +8,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   unlinkSync,
   writeSync,
 } from 'node:fs';
@@ -62,6 +63,40 @@ export function removeFileDurable(dir: string, name: string): boolean {
   }
   syncDir(dir);
   return true;
+}
+
+/**
+ * Renames `dir/from` over `dir/to` durably (fsyncs `dir`). Within one directory the rename is a
+ * single atomic step: a reader (or a restart) sees either `from` and the old `to`, or no `from`
+ * and the new `to`. Returns false when `from` does not exist (nothing is renamed).
+ *
+ * @throws VersionError `STORE_IO`.
+ */
+export function renameDurable(dir: string, from: string, to: string): boolean {
+  const source = join(dir, from);
+  try {
+    renameSync(source, join(dir, to));
+  } catch (cause) {
+    if (isNotFound(cause)) return false;
+    throw ioError(`cannot rename ${source} to ${to}`, source, cause);
+  }
+  syncDir(dir);
+  return true;
+}
+
+/**
+ * True when `path` exists (not read, not verified).
+ *
+ * @throws VersionError `STORE_IO` for any failure but "not found".
+ */
+export function fileExists(path: string): boolean {
+  try {
+    statSync(path);
+    return true;
+  } catch (cause) {
+    if (isNotFound(cause)) return false;
+    throw ioError(`cannot stat ${path}`, path, cause);
+  }
 }
 
 /**

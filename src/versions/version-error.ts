@@ -30,6 +30,8 @@ export const VERSION_ERROR_CODES = [
   'MODEL_MISSING',
   /** The stored strategy state belongs to another commit than HEAD. */
   'STATE_STALE',
+  /** `jumpTo` a commit whose height is not above HEAD's (a snapshot never moves a store back). */
+  'JUMP_BACKWARDS',
 ] as const;
 
 export type VersionErrorCode = (typeof VERSION_ERROR_CODES)[number];

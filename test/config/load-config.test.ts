@@ -71,6 +71,13 @@ describe('loadConfig', () => {
         engine: 'cpu',
         allowSoftwareGpu: false,
       },
+      history: {
+        replicas: 1,
+        snapshotEvery: 10,
+        keepModels: 50,
+        leaseMs: 10_000,
+        logMaxBytes: 1_073_741_824,
+      },
     });
   });
 

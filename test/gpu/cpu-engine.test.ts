@@ -3,12 +3,22 @@ import {
   initParameters,
   logisticRegression,
   mlp,
+  modelLayout,
   parameterCount,
   type QuantizeParams,
   quantize,
 } from '../../federation/index.ts';
-import { createCpuEngine } from '../../gpu/cpu/index.ts';
-import type { Dataset, TrainConfig } from '../../gpu/index.ts';
+import {
+  assertTrainConfig,
+  backwardBatch,
+  createCpuEngine,
+  createMlpWorkspace,
+  forwardBatch,
+  loadBatch,
+  sgdStepInto,
+} from '../../gpu/cpu/index.ts';
+import { batchOrder, type Dataset, type TrainConfig, type TrainResult } from '../../gpu/index.ts';
+import { abortOnLook } from './abort-on-look.ts';
 
 function rng(seed: number): () => number {
   let s = seed >>> 0;
@@ -226,5 +236,199 @@ describe('createCpuEngine', () => {
     await expect(engine.quantize(update, residual.subarray(1), params)).rejects.toThrow(
       /residual length 999/,
     );
+  });
+});
+
+describe('createCpuEngine: stopping early and yielding to the event loop', () => {
+  const engine = createCpuEngine();
+  const spec = mlp(4, [16, 8], 3);
+  const initial = initParameters(spec, 4);
+  /** 25 rows in batches of 10: steps of 10, 10, 5 rows per epoch. */
+  const small = blobs(25, 40);
+  /** Long enough (600,000 steps, seconds) that anything that stops it early must be the cause. */
+  const LONG: TrainConfig = { ...CONFIG, epochs: 20_000 };
+  const long = blobs(300, 41);
+  const fullSteps = LONG.epochs * 30;
+
+  function same(a: Float32Array, b: Float32Array): boolean {
+    return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(
+      Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+    );
+  }
+
+  /** The first k steps of the training loop, written out from its building blocks. */
+  function referenceSteps(data: Dataset, config: TrainConfig, k: number): Float32Array {
+    const layout = modelLayout(spec);
+    const batch = Math.min(config.batchSize, data.count);
+    const ws = createMlpWorkspace(layout, batch, true);
+    const w = new Float32Array(initial);
+    let steps = 0;
+    for (let epoch = 0; steps < k; epoch++) {
+      const order = batchOrder(data.count, config.shuffleSeed, epoch);
+      for (let start = 0; start < data.count && steps < k; start += batch, steps++) {
+        const n = Math.min(batch, data.count - start);
+        loadBatch(ws, data, order, start, n);
+        forwardBatch(ws, w, n);
+        backwardBatch(ws, w, n);
+        const { learningRate, momentum, proximalMu } = config;
+        sgdStepInto(
+          w,
+          ws.grad,
+          ws.velocity,
+          initial,
+          learningRate,
+          momentum,
+          proximalMu,
+          layout.parameterCount,
+        );
+      }
+    }
+    return w;
+  }
+
+  it('an already aborted signal takes no step and returns a copy of initial', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    const result = await engine.train(spec, initial, small, { ...CONFIG, signal: controller.signal });
+    expect(result).toMatchObject({ stopped: 'aborted', steps: 0, samples: 0, meanLoss: 0 });
+    expect(result.parameters).not.toBe(initial);
+    expect(same(result.parameters, initial)).toBe(true);
+  });
+
+  it('a deadline already past takes no step; abort wins when both hold', async () => {
+    for (const stopAtUnixMs of [Date.now() - 1, 0, -1e15]) {
+      const result = await engine.train(spec, initial, small, { ...CONFIG, stopAtUnixMs });
+      expect(result).toMatchObject({ stopped: 'deadline', steps: 0, samples: 0, meanLoss: 0 });
+      expect(same(result.parameters, initial)).toBe(true);
+    }
+    const both = await engine.train(spec, initial, small, {
+      ...CONFIG,
+      stopAtUnixMs: 0,
+      signal: AbortSignal.abort(),
+    });
+    expect(both.stopped).toBe('aborted');
+  });
+
+  it('a run that is never cut reports complete and is bit-identical to a run without the fields', async () => {
+    const plain = await engine.train(spec, initial, small, CONFIG);
+    const cuttable = await engine.train(spec, initial, small, {
+      ...CONFIG,
+      signal: new AbortController().signal,
+      stopAtUnixMs: Date.now() + 3_600_000,
+    });
+    expect(plain.stopped).toBe('complete');
+    expect(cuttable).toMatchObject({ stopped: 'complete', steps: 9, samples: 75, meanLoss: plain.meanLoss });
+    expect(same(cuttable.parameters, plain.parameters)).toBe(true);
+  });
+
+  it('stopping after exactly k steps gives the first k steps of the full run', async () => {
+    const plain = await engine.train(spec, initial, small, CONFIG);
+    for (const k of [1, 2, 4, 8]) {
+      const { signal, looks } = abortOnLook(k);
+      const cut = await engine.train(spec, initial, small, { ...CONFIG, signal });
+      expect(looks()).toBe(k + 1);
+      expect(cut.stopped).toBe('aborted');
+      expect(cut.steps).toBe(k);
+      // Batches of 10, 10, 5 rows per epoch.
+      expect(cut.samples).toBe([10, 20, 25][(k - 1) % 3]! + 25 * Math.floor((k - 1) / 3));
+      expect(same(cut.parameters, referenceSteps(small, CONFIG, k))).toBe(true);
+    }
+    // Cut at an epoch boundary, it is exactly the shorter run, mean loss included.
+    const oneEpoch = await engine.train(spec, initial, small, { ...CONFIG, epochs: 1 });
+    const cut = await engine.train(spec, initial, small, { ...CONFIG, signal: abortOnLook(3).signal });
+    expect(cut).toMatchObject({ steps: 3, samples: 25, meanLoss: oneEpoch.meanLoss });
+    expect(same(cut.parameters, oneEpoch.parameters)).toBe(true);
+    // A look that would abort after the last step never happens: the run is complete.
+    const { signal, looks } = abortOnLook(9);
+    const full = await engine.train(spec, initial, small, { ...CONFIG, signal });
+    expect(looks()).toBe(9);
+    expect(full.stopped).toBe('complete');
+    expect(same(full.parameters, plain.parameters)).toBe(true);
+  });
+
+  it('timers run during training, and an abort from a timer stops it after the current batch', async () => {
+    const controller = new AbortController();
+    let ticks = 0;
+    const timer = setInterval(() => {
+      ticks++;
+      if (ticks === 5) controller.abort();
+    }, 1);
+    let result: TrainResult;
+    try {
+      result = await engine.train(spec, initial, long, { ...LONG, signal: controller.signal });
+    } finally {
+      clearInterval(timer);
+    }
+    expect(ticks).toBeGreaterThanOrEqual(5);
+    expect(result.stopped).toBe('aborted');
+    expect(result.steps).toBeGreaterThan(0);
+    expect(result.steps).toBeLessThan(fullSteps);
+    expect(result.meanLoss).toBeGreaterThan(0);
+    // What ran is exactly the full run's first steps.
+    const counted = await engine.train(spec, initial, long, {
+      ...LONG,
+      signal: abortOnLook(result.steps).signal,
+    });
+    expect(counted.samples).toBe(result.samples);
+    expect(counted.meanLoss).toBe(result.meanLoss);
+    expect(same(counted.parameters, result.parameters)).toBe(true);
+  });
+
+  it('a deadline during training stops it', async () => {
+    const result = await engine.train(spec, initial, long, { ...LONG, stopAtUnixMs: Date.now() + 50 });
+    expect(result.stopped).toBe('deadline');
+    expect(result.steps).toBeLessThan(fullSteps);
+    const counted = await engine.train(spec, initial, long, {
+      ...LONG,
+      signal: abortOnLook(result.steps).signal,
+    });
+    expect(same(counted.parameters, result.parameters)).toBe(true);
+  });
+
+  it('timers also run during training without a signal or deadline', async () => {
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const epochs = 1000; // 30,000 steps: several yields
+    try {
+      await engine.train(spec, initial, long, { ...CONFIG, epochs });
+    } finally {
+      clearInterval(timer);
+    }
+    expect(ticks).toBeGreaterThanOrEqual(2);
+  });
+
+  it('concurrent calls on one engine do not share buffers', async () => {
+    const config = { ...CONFIG, epochs: 300 };
+    const other = blobs(300, 42);
+    const aloneA = await engine.train(spec, initial, long, config);
+    const aloneB = await engine.train(spec, initial, other, { ...config, shuffleSeed: 5 });
+    const [a, b] = await Promise.all([
+      engine.train(spec, initial, long, config),
+      engine.train(spec, initial, other, { ...config, shuffleSeed: 5 }),
+    ]);
+    expect(same(a.parameters, aloneA.parameters)).toBe(true);
+    expect(same(b.parameters, aloneB.parameters)).toBe(true);
+  });
+
+  it('the shared validator refuses a bad signal or deadline, naming the field', async () => {
+    const bad: [Partial<Record<keyof TrainConfig, unknown>>, RegExp][] = [
+      [{ stopAtUnixMs: Number.NaN }, /^config\.stopAtUnixMs must be a finite number .*got NaN$/],
+      [{ stopAtUnixMs: Number.POSITIVE_INFINITY }, /^config\.stopAtUnixMs .*got Infinity$/],
+      [{ stopAtUnixMs: '2030-01-01' }, /^config\.stopAtUnixMs .*got 2030-01-01$/],
+      [{ signal: { aborted: true } }, /^config\.signal must be an AbortSignal, got Object$/],
+      [{ signal: new AbortController() }, /^config\.signal must be an AbortSignal, got AbortController$/],
+      [{ signal: null }, /^config\.signal must be an AbortSignal, got null$/],
+    ];
+    for (const [fields, message] of bad) {
+      const config = { ...CONFIG, ...fields } as TrainConfig;
+      expect(() => assertTrainConfig(config)).toThrow(message);
+      expect(() => assertTrainConfig(config, 'round.training')).toThrow(/^round\.training\./);
+      await expect(engine.train(spec, initial, small, config)).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringMatching(message),
+      });
+    }
+    // Absent fields (or undefined) are fine.
+    expect(() => assertTrainConfig({ ...CONFIG, signal: undefined, stopAtUnixMs: undefined })).not.toThrow();
   });
 });

@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initParameters, MNIST_2NN, type ModelSpec, mlp } from '../../federation/index.ts';
 import { createCpuEngine } from '../../gpu/cpu/index.ts';
-import type { Dataset, TrainConfig, TrainingEngine } from '../../gpu/index.ts';
+import type { Dataset, TrainConfig, TrainingEngine, TrainResult } from '../../gpu/index.ts';
 import { createWebGpuEngine, GpuError } from '../../gpu/webgpu/index.ts';
 import { rng } from '../helpers/rng.ts';
+import { abortOnLook } from './abort-on-look.ts';
 
 /*
  * The WebGPU engine against the CPU reference engine (float64 sums) on the same mini-batches.
@@ -200,5 +201,117 @@ describe('adapter', () => {
     const engine = await createWebGpuEngine({ allowSoftware: true });
     await engine.dispose();
     await expect(engine.kernels.relu(new Float32Array(4))).rejects.toMatchObject({ code: 'GPU_DEVICE_LOST' });
+  });
+});
+
+describe('train: stopping early', () => {
+  const initial = initParameters(SPEC, 12);
+  /** 203 rows in batches of 16: 13 steps per epoch (12 of 16 rows, then 11). */
+  const data = dataset(SPEC, 203, 6);
+  const config: TrainConfig = {
+    learningRate: 0.05,
+    momentum: 0.5,
+    batchSize: 16,
+    epochs: 3,
+    proximalMu: 0.1,
+    shuffleSeed: 11,
+  };
+
+  function same(a: Float32Array, b: Float32Array): boolean {
+    return Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(
+      Buffer.from(b.buffer, b.byteOffset, b.byteLength),
+    );
+  }
+
+  it('an already aborted signal or a past deadline takes no step and returns initial', async () => {
+    const aborted = await gpu.train(SPEC, initial, data, { ...config, signal: AbortSignal.abort() });
+    expect(aborted).toMatchObject({ stopped: 'aborted', steps: 0, samples: 0, meanLoss: 0 });
+    expect(same(aborted.parameters, initial)).toBe(true);
+    const late = await gpu.train(SPEC, initial, data, { ...config, stopAtUnixMs: Date.now() - 1 });
+    expect(late).toMatchObject({ stopped: 'deadline', steps: 0, samples: 0, meanLoss: 0 });
+    expect(same(late.parameters, initial)).toBe(true);
+  });
+
+  it('a run that is never cut is complete and bit-identical to a run without the fields', async () => {
+    const plain = await gpu.train(SPEC, initial, data, config);
+    const cuttable = await gpu.train(SPEC, initial, data, {
+      ...config,
+      signal: new AbortController().signal,
+      stopAtUnixMs: Date.now() + 3_600_000,
+    });
+    expect(plain.stopped).toBe('complete');
+    expect(cuttable).toMatchObject({
+      stopped: 'complete',
+      steps: 39,
+      samples: 3 * 203,
+      meanLoss: plain.meanLoss,
+    });
+    expect(same(cuttable.parameters, plain.parameters)).toBe(true);
+  });
+
+  it('stopping after exactly k steps keeps the k-th step, not the steps already queued after it', async () => {
+    // k below, at and above the steps kept in flight (8), so snapshots are taken from every slot.
+    for (const k of [1, 5, 8, 9, 13, 20, 38]) {
+      const { signal, looks } = abortOnLook(k);
+      const got = await gpu.train(SPEC, initial, data, { ...config, signal });
+      const want = await cpu.train(SPEC, initial, data, { ...config, signal: abortOnLook(k).signal });
+      expect(looks()).toBe(k + 1);
+      expect(got.stopped).toBe('aborted');
+      expect(got.steps).toBe(k);
+      expect(got.samples).toBe(want.samples);
+      expect(maxAbsDiff(got.parameters, want.parameters)).toBeLessThanOrEqual(2e-5);
+      expect(Math.abs(got.meanLoss - want.meanLoss)).toBeLessThanOrEqual(1e-5 * want.meanLoss);
+    }
+    // Cut after the first epoch, it is exactly the one-epoch run (which takes the pipelined path).
+    const oneEpoch = await gpu.train(SPEC, initial, data, { ...config, epochs: 1 });
+    const cut = await gpu.train(SPEC, initial, data, { ...config, signal: abortOnLook(13).signal });
+    expect(cut).toMatchObject({ stopped: 'aborted', steps: 13, samples: 203, meanLoss: oneEpoch.meanLoss });
+    expect(same(cut.parameters, oneEpoch.parameters)).toBe(true);
+    // No look follows the last step: a signal that would abort then leaves the run complete.
+    const { signal, looks } = abortOnLook(39);
+    const full = await gpu.train(SPEC, initial, data, { ...config, signal });
+    expect(looks()).toBe(39);
+    expect(full.stopped).toBe('complete');
+  });
+
+  it('an abort from a timer during a long training stops it, and what ran is a prefix of the run', async () => {
+    const long: TrainConfig = { ...config, batchSize: 10, epochs: 500 }; // 10,500 steps
+    const controller = new AbortController();
+    let ticks = 0;
+    const timer = setInterval(() => {
+      ticks++;
+      if (ticks === 3) controller.abort();
+    }, 1);
+    let result: TrainResult;
+    try {
+      result = await gpu.train(SPEC, initial, data, { ...long, signal: controller.signal });
+    } finally {
+      clearInterval(timer);
+    }
+    expect(ticks).toBeGreaterThanOrEqual(3);
+    expect(result.stopped).toBe('aborted');
+    expect(result.steps).toBeGreaterThan(0);
+    expect(result.steps).toBeLessThan(500 * 21);
+    const counted = await gpu.train(SPEC, initial, data, {
+      ...long,
+      signal: abortOnLook(result.steps).signal,
+    });
+    expect(counted.samples).toBe(result.samples);
+    expect(same(counted.parameters, result.parameters)).toBe(true);
+  });
+
+  it('refuses a bad signal or deadline like the CPU engine', async () => {
+    await expect(
+      gpu.train(SPEC, initial, data, { ...config, stopAtUnixMs: Number.NaN }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: expect.stringMatching(/^config\.stopAtUnixMs must be a finite number .*got NaN$/),
+    });
+    await expect(
+      gpu.train(SPEC, initial, data, { ...config, signal: { aborted: false } as unknown as AbortSignal }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+      message: 'config.signal must be an AbortSignal, got Object',
+    });
   });
 });

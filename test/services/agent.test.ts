@@ -1,10 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Objm, StorageType } from '@nats-io/obj';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sha256 } from '../../crypto/digest/index.ts';
 import {
   type Aggregate,
+  type AggregateInfo,
   assembleUpdate,
   BlockVerifier,
   type ControlBodies,
@@ -17,6 +18,14 @@ import {
   type VerifiedUpdate,
 } from '../../src/protocol/index.ts';
 import { type AgentService, federationGenesis, startAgent } from '../../src/services/agent/index.ts';
+import { aggregateDigest, encodeAggregateObject } from '../../src/services/coordinator/index.ts';
+import {
+  ensureLogStream,
+  type FederationLogWriter,
+  LOG_ORIGIN,
+  type LogEntry,
+  openLogWriter,
+} from '../../src/services/federation-log/index.ts';
 import {
   createLocalDeployment,
   type LocalDeployment,
@@ -53,10 +62,15 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
   const votes: ControlBodies['vote'][] = [];
   const switched: ControlBodies['switched'][] = [];
   const heartbeats: ControlBodies['heartbeat'][] = [];
+  let goodEnvelope: Uint8Array | undefined;
   let aggRound: AggregatorRound | null = null;
   let lastAggregate: Aggregate | null = null;
 
   const codec = { bits: 8 as const, clip: 0.05, maxContributors: 32, crcChunkBytes: 16_384 };
+  /** The test plays the coordinator: it writes the real federation log and broadcasts its entries. */
+  let logWriter: FederationLogWriter;
+  const opened = new Set<number>();
+  const aggregates = new Map<number, AggregateInfo>();
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'cohort-agent-'));
@@ -68,6 +82,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
       overrides: {
         learning: { trainLimit: 2000, testLimit: 500 },
         round: { heartbeatMs: 200, deadlineMs: 20_000, voteTimeoutMs: 10_000 },
+        history: { decisionTimeoutMs: 1500 },
         log: { level: 'warn' },
       },
     });
@@ -101,6 +116,18 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     ];
     await Promise.all(subs.map((x) => x.ready()));
     expect(s.roundOpen).toBe(`cohort.${FEDERATION}.round.open`);
+    const nc = coordinator.transport.connection;
+    await ensureLogStream(await (await import('@nats-io/jetstream')).jetstreamManager(nc), {
+      federation: FEDERATION,
+      replicas: 1,
+      maxBytes: 64 << 20,
+    });
+    logWriter = await openLogWriter(nc, {
+      federation: FEDERATION,
+      signer: 'coordinator',
+      signing: coordinator.signing,
+      start: LOG_ORIGIN,
+    });
     for (const [i, id] of deployment.sites.entries()) {
       const ctx = await openMember(deployment.config, id);
       sites.push(ctx);
@@ -115,7 +142,28 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  /** Publishes a RoundOpen on `head` assigning every site to agg-1 and arms the test aggregator. */
+  /** The RoundOpen of `round` on `head`, assigning `assigned` to agg-1. */
+  function roundOpen(round: number, head: Pick<Commit, 'hash' | 'height'>, assigned: readonly string[]) {
+    return {
+      federation: FEDERATION,
+      round,
+      version: head.height,
+      baseCommit: head.hash,
+      assignments: assigned.map((site) => ({ site, aggregator: 'agg-1' })),
+      ...codec,
+      deadlineUnixMs: Date.now() + 20_000,
+      totalExamples: 1000 * assigned.length,
+    };
+  }
+
+  /** Logs round `round` as opened (once), as the coordinator does before announcing it. */
+  async function logOpen(round: number, head: Pick<Commit, 'hash' | 'height'>): Promise<void> {
+    if (opened.has(round)) return;
+    opened.add(round);
+    await logWriter.append({ roundOpen: roundOpen(round, head, deployment.sites) });
+  }
+
+  /** Logs and publishes a RoundOpen on `head` assigning every site to agg-1, and arms the test aggregator. */
   async function openRound(round: number, head: Pick<Commit, 'hash' | 'height'>): Promise<void> {
     const context = { federation: FEDERATION, round, baseCommit: head.hash, version: head.height };
     aggRound = {
@@ -129,28 +177,37 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
       blocks: new Map(),
       updates: [],
     };
+    await logOpen(round, head);
     await coordinator.transport.publish(
       coordinator.subjects.roundOpen,
-      sealControl(
-        'round-open',
-        {
-          federation: FEDERATION,
-          round,
-          version: head.height,
-          baseCommit: head.hash,
-          assignments: deployment.sites.map((site) => ({ site, aggregator: 'agg-1' })),
-          ...codec,
-          deadlineUnixMs: Date.now() + 20_000,
-          totalExamples: 2000,
-        },
-        'coordinator',
-        coordinator.signing,
-      ),
+      sealControl('round-open', roundOpen(round, head, deployment.sites), 'coordinator', coordinator.signing),
     );
   }
 
-  async function prepare(round: number, head: Commit, aggregate: Aggregate): Promise<Uint8Array> {
-    const aggregateDigest = sha256(...aggregate.ciphertexts);
+  /** Stores the aggregate (as the coordinator does, for catch-up) and publishes PREPARE. */
+  async function prepare(
+    round: number,
+    head: Commit,
+    aggregate: Aggregate,
+    params = PARAMS,
+  ): Promise<Uint8Array> {
+    await logOpen(round, head);
+    const digest = aggregateDigest(aggregate.ciphertexts);
+    const object = encodeAggregateObject(aggregate.ciphertexts);
+    const store = await new Objm(coordinator.transport.connection).create(`cohort-${FEDERATION}-aggregates`, {
+      storage: StorageType.File,
+    });
+    await store.putBlob({ name: `round-${round}` }, object);
+    aggregates.set(round, {
+      encoding: aggregate.encoding,
+      totalParams: aggregate.totalParams,
+      contributors: [...aggregate.sites],
+      totalWeight: aggregate.totalWeight,
+      participants: deployment.sites.length,
+      totalExamples: 2000,
+      object: `round-${round}`,
+      objectBytes: object.length,
+    });
     await coordinator.transport.publish(
       coordinator.subjects.prepare,
       sealControl(
@@ -160,7 +217,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
           round,
           version: head.height,
           baseCommit: head.hash,
-          aggregateDigest,
+          aggregateDigest: digest,
           contributors: [...aggregate.sites],
           totalWeight: aggregate.totalWeight,
           participants: deployment.sites.length,
@@ -168,44 +225,50 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
           encoding: aggregate.encoding,
           totalParams: aggregate.totalParams,
           ciphertexts: [...aggregate.ciphertexts],
-          params: PARAMS,
+          params,
+          kind: 'round',
+          rollbackTarget: new Uint8Array(0),
         },
         'coordinator',
         coordinator.signing,
       ),
     );
-    return aggregateDigest;
+    return digest;
   }
 
+  /** Logs the decision and (unless `announce` is false) broadcasts the log entry. */
   async function decide(
     round: number,
     head: Commit,
     commit: boolean,
     vote: ControlBodies['vote'],
-    aggregateDigest: Uint8Array,
-  ): Promise<void> {
-    await coordinator.transport.publish(
-      coordinator.subjects.decision,
-      sealControl(
-        'decision',
-        {
-          federation: FEDERATION,
-          round,
-          commit,
-          commitHash: vote.commitHash,
-          modelHash: vote.modelHash,
-          parent: head.hash,
-          height: head.height + 1,
-          aggregateDigest,
-          voters: deployment.sites.slice(),
-          reason: commit ? '' : 'a site voted NO',
-          logSequence: round,
-          previousEntry: new Uint8Array(32),
-        },
-        'coordinator',
-        coordinator.signing,
-      ),
-    );
+    digest: Uint8Array,
+    announce = true,
+  ): Promise<LogEntry> {
+    const entry = await logWriter.append({
+      decision: {
+        federation: FEDERATION,
+        round,
+        commit,
+        commitHash: commit ? vote.commitHash : new Uint8Array(0),
+        modelHash: commit ? vote.modelHash : new Uint8Array(0),
+        parent: head.hash,
+        height: commit ? head.height + 1 : head.height,
+        aggregateDigest: digest,
+        voters: deployment.sites.slice(),
+        reason: commit ? '' : 'a site voted NO',
+        kind: commit ? 'round' : '',
+        params: commit ? PARAMS : new Uint8Array(0),
+        aggregate: aggregates.get(round) ?? null,
+        rollbackTarget: new Uint8Array(0),
+        stateHash: commit ? vote.stateHash : new Uint8Array(0),
+        missing: [],
+        exclusions: [],
+        nextClip: codec.clip,
+      },
+    });
+    if (announce) await coordinator.transport.publish(coordinator.subjects.decision, entry.bytes);
+    return entry;
   }
 
   it('starts at the shared genesis and heartbeats its head and shard size', async () => {
@@ -240,6 +303,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     for (const v of round1) {
       expect(v.yes, v.reason).toBe(true);
       expect(v.meanUpdateRms).toBeGreaterThan(0);
+      expect(v.stateHash).toHaveLength(32);
     }
     expect(new Set(round1.map((v) => bytesToHex(v.commitHash))).size).toBe(1);
     expect(new Set(round1.map((v) => bytesToHex(v.modelHash))).size).toBe(1);
@@ -257,9 +321,15 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
       expect(h).toMatchObject({ height: 1, round: 1, kind: 'round' });
       expect(bytesToHex(h.aggregateDigest)).toBe(bytesToHex(digest));
     }
+    // The evaluating agent reports again once it scored the model; the other only switches.
+    await waitFor('site-1 accuracy', () => switched.some((s) => s.round === 1 && s.testAccuracy > 0));
     const bySite = new Map(switched.filter((s) => s.round === 1).map((s) => [s.member, s]));
-    expect(bySite.get('site-1')!.testAccuracy).toBeGreaterThan(0.5); // the evaluating agent
+    expect(
+      switched.find((s) => s.round === 1 && s.member === 'site-1' && s.testAccuracy > 0)!.testAccuracy,
+    ).toBeGreaterThan(0.5);
     expect(bySite.get('site-2')!.testAccuracy).toBe(-1);
+    // Both residuals were staged when the updates were sent and made current by the commit.
+    for (const a of agents) expect(a.stats()).toMatchObject({ residualsApplied: 1, residualsDropped: 0 });
     expect(bytesToHex(bySite.get('site-2')!.commitHash)).toBe(bytesToHex(round1[0]!.commitHash));
   });
 
@@ -267,6 +337,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     // Restart site-2 with a corrupt key envelope: it reopens its store at the committed head.
     await agents[1]!.stop();
     await sites[1]!.close();
+    goodEnvelope = readFileSync(join(deployment.config.members!.keysDir, 'site-2.ckks.env'));
     writeFileSync(join(deployment.config.members!.keysDir, 'site-2.ckks.env'), new Uint8Array(64).fill(7));
     sites[1] = await openMember(deployment.config, 'site-2');
     agents[1] = await startAgent(sites[1]);
@@ -297,9 +368,11 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     for (const a of agents) expect(bytesToHex(a.head()!.hash)).toBe(bytesToHex(head.hash));
     expect(agents[0]!.stats()).toMatchObject({ commits: 1, aborts: 1, votesYes: 2, votesNo: 0 });
     expect(agents[1]!.stats()).toMatchObject({ votesNo: 1, votesYes: 0 });
+    // site-1's residual of the aborted round was dropped: the one before the round stays current.
+    expect(agents[0]!.stats()).toMatchObject({ residualsApplied: 1, residualsDropped: 1 });
   });
 
-  it('a restarted agent keeps its prepared candidate and settles it by the decision or the next RoundOpen', async () => {
+  it('a restarted agent keeps its prepared candidate and settles it from the log', async () => {
     const restart = async (i: number) => {
       await agents[i]!.stop();
       await sites[i]!.close();
@@ -311,7 +384,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     const digest = await prepare(3, head, lastAggregate!);
     await waitFor('two votes', () => votes.filter((v) => v.round === 3).length === 2);
     const yes3 = votes.find((v) => v.round === 3 && v.member === 'site-1')!;
-    expect(yes3.yes).toBe(true);
+    expect(yes3.yes, yes3.reason).toBe(true);
     await restart(0);
     expect(agents[0]!.state).toBe('PREPARED');
     expect(agents[0]!.machine.history.map((t) => t.to)).toEqual(['LOADING', 'RECOVERING', 'PREPARED']);
@@ -319,24 +392,87 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     await waitFor('site-1 switched to round 3', () => switched.some((s) => s.round === 3));
     expect(bytesToHex(agents[0]!.head()!.hash)).toBe(bytesToHex(yes3.commitHash));
     expect(agents[0]!.state).toBe('READY');
-    // site-2 voted NO and did not prepare: it stays where it was (behind; catching up is future work).
+    // site-2 voted NO (no key) and did not prepare: it cannot replay without its key, so it stays behind.
+    await waitFor('site-2 READY', () => agents[1]!.state === 'READY');
     expect(bytesToHex(agents[1]!.head()!.hash)).toBe(bytesToHex(head.hash));
-    expect(agents[1]!.state).toBe('READY');
 
-    // Round 4: prepared, crash, and the decision is missed; RoundOpen 5 on its candidate settles it.
+    // Round 4: prepared, crash, and the decision is missed; RoundOpen 5 makes it read the log.
     const head3 = agents[0]!.head()!;
-    await prepare(4, head3, lastAggregate!);
+    const digest4 = await prepare(4, head3, lastAggregate!);
     await waitFor('site-1 vote of round 4', () => votes.some((v) => v.round === 4 && v.member === 'site-1'));
     const yes4 = votes.find((v) => v.round === 4 && v.member === 'site-1')!;
     expect(yes4.yes).toBe(true);
-    const no4 = votes.find((v) => v.round === 4 && v.member === 'site-2');
     await restart(0);
     expect(agents[0]!.state).toBe('PREPARED');
+    await decide(4, head3, true, yes4, digest4, false);
     await openRound(5, { hash: yes4.commitHash, height: head3.height + 1 });
     await waitFor('site-1 trained on the settled head', () => aggRound!.updates.length === 1);
     expect(bytesToHex(agents[0]!.head()!.hash)).toBe(bytesToHex(yes4.commitHash));
     await waitFor('switched of round 4', () => switched.some((x) => x.round === 4 && x.member === 'site-1'));
     await waitFor('site-1 READY', () => agents[0]!.state === 'READY');
-    if (no4) expect(no4.yes).toBe(false);
+    expect(agents[0]!.machine.history.map((t) => t.to)).toContain('RECOVERING');
+    const aborted5 = await decide(5, agents[0]!.head()!, false, yes4, new Uint8Array(0));
+    expect(aborted5.record.decision!.commit).toBe(false);
+  });
+
+  it('a prepared agent whose decision is never announced reads it from the log after the decision timeout', async () => {
+    const head = agents[0]!.head()!;
+    const digest = await prepare(6, head, lastAggregate!);
+    await waitFor('site-1 vote of round 6', () => votes.some((v) => v.round === 6 && v.member === 'site-1'));
+    const yes6 = votes.find((v) => v.round === 6 && v.member === 'site-1')!;
+    expect(agents[0]!.state).toBe('PREPARED');
+    await decide(6, head, true, yes6, digest, false); // logged, never broadcast
+    await waitFor(
+      'site-1 committed round 6 from the log',
+      () => bytesToHex(agents[0]!.head()!.hash) === bytesToHex(yes6.commitHash),
+    );
+    expect(agents[0]!.state).toBe('READY');
+  });
+
+  it('answers a repeated PREPARE with the same vote, and a different PREPARE for the same round with NO', async () => {
+    const head = agents[0]!.head()!;
+    const digest = await prepare(7, head, lastAggregate!);
+    await waitFor('site-1 vote of round 7', () => votes.some((v) => v.round === 7 && v.member === 'site-1'));
+    const first = votes.find((v) => v.round === 7 && v.member === 'site-1')!;
+    expect(first.yes).toBe(true);
+    await prepare(7, head, lastAggregate!);
+    await waitFor(
+      'a second vote',
+      () => votes.filter((v) => v.round === 7 && v.member === 'site-1').length === 2,
+    );
+    const repeat = votes.filter((v) => v.round === 7 && v.member === 'site-1')[1]!;
+    expect(repeat.yes).toBe(true);
+    expect(bytesToHex(repeat.commitHash)).toBe(bytesToHex(first.commitHash));
+    await prepare(7, head, lastAggregate!, new TextEncoder().encode('other round params'));
+    await waitFor(
+      'a third vote',
+      () => votes.filter((v) => v.round === 7 && v.member === 'site-1').length === 3,
+    );
+    const other = votes.filter((v) => v.round === 7 && v.member === 'site-1')[2]!;
+    expect(other.yes).toBe(false);
+    expect(other.reason).toBe('a different PREPARE for round 7 than the one prepared');
+    expect(agents[0]!.state).toBe('PREPARED');
+    await decide(7, head, false, first, digest);
+    await waitFor('site-1 aborted round 7', () => agents[0]!.state === 'READY');
+    expect(bytesToHex(agents[0]!.head()!.hash)).toBe(bytesToHex(head.hash));
+  });
+
+  it('a site behind by several commits catches up by replaying the log to the same model', async () => {
+    // site-2 gets its key back and restarts: it replays rounds 3, 4 and 6 from the stored aggregates.
+    await agents[1]!.stop();
+    await sites[1]!.close();
+    writeFileSync(join(deployment.config.members!.keysDir, 'site-2.ckks.env'), goodEnvelope!);
+    sites[1] = await openMember(deployment.config, 'site-2');
+    agents[1] = await startAgent(sites[1]!);
+    const target = agents[0]!.head()!;
+    expect(bytesToHex(agents[1]!.head()!.hash)).toBe(bytesToHex(target.hash));
+    expect(agents[1]!.stats().replayed).toBe(3);
+    expect(agents[1]!.state).toBe('READY');
+    expect(agents[1]!.machine.history.map((t) => t.to)).toEqual([
+      'LOADING',
+      'RECOVERING',
+      'LOADING',
+      'READY',
+    ]);
   });
 });

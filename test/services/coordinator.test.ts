@@ -13,6 +13,7 @@ import {
   assembleUpdate,
   BlockVerifier,
   type ControlBodies,
+  type DecisionBody,
   decodeAggregate,
   encodeUpdate,
   openControl,
@@ -25,7 +26,7 @@ import {
   federationGenesis,
   startCoordinator,
 } from '../../src/services/coordinator/index.ts';
-import { type LoggedDecision, openDecisionLog } from '../../src/services/decision-log/index.ts';
+import { type LogEntry, openLogReader } from '../../src/services/federation-log/index.ts';
 import {
   createLocalDeployment,
   type LocalDeployment,
@@ -54,13 +55,14 @@ const noVoter = new Map<number, string>();
 const seen = {
   opens: [] as ControlBodies['round-open'][],
   prepares: [] as ControlBodies['prepare'][],
-  decisions: [] as ControlBodies['decision'][],
+  decisions: [] as (DecisionBody & { sequence: number })[],
 };
-const heads = new Map<string, Uint8Array>();
+const heads = new Map<string, { hash: Uint8Array; height: number }>();
 const updates = new Map<string, Float32Array>();
 
 const hex = (b: Uint8Array) => bytesToHex(b);
 const model = (round: number) => sha256(new TextEncoder().encode(`model after round ${round}`));
+const state = (round: number) => sha256(new TextEncoder().encode(`strategy state after round ${round}`));
 
 function siteUpdate(site: string, round: number): Float32Array {
   const u = new Float32Array(PARAMS);
@@ -107,10 +109,21 @@ function playAggregator(agg: MemberContext): void {
     const partial = encodeAggregate(builder.finish(), { signer: agg.member, signing: agg.signing }, context, {
       crcChunkBytes: open.crcChunkBytes,
     });
-    for (const b of partial.blocks) await agg.transport.request(agg.subjects.partial(agg.member), b);
-    await agg.transport.request(agg.subjects.partial(agg.member), partial.manifest);
+    const blocks = partial.blocks.map((b, i) => {
+      if (tamperRound !== open.round || i > 0) return b;
+      const bad = b.slice();
+      bad[bad.length - 1]! ^= 0xff; // in the block's audit path: it no longer leads to the signed root
+      return bad;
+    });
+    for (const b of blocks) {
+      await agg.transport.request(agg.subjects.partial(agg.member), b).catch(() => undefined);
+    }
+    await agg.transport.request(agg.subjects.partial(agg.member), partial.manifest).catch(() => undefined);
   });
 }
+
+/** Rounds in which every test-aggregator corrupts the first block of its partial. */
+let tamperRound = 0;
 
 /** A test-site: heartbeats; votes on Prepare; switches on COMMIT. */
 function playSite(site: MemberContext): void {
@@ -139,14 +152,16 @@ function playSite(site: MemberContext): void {
       reason: no ? 'cannot decrypt (test)' : '',
       meanUpdateRms: 0.004,
       bytesSent: 1000,
+      stateHash: no ? new Uint8Array(0) : state(p.round),
     };
     await site.transport.request(site.subjects.vote(id), sealControl('vote', vote, id, site.signing));
   });
   site.transport.subscribe(site.subjects.decision, async (msg) => {
-    const d = openControl(msg.data, 'decision', site.keys).body;
-    if (id === 'site-1') seen.decisions.push(d);
+    const record = openControl(msg.data, 'log-record', site.keys).body;
+    const d = record.decision!;
+    if (id === 'site-1') seen.decisions.push({ ...d, sequence: record.sequence });
     if (!d.commit) return;
-    heads.set(id, d.commitHash);
+    heads.set(id, { hash: d.commitHash, height: d.height });
     const sw: ControlBodies['switched'] = {
       federation: F,
       round: d.round,
@@ -171,7 +186,11 @@ function heartbeat(m: MemberContext, role: 'site' | 'aggregator'): void {
       member: m.member,
       role,
       sentUnixMs: Date.now(),
-      head: heads.get(m.member) ?? new Uint8Array(0),
+      head:
+        role === 'site'
+          ? (heads.get(m.member)?.hash ?? federationGenesis(dep.config).commit.hash)
+          : new Uint8Array(0),
+      height: heads.get(m.member)?.height ?? 0,
       examples: role === 'site' ? EXAMPLES : 0,
       state: 'IDLE',
     };
@@ -185,12 +204,15 @@ function heartbeat(m: MemberContext, role: 'site' | 'aggregator'): void {
   beats.set(m.member, timer);
 }
 
-async function logEntries(): Promise<LoggedDecision[]> {
-  const log = await openDecisionLog(coord.transport.connection, F, coord.signing, coord.member, {
+/** The log's decisions (every entry verified: signature, chain). */
+async function logEntries(): Promise<(LogEntry & { body: DecisionBody })[]> {
+  const log = await openLogReader(coord.transport.connection, {
+    federation: F,
+    coordinator: coord.member,
     keys: coord.keys,
   });
-  const out: LoggedDecision[] = [];
-  for await (const e of log.entries()) out.push(e);
+  const out: (LogEntry & { body: DecisionBody })[] = [];
+  for await (const e of log.entries()) if (e.record.decision) out.push({ ...e, body: e.record.decision });
   return out;
 }
 
@@ -294,9 +316,14 @@ describe('coordinator', () => {
     expect(entries[0]!.body.height).toBe(1);
     expect(entries[0]!.body.voters).toEqual(['site-1', 'site-2']);
     expect(entries[1]!.body.reason).toContain('NO from site-2');
-    expect(seen.decisions.map((d) => [d.round, d.commit, d.logSequence])).toEqual([
-      [1, true, 1],
-      [2, false, 2],
+    // Each round is opened in the log (entries 1 and 3) before it is decided (entries 2 and 4).
+    expect(seen.decisions.map((d) => [d.round, d.commit, d.sequence])).toEqual([
+      [1, true, 2],
+      [2, false, 4],
+    ]);
+    expect(hex(entries[0]!.body.stateHash)).toBe(hex(state(1)));
+    expect(entries[1]!.body.exclusions).toEqual([
+      { site: 'site-2', strikes: 1, sinceRound: 2, atHeight: 1, excluded: true },
     ]);
     // Round 2 opened on the round-1 commit, with the clip from the votes' RMS.
     const open2 = seen.opens[1]!;
@@ -327,10 +354,51 @@ describe('coordinator', () => {
     expect(hex(entries[2]!.body.parent)).toBe(hex(entries[0]!.body.commitHash));
     expect(entries[2]!.body.height).toBe(2);
 
-    // Nothing left to run: the log already holds round 3.
-    const again = await startCoordinator(coord, { rounds: 3 }).done;
+    // The restart kept what the log recorded with round 2's decision: site-2, which voted NO, sat
+    // round 3 out (it is readmitted only after a later commit), and the clip adapted after round 1.
+    expect(open3.assignments.map((a) => a.site)).toEqual(['site-1']);
+    expect(entries[2]!.body.voters).toEqual(['site-1']);
+    expect(open3.clip).toBe(Math.fround(dep.config.round.clipMultiplier * 0.004));
+
+    // Nothing left to run: the log already holds round 3. The restarted coordinator announces the
+    // last decision again, and accepts the sites' `switched` for it (its switch record came from
+    // the log), so nothing is refused.
+    const events: CoordinatorEvent[] = [];
+    const again = await startCoordinator(coord, {
+      rounds: 3,
+      onEvent: (e) => events.push(e),
+      switchWaitMs: 3000,
+    }).done;
     expect(again.rounds).toEqual([]);
     expect(again.height).toBe(2);
+    expect(events.filter((e) => e.type === 'recovered')).toEqual([
+      { type: 'recovered', action: 'reannounced', round: 3 },
+    ]);
+    expect(events.some((e) => e.type === 'switched' && e.member === 'site-1' && e.round === 3)).toBe(true);
+    expect(events.filter((e) => e.type === 'rejected')).toEqual([]);
+  });
+
+  it('a refused partial does not hold the round until the deadline', async () => {
+    tamperRound = 4;
+    const events: { at: number; e: CoordinatorEvent }[] = [];
+    const summary = await startCoordinator(coord, {
+      rounds: 4,
+      onEvent: (e) => events.push({ at: Date.now(), e }),
+      switchWaitMs: 1000,
+    }).done;
+    tamperRound = 0;
+    expect(summary.rounds.map((r) => [r.round, r.commit, r.reason])).toEqual([
+      [4, false, 'no contributions'],
+    ]);
+    const open = events.find((x) => x.e.type === 'round-open')!;
+    const decided = events.find((x) => x.e.type === 'decision')!;
+    const deadline = (open.e as Extract<CoordinatorEvent, { type: 'round-open' }>).deadlineUnixMs;
+    expect(decided.at).toBeLessThan(deadline);
+    const refused = events
+      .filter((x) => x.e.type === 'rejected')
+      .map((x) => x.e as { from: string; reason: string });
+    expect(refused.length).toBeGreaterThan(0);
+    expect(refused[0]!.reason).toBe('BLOCK_BAD_SIGNATURE');
   });
 
   it('re-assigns the sites of a silent aggregator (through the CLI command)', async () => {
@@ -344,11 +412,11 @@ describe('coordinator', () => {
       stderr: { write: () => true },
       env: {},
     });
-    await program.parseAsync(['coordinator', '--config', dep.configPath, '--rounds', '4'], { from: 'user' });
-    const open4 = seen.opens.at(-1)!;
-    expect(open4.round).toBe(4);
-    expect(open4.assignments.map((a) => a.aggregator)).toEqual(['agg-1', 'agg-1']);
-    expect(out).toMatch(/round 4: 2\/2 contributors, COMMIT [0-9a-f]{12} \(height 3\)/);
+    await program.parseAsync(['coordinator', '--config', dep.configPath, '--rounds', '5'], { from: 'user' });
+    const open5 = seen.opens.at(-1)!;
+    expect(open5.round).toBe(5);
+    expect(open5.assignments.map((a) => a.aggregator)).toEqual(['agg-1', 'agg-1']);
+    expect(out).toMatch(/round 5: 2\/2 contributors, COMMIT [0-9a-f]{12} \(height 3\)/);
     expect(out).toMatch(/done: 1 rounds, 1 committed, 0 aborted/);
   });
 });

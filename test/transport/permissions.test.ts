@@ -43,7 +43,15 @@ describe('federationUsers', () => {
       'cohort.f1.vote.site-a',
       'cohort.f1.heartbeat.site-a',
       'cohort.f1.switched.site-a',
+      'cohort.f1.snapshot.site-a',
       '_INBOX.>',
+      // Catch-up: read-only access (stream info, get message) to the log and the object stores.
+      '$JS.API.STREAM.INFO.COHORT_F1',
+      '$JS.API.STREAM.MSG.GET.COHORT_F1',
+      '$JS.API.STREAM.INFO.OBJ_cohort-f1-aggregates',
+      '$JS.API.STREAM.MSG.GET.OBJ_cohort-f1-aggregates',
+      '$JS.API.STREAM.INFO.OBJ_cohort-f1-snapshots',
+      '$JS.API.STREAM.MSG.GET.OBJ_cohort-f1-snapshots',
     ]);
     expect(site.subscribe.allow).toEqual([
       'cohort.f1.round.open',

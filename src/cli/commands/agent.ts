@@ -34,16 +34,17 @@ export function registerAgentCommand(program: Command, ctx: CliContext): void {
       throw err;
     }
     ctx.stderr.write(`agent ${flags.member} ${agent.state}; stop with Ctrl-C\n`);
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        process.off('SIGINT', done);
-        process.off('SIGTERM', done);
-        resolve();
-      };
+    let done!: () => void;
+    const signalled = new Promise<void>((resolve) => {
+      done = resolve;
       process.on('SIGINT', done);
       process.on('SIGTERM', done);
     });
+    const halted = await Promise.race([signalled.then(() => undefined), agent.halted]);
+    process.off('SIGINT', done);
+    process.off('SIGTERM', done);
     await agent.stop();
     await member.close();
+    if (halted !== undefined) throw halted;
   });
 }

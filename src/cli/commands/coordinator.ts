@@ -13,6 +13,7 @@ interface CoordinatorFlags extends ConfigFlags {
   config: string;
   member?: string;
   rounds?: string;
+  leaseWait?: string;
 }
 
 /** `1.2 MB`-style size. */
@@ -25,7 +26,7 @@ function formatBytes(n: number): string {
 /** The per-round line: round, contributors, decision, commit hash prefix, bytes, time. */
 export function formatRoundLine(s: RoundSummary): string {
   const decision = s.commit
-    ? `COMMIT ${s.commitHash?.slice(0, 12)} (height ${s.height})`
+    ? `${s.kind === 'rollback' ? 'ROLLBACK COMMIT' : 'COMMIT'} ${s.commitHash?.slice(0, 12)} (height ${s.height})`
     : `ABORT (${s.reason})`;
   return `round ${s.round}: ${s.contributors}/${s.participants} contributors, ${decision}, sites sent ${formatBytes(s.uploadBytes)}, aggregate ${formatBytes(s.aggregateBytes)}, ${(s.durationMs / 1000).toFixed(1)} s`;
 }
@@ -44,7 +45,11 @@ export function registerCoordinatorCommand(program: Command, ctx: CliContext): v
       )
       .requiredOption('-c, --config <file>', 'federation YAML')
       .option('--member <id>', 'member id (default: members.coordinator)')
-      .option('--rounds <n>', 'stop after round n (default: round.count; 0 runs until interrupted)'),
+      .option('--rounds <n>', 'stop after round n (default: round.count; 0 runs until interrupted)')
+      .option(
+        '--lease-wait <ms>',
+        "wait this long for another coordinator's lease to expire (default 2 × history.leaseMs; a standby passes a large value)",
+      ),
   ).action(async (flags: CoordinatorFlags) => {
     const config = loadConfigWithFlags(flags.config, flags, ctx);
     let rounds: number | undefined;
@@ -52,6 +57,12 @@ export function registerCoordinatorCommand(program: Command, ctx: CliContext): v
       rounds = Number(flags.rounds);
       if (!Number.isInteger(rounds) || rounds < 0)
         throw new InvalidArgumentError(`--rounds ${flags.rounds} must be an integer ≥ 0`);
+    }
+    let leaseWaitMs: number | undefined;
+    if (flags.leaseWait !== undefined) {
+      leaseWaitMs = Number(flags.leaseWait);
+      if (!Number.isInteger(leaseWaitMs) || leaseWaitMs < 0)
+        throw new InvalidArgumentError(`--lease-wait ${flags.leaseWait} must be an integer ≥ 0 (ms)`);
     }
     const member = flags.member ?? config.members?.coordinator ?? 'coordinator';
     const mctx = await openMember(config, member);
@@ -61,6 +72,18 @@ export function registerCoordinatorCommand(program: Command, ctx: CliContext): v
         say(
           `coordinator ${member}: federation ${config.federation.id}, head ${e.head.slice(0, 12)} (height ${e.height}), next round ${e.round}`,
         );
+      } else if (e.type === 'recovered') {
+        say(
+          e.action === 'aborted-open-round'
+            ? `recovered: round ${e.round} was left undecided by a previous run; aborted`
+            : `recovered: re-announced the decision of round ${e.round}`,
+        );
+      } else if (e.type === 'excluded') {
+        say(`round ${e.round}: ${e.member} excluded (${e.reason})`);
+      } else if (e.type === 'readmitted') {
+        say(`${e.member} readmitted`);
+      } else if (e.type === 'snapshot') {
+        say(`snapshot of height ${e.height} stored (${e.site}, ${e.bytes} bytes)`);
       } else if (e.type === 'decision') {
         say(formatRoundLine(e.summary));
       } else if (e.type === 'switched' && e.testAccuracy !== undefined) {
@@ -69,7 +92,11 @@ export function registerCoordinatorCommand(program: Command, ctx: CliContext): v
         );
       }
     };
-    const handle = startCoordinator(mctx, { ...(rounds === undefined ? {} : { rounds }), onEvent });
+    const handle = startCoordinator(mctx, {
+      ...(rounds === undefined ? {} : { rounds }),
+      ...(leaseWaitMs === undefined ? {} : { leaseWaitMs }),
+      onEvent,
+    });
     const interrupt = () => void handle.stop();
     process.once('SIGINT', interrupt);
     process.once('SIGTERM', interrupt);

@@ -1,28 +1,11 @@
 import type { Command } from 'commander';
-import { loadKemPublicKey, wrapSecret } from '../../../crypto/kem/index.ts';
-import { SECRET_KEY_FILE_MODE } from '../../../crypto/signature/index.ts';
-import { readKeyFile } from '../../../crypto/signature/key-file-io.ts';
+import { CKKS_KEY_PURPOSE } from '../../services/key-ceremony.ts';
 import type { CliContext } from '../cli-context.ts';
-import {
-  assertDistinctOutput,
-  ckksKeyParamsId,
-  kemFingerprint,
-  octalMode,
-  shortParamsId,
-  writeKeyOutputs,
-} from './keys-files.ts';
+import { ckksKeyParamsId, shortParamsId } from './keys-files.ts';
+import { registerWrapCommand } from './keys-wrap-command.ts';
 
-/** `WrapContext.purpose` of a wrapped CKKS secret key. */
-export const CKKS_KEY_WRAP_PURPOSE = 'ckks-secret-key';
-
-interface CkksWrapFlags {
-  key: string;
-  recipient: string;
-  kemPub: string;
-  federation: string;
-  out: string;
-  force?: boolean;
-}
+/** `WrapContext.purpose` of a wrapped CKKS secret key (the key ceremony's). */
+export const CKKS_KEY_WRAP_PURPOSE = CKKS_KEY_PURPOSE;
 
 /**
  * `cohort keys ckks wrap --key <ckks-file> --recipient <site-id> --kem-pub <site.kem.pub>
@@ -31,36 +14,14 @@ interface CkksWrapFlags {
  * envelope with mode 0600. The key file must itself be owner-only.
  */
 export function registerKeysCkksWrapCommand(ckks: Command, ctx: CliContext): void {
-  ckks
-    .command('wrap')
-    .description("wrap the CKKS secret key for one site under the site's ML-KEM-768 public key")
-    .requiredOption('--key <file>', 'CKKS secret key file (from `keys ckks create`)')
-    .requiredOption('--recipient <site-id>', 'recipient site id')
-    .requiredOption('--kem-pub <file>', "recipient site's ML-KEM-768 public key (<prefix>.kem.pub)")
-    .requiredOption('--federation <id>', 'federation id')
-    .requiredOption('-o, --out <file>', 'envelope file to write (0600)')
-    .option('-f, --force', 'overwrite an existing file')
-    .action((flags: CkksWrapFlags) => {
-      assertDistinctOutput(flags.out, { '--key': flags.key, '--kem-pub': flags.kemPub });
-      const recipientKey = loadKemPublicKey(flags.kemPub);
-      const secret = readKeyFile(flags.key, true);
-      let paramsId: Uint8Array;
-      let envelope: Uint8Array;
-      try {
-        paramsId = ckksKeyParamsId(secret, flags.key);
-        envelope = wrapSecret(recipientKey, secret, {
-          federation: flags.federation,
-          recipient: flags.recipient,
-          purpose: CKKS_KEY_WRAP_PURPOSE,
-        });
-      } finally {
-        secret.fill(0);
-      }
-      writeKeyOutputs([{ path: flags.out, bytes: envelope, secret: true }], flags.force === true);
-      ctx.stdout.write(
-        `wrapped CKKS secret key (params id ${shortParamsId(paramsId)}) for site ${flags.recipient} ` +
-          `of federation ${flags.federation}\nrecipient kem key: ${kemFingerprint(recipientKey)}\n` +
-          `envelope: ${flags.out} (${envelope.length} bytes, ${octalMode(SECRET_KEY_FILE_MODE)})\n`,
-      );
-    });
+  registerWrapCommand(ckks, ctx, {
+    description: "wrap the CKKS secret key for one site under the site's ML-KEM-768 public key",
+    keyHelp: 'CKKS secret key file (from `keys ckks create`)',
+    outHelp: 'envelope file to write (0600)',
+    purpose: CKKS_KEY_WRAP_PURPOSE,
+    secretFrom: (file, path) => ({
+      secret: file,
+      what: `CKKS secret key (params id ${shortParamsId(ckksKeyParamsId(file, path))})`,
+    }),
+  });
 }

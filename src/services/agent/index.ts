@@ -1,9 +1,6 @@
-export {
-  type AgentOptions,
-  type AgentService,
-  type AgentStats,
-  type AgentVote,
-  startAgent,
-} from './agent-service.ts';
+export type { AgentOptions, AgentStats, AgentVote } from './agent-core.ts';
+export { AGENT_ERROR_CODES, AgentError, type AgentErrorCode } from './agent-error.ts';
+export { type AgentService, startAgent } from './agent-service.ts';
 export { type FederationGenesis, federationGenesis } from './genesis.ts';
 export { loadSiteShard, loadTestSet, type SiteShard } from './site-data.ts';
+export { snapshotWriter } from './snapshot-writer.ts';

@@ -134,6 +134,7 @@ export async function startAggregator(
         sentUnixMs: Date.now(),
         head: new Uint8Array(0),
         examples: 0,
+        height: 0,
         state,
       },
       ctx.member,

@@ -1,13 +1,17 @@
-export {
-  type CoordinatorEvent,
-  type CoordinatorHandle,
-  type CoordinatorOptions,
-  type CoordinatorStats,
-  type CoordinatorSummary,
-  type RoundSummary,
-  startCoordinator,
-} from './coordinator-service.ts';
+export { type CoordinatorLog, openCoordinatorLog } from './coordinator-log.ts';
+export { startCoordinator } from './coordinator-service.ts';
+export type {
+  CoordinatorEvent,
+  CoordinatorHandle,
+  CoordinatorOptions,
+  CoordinatorStats,
+  CoordinatorSummary,
+  RoundSummary,
+} from './events.ts';
 export { federationGenesis, modelSpecFor } from './genesis.ts';
+export { MAX_SIT_OUT_ROUNDS, Membership, sitOutRounds } from './membership.ts';
+export { ROLLBACK_REQUEST_WINDOW_MS } from './rollback-queue.ts';
+export { judgeVotes, type Verdict } from './round-judge.ts';
 export {
   aggregateDigest,
   decodeAggregateObject,
@@ -17,3 +21,4 @@ export {
   ROUND_PARAMS_DOMAIN,
   type RoundParams,
 } from './round-params.ts';
+export { SNAPSHOT_ACK } from './snapshot-intake.ts';

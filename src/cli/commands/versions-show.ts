@@ -1,0 +1,176 @@
+import type { Command } from 'commander';
+import { commitRoundParams, type FederationTimeline, resolveRef } from '../../history/index.ts';
+import type { ExclusionRecord } from '../../protocol/index.ts';
+import type { RoundParams } from '../../services/coordinator/index.ts';
+import type { ChainCommit } from '../../services/federation-log/index.ts';
+import type { CliContext } from '../cli-context.ts';
+import {
+  alignColumns,
+  type CommitJson,
+  commitJson,
+  describeRoundParams,
+  float32String,
+  hex,
+  isoDate,
+  plural,
+  printable,
+} from './versions-format.ts';
+import { addVersionsOptions, type VersionsFlags, withVersionsSession } from './versions-session.ts';
+
+interface ShowFlags extends VersionsFlags {
+  json?: boolean;
+}
+
+/** A snapshot the log recorded for a commit. */
+export interface SnapshotJson {
+  /** Log sequence of the snapshot record. */
+  sequence: number;
+  unixMs: number;
+  /** Object-store name of the encrypted snapshot. */
+  object: string;
+  /** SHA-256 of the stored object, hex. */
+  digest: string;
+  bytes: number;
+  /** The site that wrote it. */
+  site: string;
+}
+
+/** `versions show --json`: {@link CommitJson} and everything its decision recorded. */
+export interface ShowJson extends CommitJson {
+  /** The commit's round parameters decoded (`decodeRoundParams`); null when they do not decode. */
+  params: RoundParams | null;
+  /** The raw params bytes, hex. */
+  paramsHex: string;
+  /** The round's stored aggregate (round commits). */
+  aggregate: {
+    object: string;
+    objectBytes: number;
+    totalWeight: number;
+    participants: number;
+    totalExamples: number;
+  } | null;
+  /** The exclusion table recorded with the decision (empty for genesis). */
+  exclusions: ExclusionRecord[];
+  /** The clip the decision set for the next round (null for genesis). */
+  nextClip: number | null;
+  /** Snapshots the log recorded of this commit, in log order. */
+  snapshots: SnapshotJson[];
+}
+
+/** The {@link ShowJson} of `c`. */
+export function showJson(timeline: FederationTimeline, c: ChainCommit): ShowJson {
+  const d = c.decision;
+  const a = c.commit.kind === 'round' ? (d?.aggregate ?? null) : null;
+  return {
+    ...commitJson(timeline, c),
+    params: commitRoundParams(c.commit),
+    paramsHex: hex(c.commit.params),
+    aggregate:
+      a === null
+        ? null
+        : {
+            object: a.object,
+            objectBytes: a.objectBytes,
+            totalWeight: a.totalWeight,
+            participants: a.participants,
+            totalExamples: a.totalExamples,
+          },
+    exclusions: (d?.exclusions ?? []).map((e) => ({ ...e })),
+    nextClip: d === null ? null : d.nextClip,
+    snapshots: timeline.snapshotsOf(c.commit.hash).map(({ entry, snapshot: s }) => ({
+      sequence: entry.sequence,
+      unixMs: entry.record.unixMs,
+      object: s.object,
+      digest: hex(s.digest),
+      bytes: s.bytes,
+      site: s.site,
+    })),
+  };
+}
+
+/** `versions show` lines: `label: value`, values aligned, lists indented below their label. */
+export function showLines(j: ShowJson): string[] {
+  const rows: string[][] = [
+    ['commit', j.hash],
+    ['kind:', j.kind],
+    ['height:', String(j.height)],
+    ['round:', String(j.round)],
+    ['parent:', j.parent],
+    ['model hash:', j.modelHash],
+    ['aggregate digest:', j.aggregateDigest],
+    ['state hash:', j.stateHash ?? '-'],
+    ['date:', j.sequence === null ? '-' : `${isoDate(j.unixMs)} (log entry ${j.sequence})`],
+    [
+      'params:',
+      j.params === null
+        ? `(not round params: ${j.paramsHex.length / 2} bytes)`
+        : describeRoundParams(j.params),
+    ],
+  ];
+  if (j.kind === 'rollback') {
+    rows.push([
+      'rollback target:',
+      `${j.rollbackTarget} (${j.rollbackTargetHeight === null ? 'not on the chain' : `@${j.rollbackTargetHeight}`})`,
+    ]);
+  }
+  if (j.aggregate !== null) {
+    const a = j.aggregate;
+    rows.push([
+      'aggregate:',
+      `${printable(a.object)}, ${a.objectBytes} bytes, total weight ${a.totalWeight}, ${a.participants} participants, ${a.totalExamples} examples`,
+    ]);
+  }
+  rows.push(['contributors:', String(j.contributors.length)]);
+  for (const c of j.contributors) rows.push(['', `${printable(c.site)}  ${c.digest}  weight ${c.weight}`]);
+  rows.push(['voters:', j.voters.length === 0 ? '-' : j.voters.map(printable).join(', ')]);
+  rows.push(['missing:', j.missing.length === 0 ? '-' : j.missing.map(printable).join(', ')]);
+  rows.push(['next clip:', j.nextClip === null ? '-' : float32String(j.nextClip)]);
+  rows.push(['exclusions:', String(j.exclusions.length)]);
+  for (const e of j.exclusions) {
+    rows.push([
+      '',
+      `${printable(e.site)}  ${e.excluded ? 'excluded' : 'readmitted'}, ${plural(e.strikes, 'strike')}, last in round ${e.sinceRound}, at height ${e.atHeight}`,
+    ]);
+  }
+  rows.push(['snapshots:', String(j.snapshots.length)]);
+  for (const s of j.snapshots) {
+    rows.push([
+      '',
+      `log entry ${s.sequence} (${isoDate(s.unixMs)}): ${printable(s.object)}, ${s.bytes} bytes, digest ${s.digest}, from ${printable(s.site)}`,
+    ]);
+  }
+  return alignColumns(rows);
+}
+
+/**
+ * `cohort versions show <ref> --config <file> --member <id> [--json]`: one commit of the verified
+ * chain in full. `<ref>` is a hash (whole, or a unique prefix of ≥ 4 hex digits), `HEAD`,
+ * `HEAD~n` or `@<height>`. Lines are `label: value`; `--json` prints one object
+ * `{ …CommitJson (see versions log), params: { round, bits, clip, strategy, learningRate } | null,
+ *    paramsHex, aggregate: { object, objectBytes, totalWeight, participants, totalExamples } | null,
+ *    exclusions: [{ site, strikes, sinceRound, atHeight, excluded }], nextClip,
+ *    snapshots: [{ sequence, unixMs, object, digest, bytes, site }] }` (see {@link ShowJson}).
+ *
+ * Exit 0; 2 for an unknown, ambiguous or malformed ref (`REF_UNKNOWN`, `REF_AMBIGUOUS`,
+ * `REF_INVALID`) or when it cannot run; 3 when the log does not verify.
+ */
+export function registerVersionsShowCommand(versions: Command, ctx: CliContext): void {
+  addVersionsOptions(
+    versions
+      .command('show')
+      .description('show one commit of the federation log in full')
+      .argument('<ref>', 'commit: hash or unique prefix, HEAD, HEAD~n, or @<height>')
+      .option('--json', 'print a JSON object (fields in the command reference)'),
+  ).action(async (ref: string, flags: ShowFlags) => {
+    await withVersionsSession(flags, ctx, async ({ timeline }) => {
+      const j = showJson(timeline, resolveRef(timeline.history, ref));
+      if (flags.json === true) ctx.stdout.write(`${JSON.stringify(j, null, 2)}\n`);
+      else
+        ctx.stdout.write(
+          showLines(j)
+            .map((l) => `${l}\n`)
+            .join(''),
+        );
+    });
+  });
+}

@@ -1,0 +1,22 @@
+export {
+  type CommitDiff,
+  DIFFED_PARAMS,
+  type DiffedParam,
+  type DiffRollback,
+  type DiffRound,
+  diffCommits,
+  type ParamChange,
+} from './commit-diff.ts';
+export { commitRoundParams } from './commit-params.ts';
+export { FederationTimeline, type TimelineRound } from './federation-timeline.ts';
+export { HISTORY_ERROR_CODES, HistoryError, type HistoryErrorCode } from './history-error.ts';
+export { type LayerDiffStats, layerDiffStats, type TensorDiffStats } from './layer-diff.ts';
+export { readTimeline, syncTimeline } from './read-timeline.ts';
+export { MIN_REF_PREFIX, resolveRef } from './resolve-ref.ts';
+export {
+  findRollbackOutcome,
+  type RollbackOutcome,
+  type RollbackWaitOptions,
+  waitForRollbackOutcome,
+} from './rollback-wait.ts';
+export { assertModelStore, isModelStore, readStoredModel } from './stored-model.ts';

@@ -1,0 +1,98 @@
+import type { CkksKeyset } from '../../../crypto/ckks/index.ts';
+import type { ModelSpec, ServerStrategy } from '../../../federation/index.ts';
+import type { Dataset, TrainingEngine } from '../../../gpu/index.ts';
+import type { AgentStateMachine } from '../../agent/index.ts';
+import type { Commit, ModelStore } from '../../versions/index.ts';
+import type { MemberContext } from '../member-context.ts';
+import type { LogFollower } from './log-follower.ts';
+
+/** Options of `startAgent`. */
+export interface AgentOptions {
+  /** Evaluate every committed model on the MNIST test set (`learning.testLimit` rows) and report it. */
+  readonly evaluate?: boolean;
+  /**
+   * Tests: the CKKS keyset to use instead of unwrapping `<keysDir>/<member>.ckks.env`, or a function
+   * returning it (one that throws acts like a key that cannot be loaded). The agent does not free
+   * a keyset it was given.
+   */
+  readonly keysetOverride?: CkksKeyset | (() => CkksKeyset);
+  /** Tests: a training engine to use instead of the one `learning.engine` names (freed on stop). */
+  readonly engine?: TrainingEngine;
+}
+
+/** The agent's last vote. */
+export interface AgentVote {
+  readonly round: number;
+  readonly yes: boolean;
+  readonly reason: string;
+  /** Hex of the voted commit hash ('' for NO). */
+  readonly commitHash: string;
+}
+
+/** Counters of a running agent. */
+export interface AgentStats {
+  /** n_k: rows of this site's shard. */
+  readonly examples: number;
+  /** Why the CKKS key could not be loaded, or null. */
+  readonly keysetError: string | null;
+  readonly roundsTrained: number;
+  /** Rounds whose training was cut at the deadline (the partial result was sent). */
+  readonly trainingCut: number;
+  readonly updatesSent: number;
+  readonly blocksSent: number;
+  /** RoundOpens naming this site that it skipped (wrong base, no key, busy, deadline). */
+  readonly roundsSkipped: number;
+  readonly votesYes: number;
+  readonly votesNo: number;
+  readonly commits: number;
+  readonly aborts: number;
+  /** Commits applied by replaying the log (catch-up), and snapshots joined from. */
+  readonly replayed: number;
+  readonly snapshotsJoined: number;
+  /** Snapshots this site wrote and the coordinator acknowledged. */
+  readonly snapshotsWritten: number;
+  /** Residuals made current by a commit that included this site's update / dropped (abort, cut). */
+  readonly residualsApplied: number;
+  readonly residualsDropped: number;
+  readonly lastVote: AgentVote | null;
+  /** Test accuracy of the last committed model (evaluating agents), else null. */
+  readonly lastTestAccuracy: number | null;
+  /** Why the agent halted (a replayed model that does not hash to the log's), or null. */
+  readonly fatal: string | null;
+}
+
+/** Mutable counters behind {@link AgentStats}. */
+export type AgentCounters = { -readonly [K in keyof AgentStats]: AgentStats[K] };
+
+/**
+ * What the agent's steps share: the member's context and everything loaded at start. One object,
+ * owned by the service; each step module reads and updates it from the agent's single queue, so
+ * no two steps run at once.
+ */
+export interface AgentCore {
+  readonly ctx: MemberContext;
+  readonly options: AgentOptions;
+  readonly member: string;
+  readonly machine: AgentStateMachine;
+  readonly strategy: ServerStrategy;
+  readonly spec: ModelSpec;
+  readonly genesis: { readonly commit: Commit; readonly parameters: Float32Array };
+  readonly shard: Dataset;
+  /** Index of the site in `members.sites` (its shuffle stream). */
+  readonly siteIndex: number;
+  readonly store: ModelStore;
+  readonly follower: LogFollower;
+  readonly counters: AgentCounters;
+  engine: TrainingEngine | null;
+  testSet: Dataset | null;
+  keyset: CkksKeyset | null;
+  keysetError: string | null;
+  /** The federation data key (snapshots), or null when this site has none. */
+  dataKey: Uint8Array | null;
+  /** The round whose candidate is prepared (state PREPARED), else null. */
+  preparedRound: number | null;
+  /** This site's update in the current round: RMS and bytes for its vote, digest for the residual. */
+  lastUpdate: { round: number; rms: number; bytes: number; digest: Uint8Array } | null;
+  /** Measured time of the last upload, ms (the next round leaves that much before its deadline). */
+  lastUploadMs: number;
+}

@@ -1,0 +1,107 @@
+import { join } from 'node:path';
+import { createStrategy, type StrategyConfig } from '../../../federation/index.ts';
+import { createCpuEngine } from '../../../gpu/cpu/index.ts';
+import type { TrainingEngine } from '../../../gpu/index.ts';
+import { createWebGpuEngine } from '../../../gpu/webgpu/index.ts';
+import type { AgentStateMachine } from '../../agent/index.ts';
+import { openModelStore } from '../../versions/index.ts';
+import { loadSiteCkks, loadSiteDataKey } from '../key-ceremony.ts';
+import type { MemberContext } from '../member-context.ts';
+import type { AgentCore, AgentCounters, AgentOptions } from './agent-core.ts';
+import { federationGenesis } from './genesis.ts';
+import { LogFollower } from './log-follower.ts';
+import { loadSiteShard, loadTestSet } from './site-data.ts';
+import { describe } from './voter.ts';
+
+/**
+ * Loads what a site agent works with (state LOADING): the CKKS keyset (a failure is not fatal: the
+ * site then votes NO with `cannot decrypt: …`), the federation data key (snapshots; optional), its
+ * data shard, the genesis, the model store in `<paths.dataDir>/<member>` (not initialised: recovery
+ * decides between genesis and a snapshot), a read-only view of the federation log and the engine.
+ * `ownsKeyset` is false when the keyset came from `options.keysetOverride`.
+ */
+export async function loadAgentCore(
+  ctx: MemberContext,
+  options: AgentOptions,
+  machine: AgentStateMachine,
+  counters: AgentCounters,
+): Promise<{ core: AgentCore; ownsKeyset: boolean }> {
+  const { config } = ctx;
+  let keyset: AgentCore['keyset'] = null;
+  let keysetError: string | null = null;
+  let ownsKeyset = false;
+  const override = options.keysetOverride;
+  try {
+    if (override === undefined) {
+      keyset = loadSiteCkks(ctx.ckks, ctx.keysDir, ctx.member, config.federation.id);
+      ownsKeyset = true;
+    } else {
+      keyset = typeof override === 'function' ? override() : override;
+    }
+  } catch (err) {
+    keysetError = describe(err);
+    ctx.log.error(
+      { err: keysetError },
+      'cannot load the CKKS key: this site will not train and will vote NO',
+    );
+  }
+  let dataKey: Uint8Array | null = null;
+  try {
+    dataKey = loadSiteDataKey(ctx.keysDir, ctx.member, config.federation.id);
+  } catch (err) {
+    ctx.log.warn(
+      { err: describe(err) },
+      'no federation data key: this site neither writes nor reads snapshots',
+    );
+  }
+  const shard = loadSiteShard(config, ctx.member);
+  const genesis = federationGenesis(config);
+  const store = openModelStore(join(config.paths.dataDir, ctx.member));
+  const follower = await LogFollower.open(ctx.transport.connection, {
+    federation: config.federation.id,
+    coordinator: ctx.members.coordinator,
+    keys: ctx.keys,
+    genesis: genesis.commit,
+  });
+  const engine = options.engine ?? (await createEngine(config.learning));
+  const core: AgentCore = {
+    ctx,
+    options,
+    member: ctx.member,
+    machine,
+    strategy: createStrategy({ name: config.learning.strategy } as StrategyConfig),
+    spec: genesis.spec,
+    genesis: { commit: genesis.commit, parameters: genesis.parameters },
+    shard: shard.data,
+    siteIndex: shard.index,
+    store,
+    follower,
+    counters,
+    engine,
+    testSet: options.evaluate ? loadTestSet(config) : null,
+    keyset,
+    keysetError,
+    dataKey,
+    preparedRound: null,
+    lastUpdate: null,
+    lastUploadMs: 0,
+  };
+  return { core, ownsKeyset };
+}
+
+/** Frees the engine, the keyset (when owned) and wipes the data key. */
+export async function releaseAgentCore(core: AgentCore, ownsKeyset: boolean): Promise<void> {
+  const engine = core.engine;
+  core.engine = null;
+  if (engine) await engine.dispose();
+  if (ownsKeyset) core.keyset?.delete();
+  core.keyset = null;
+  core.dataKey?.fill(0);
+  core.dataKey = null;
+}
+
+async function createEngine(learning: MemberContext['config']['learning']): Promise<TrainingEngine> {
+  return learning.engine === 'webgpu'
+    ? createWebGpuEngine({ allowSoftware: learning.allowSoftwareGpu })
+    : createCpuEngine();
+}

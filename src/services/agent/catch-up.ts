@@ -1,0 +1,281 @@
+import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
+import type { StrategyState } from '../../../federation/index.ts';
+import type { DecisionBody } from '../../protocol/index.ts';
+import { bytesToHex, type Commit, modelHash, openSnapshot, strategyStateHash } from '../../versions/index.ts';
+import { decodeAggregateObject } from '../coordinator/index.ts';
+import type { ChainCommit, LoggedSnapshot } from '../federation-log/index.ts';
+import { readObject } from '../store/index.ts';
+import type { AgentCore } from './agent-core.ts';
+import { AgentError } from './agent-error.ts';
+import { applyAggregate } from './apply-aggregate.ts';
+
+/** A model with the strategy state after it. */
+interface ModelState {
+  readonly parameters: Float32Array;
+  readonly strategyState: StrategyState | null;
+}
+
+/**
+ * Brings the site's store to the head of the federation log (DESIGN §5 "pull"): reads the log,
+ * then either replays each commit after the store's head — fetching the round's aggregate from the
+ * object store, applying it exactly as on PREPARE, and checking the result hashes to the committed
+ * H(w′) and strategy state — or, for a new site (empty store) or one further behind than
+ * `history.snapshotEvery` commits, first jumps to the latest snapshot (decrypted with the
+ * federation data key and checked against the log's commit) and replays the rest. Rollback commits
+ * restore their target's model. Pending residuals of decided rounds are resolved on the way.
+ *
+ * Returns how many commits the head moved forward (by a snapshot and replay together). Throws
+ * `REPLAY_MISMATCH` when a rebuilt model differs from the
+ * log's (the agent halts), `REPLAY_UNAVAILABLE` when an aggregate or snapshot cannot be fetched
+ * (retried later), `STORE_DIVERGED` when the store's head is not on the federation's chain.
+ */
+export async function catchUp(core: AgentCore): Promise<number> {
+  const { store, follower } = core;
+  await follower.sync();
+  const history = follower.history;
+  const target = history.head;
+  let head = store.head();
+  const startHeight = head?.height ?? 0;
+  if (head !== null && bytesEqual(head.hash, target.commit.hash)) {
+    resolveResiduals(core);
+    return 0;
+  }
+  if (head !== null && history.commitByHash(head.hash) === undefined) {
+    throw new AgentError(
+      'STORE_DIVERGED',
+      `the store ${store.dir} is at ${bytesToHex(head.hash).slice(0, 12)} (height ${head.height}), which is not on the federation's chain (head height ${target.commit.height}); move it aside to rejoin from a snapshot`,
+      { details: { head: bytesToHex(head.hash), height: head.height } },
+    );
+  }
+  const from = head?.height ?? -1;
+  const snapshot = history.snapshotAtOrBelow(target.commit.height);
+  const every = core.ctx.config.history.snapshotEvery;
+  const farBehind = head === null || (every > 0 && target.commit.height - from > every);
+  if (farBehind && snapshot !== undefined && snapshot.snapshot.height > from && core.dataKey !== null) {
+    const joined = await fetchSnapshot(core, snapshot);
+    const cc = history.commitAt(snapshot.snapshot.height)!;
+    for (const r of store.preparedRounds()) store.abortPrepared(r);
+    store.jumpTo({
+      commit: cc.commit,
+      parameters: joined.parameters,
+      strategyState: joined.strategyState ?? core.strategy.initialState(joined.parameters.length),
+    });
+    store.clearResidual();
+    for (const r of store.pendingResidualRounds()) store.resolveResidual(r, false);
+    core.counters.snapshotsJoined++;
+    core.ctx.log.info({ height: cc.commit.height, site: snapshot.snapshot.site }, 'joined from a snapshot');
+    head = store.head();
+  }
+  if (head === null) head = store.init(core.genesis.commit, core.genesis.parameters);
+  for (let h = head.height + 1; h <= target.commit.height; h++) {
+    const cc = history.commitAt(h)!;
+    const current = store.head()!;
+    const model = store.readModel(current);
+    const next = await replayCommit(core, cc, {
+      parameters: model,
+      strategyState: store.loadStrategyState(),
+    });
+    store.advance({
+      commit: cc.commit,
+      parameters: next.parameters,
+      strategyState: next.strategyState ?? core.strategy.initialState(model.length),
+    });
+    if (cc.commit.kind === 'rollback') store.clearResidual();
+    resolveResidual(core, cc.commit.round, cc.decision!);
+    core.counters.replayed++;
+  }
+  resolveResiduals(core);
+  pruneModels(core);
+  return store.head()!.height - startHeight;
+}
+
+/**
+ * The model of `target` (a commit on the chain): from the store when it still holds it, else
+ * rebuilt from the latest snapshot at or below it (or genesis) by replaying in memory.
+ */
+export async function materialize(core: AgentCore, target: ChainCommit): Promise<Float32Array> {
+  const { store } = core;
+  if (store.hasModel(target.commit)) {
+    try {
+      return store.readModel(target.commit);
+    } catch {
+      // unreadable: rebuild it
+    }
+  }
+  const history = core.follower.history;
+  const snapshot = core.dataKey === null ? undefined : history.snapshotAtOrBelow(target.commit.height);
+  let height = 0;
+  let state: ModelState = { parameters: core.genesis.parameters, strategyState: null };
+  if (snapshot !== undefined) {
+    state = await fetchSnapshot(core, snapshot);
+    height = snapshot.snapshot.height;
+  }
+  for (let h = height + 1; h <= target.commit.height; h++) {
+    state = await replayCommit(core, history.commitAt(h)!, state);
+  }
+  return state.parameters;
+}
+
+/** Applies one chain commit to `base` (the model and state of its parent), checking the log's hashes. */
+async function replayCommit(core: AgentCore, cc: ChainCommit, base: ModelState): Promise<ModelState> {
+  const d = cc.decision!;
+  let next: ModelState;
+  if (cc.commit.kind === 'rollback') {
+    const target = core.follower.history.commitByHash(d.rollbackTarget)!;
+    const parameters = await materialize(core, target);
+    next = { parameters, strategyState: core.strategy.initialState(parameters.length) };
+  } else {
+    if (core.keyset === null) {
+      throw new AgentError(
+        'REPLAY_UNAVAILABLE',
+        `cannot replay round ${cc.commit.round}: no CKKS key (${core.keysetError})`,
+      );
+    }
+    const info = d.aggregate!;
+    const bytes = await fetchObject(
+      core,
+      core.ctx.subjects.aggregatesBucket,
+      info.object,
+      aggregateLimit(core, info.totalParams),
+    );
+    if (!bytesEqual(sha256(bytes), d.aggregateDigest)) {
+      throw new AgentError(
+        'REPLAY_MISMATCH',
+        `aggregate ${info.object} does not hash to the digest the log records for round ${cc.commit.round}`,
+      );
+    }
+    try {
+      next = applyAggregate(core, base.parameters, base.strategyState, info, decodeAggregateObject(bytes));
+    } catch (cause) {
+      // Every voter decoded and applied this aggregate; failing to is a divergence, not bad luck.
+      throw new AgentError(
+        'REPLAY_MISMATCH',
+        `replaying round ${cc.commit.round} fails where the federation's voters succeeded: ${(cause as Error).message}`,
+        { cause },
+      );
+    }
+  }
+  checkAgainstLog(cc.commit, d, next);
+  return next;
+}
+
+function checkAgainstLog(commit: Commit, d: DecisionBody, next: ModelState): void {
+  const h = modelHash(next.parameters);
+  if (!bytesEqual(h, commit.modelHash)) {
+    throw new AgentError(
+      'REPLAY_MISMATCH',
+      `replaying round ${commit.round} (height ${commit.height}) gives model ${bytesToHex(h).slice(0, 12)}, the log committed ${bytesToHex(commit.modelHash).slice(0, 12)}`,
+      { details: { round: commit.round, height: commit.height } },
+    );
+  }
+  if (
+    next.strategyState !== null &&
+    d.stateHash.length > 0 &&
+    !bytesEqual(strategyStateHash(next.strategyState), d.stateHash)
+  ) {
+    throw new AgentError(
+      'REPLAY_MISMATCH',
+      `replaying round ${commit.round} gives another strategy state than the log committed`,
+      { details: { round: commit.round, height: commit.height } },
+    );
+  }
+}
+
+/** Fetches, checks and decrypts a logged snapshot. */
+async function fetchSnapshot(core: AgentCore, logged: LoggedSnapshot): Promise<ModelState> {
+  const s = logged.snapshot;
+  const cc = core.follower.history.commitAt(s.height)!;
+  const bytes = await fetchObject(core, core.ctx.subjects.snapshotsBucket, s.object, snapshotLimit(core));
+  if (!bytesEqual(sha256(bytes), s.digest)) {
+    throw new AgentError(
+      'REPLAY_MISMATCH',
+      `snapshot ${s.object} does not hash to the digest the log records`,
+    );
+  }
+  const opened = openSnapshot(bytes, {
+    keys: core.ctx.keys,
+    dataKey: core.dataKey!,
+    maxBytes: snapshotLimit(core),
+    expected: {
+      federation: core.ctx.config.federation.id,
+      commitHash: cc.commit.hash,
+      modelHash: cc.commit.modelHash,
+      ...(cc.decision && cc.decision.stateHash.length === 32 ? { stateHash: cc.decision.stateHash } : {}),
+    },
+  });
+  return { parameters: opened.parameters, strategyState: opened.strategyState };
+}
+
+async function fetchObject(
+  core: AgentCore,
+  bucket: string,
+  name: string,
+  maxBytes: number,
+): Promise<Uint8Array> {
+  let bytes: Uint8Array | null;
+  try {
+    bytes = await readObject(core.ctx.transport.connection, bucket, name, {
+      maxBytes,
+      timeoutMs: core.ctx.config.nats.timeoutMs,
+    });
+  } catch (cause) {
+    throw new AgentError('REPLAY_UNAVAILABLE', `cannot read ${bucket}/${name}: ${(cause as Error).message}`, {
+      cause,
+    });
+  }
+  if (bytes === null) throw new AgentError('REPLAY_UNAVAILABLE', `${bucket}/${name} is not stored`);
+  return bytes;
+}
+
+/** Largest stored aggregate of `params` parameters: its full ciphertexts and their length prefixes. */
+function aggregateLimit(core: AgentCore, params: number): number {
+  const ckks = core.ctx.config.crypto.ckks;
+  const perBlock = core.ctx.ckks.slots; // at least one parameter per slot
+  const blocks = Math.ceil(params / perBlock) + 1;
+  return 65_536 + blocks * (2 * ckks.polyModulusDegree * 8 * ckks.coeffModulus.length + 1024);
+}
+
+/** Largest snapshot: model, two moment vectors, header. */
+function snapshotLimit(core: AgentCore): number {
+  return (1 << 20) + core.genesis.parameters.length * 4 * 3;
+}
+
+/** Whether `decision` includes this site's update (listed with the digest it sent, when known). */
+export function includesMe(core: AgentCore, d: DecisionBody): boolean {
+  if (!d.commit || d.aggregate === null) return false;
+  const mine = d.aggregate.contributors.find((c) => c.site === core.member);
+  if (mine === undefined) return false;
+  const sent = core.lastUpdate?.round === d.round ? core.lastUpdate.digest : undefined;
+  return sent === undefined || bytesEqual(sent, mine.digest);
+}
+
+/**
+ * The residual is part of the round's transaction: the one staged when the update was sent
+ * becomes current only if the round committed with this site's update in it; on ABORT, or when
+ * the site was cut, the residual from before the round stays (nothing of it is lost).
+ */
+export function resolveResidual(core: AgentCore, round: number, d: DecisionBody): void {
+  const apply = includesMe(core, d);
+  if (core.store.resolveResidual(round, apply)) {
+    if (apply) core.counters.residualsApplied++;
+    else core.counters.residualsDropped++;
+  }
+}
+
+/** Resolves every pending residual whose round the log has decided. */
+export function resolveResiduals(core: AgentCore): void {
+  for (const round of core.store.pendingResidualRounds()) {
+    const decided = core.follower.history.decisionOf(round);
+    if (decided !== undefined) resolveResidual(core, round, decided.decision);
+  }
+}
+
+function pruneModels(core: AgentCore): void {
+  try {
+    core.store.pruneModels(core.ctx.config.history.keepModels);
+  } catch (err) {
+    core.ctx.log.warn({ err: (err as Error).message }, 'pruning old models failed');
+  }
+}
+
+export { pruneModels };

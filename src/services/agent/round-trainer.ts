@@ -1,0 +1,188 @@
+import { bytesEqual } from '../../../crypto/digest/index.ts';
+import { counterRandom } from '../../../federation/index.ts';
+import { InvalidArgumentError } from '../../errors/index.ts';
+import { type CodecBits, type ControlBodies, encodeUpdate } from '../../protocol/index.ts';
+import { bytesToHex } from '../../versions/index.ts';
+import type { AgentCore } from './agent-core.ts';
+import type { AgentSteps } from './agent-steps.ts';
+import { describe } from './voter.ts';
+
+/**
+ * A RoundOpen (step 2): a candidate still prepared for an earlier round is settled from the log
+ * first (its decision was logged before this round opened), a head behind the round's base
+ * catches up; then, when the round names this site, it is READY at the base, holds its CKKS key
+ * and the deadline has not passed, it trains and sends ({@link trainAndSend}) under the abort
+ * signal `begin` hands out (aborted when PREPARE or the decision of the round arrives first).
+ */
+export async function onRoundOpen(
+  core: AgentCore,
+  steps: AgentSteps,
+  open: ControlBodies['round-open'],
+  begin: (round: number) => { signal: AbortSignal; done: () => void },
+): Promise<void> {
+  const log = core.ctx.log.child({ round: open.round });
+  if (core.machine.state === 'PREPARED' && core.preparedRound !== null && core.preparedRound < open.round) {
+    await steps.settlePrepared('a later round opened');
+  }
+  const head = core.store.head()!;
+  if (
+    core.machine.state === 'READY' &&
+    (open.version > head.height || !bytesEqual(open.baseCommit, head.hash))
+  ) {
+    await steps.catchUp();
+  }
+  const assignment = open.assignments.find((a) => a.site === core.member);
+  if (assignment === undefined) {
+    log.debug('round opened without this site');
+    return;
+  }
+  const skip = (reason: string) => {
+    core.counters.roundsSkipped++;
+    log.warn({ reason }, 'skipping the round');
+  };
+  const now = core.store.head()!;
+  const state = core.machine.state;
+  if (state !== 'READY') return skip(`busy (${state})`);
+  if (!bytesEqual(open.baseCommit, now.hash) || open.version !== now.height) {
+    return skip(
+      `base commit ${bytesToHex(open.baseCommit)} (height ${open.version}) is not my head ${bytesToHex(now.hash)} (height ${now.height})`,
+    );
+  }
+  if (core.keyset === null) return skip(`cannot encrypt: ${core.keysetError}`);
+  if (Date.now() >= open.deadlineUnixMs) return skip('deadline already passed');
+  const training = begin(open.round);
+  try {
+    await trainAndSend(core, open, assignment.aggregator, training.signal);
+  } finally {
+    training.done();
+  }
+}
+
+/** Share of the round's window (RoundOpen → deadline) kept at least for quantizing and uploading. */
+const MIN_UPLOAD_SHARE = 0.1;
+
+/**
+ * Step 2 (DESIGN §2): trains from the head (which is the round's base) on the site's shard and
+ * sends u = (w_local − w) · n_k · m / N, quantized with error feedback, encrypted and signed, to the
+ * assigned aggregator. Training stops early when `signal` aborts (PREPARE or the decision of this
+ * round arrived: the update is no longer wanted) or at the round's deadline minus the time the
+ * upload is expected to take (the last upload's, at least a tenth of the window): the partly
+ * trained update is sent rather than none. The new residual is staged, not made current: the
+ * round's decision settles it.
+ */
+export async function trainAndSend(
+  core: AgentCore,
+  open: ControlBodies['round-open'],
+  aggregator: string,
+  signal: AbortSignal,
+): Promise<void> {
+  const log = core.ctx.log.child({ round: open.round });
+  const engine = core.engine!;
+  const head = core.store.head()!;
+  const learning = core.ctx.config.learning;
+  const window = open.deadlineUnixMs - Date.now();
+  const margin = Math.max(core.lastUploadMs * 1.5, window * MIN_UPLOAD_SHARE);
+  const stale = () => signal.aborted || Date.now() >= open.deadlineUnixMs;
+  core.machine.transition('TRAINING', `RoundOpen r${open.round}`);
+  try {
+    const w = core.store.readModel(head);
+    const t0 = performance.now();
+    const trained = await engine.train(core.spec, w, core.shard, {
+      learningRate: learning.learningRate,
+      momentum: 0,
+      batchSize: learning.batchSize,
+      epochs: learning.epochs,
+      proximalMu: core.strategy.clientProximalMu,
+      shuffleSeed: counterRandom(learning.initSeed >>> 0, open.round >>> 0, core.siteIndex),
+      signal,
+      stopAtUnixMs: open.deadlineUnixMs - margin,
+    });
+    core.counters.roundsTrained++;
+    if (trained.stopped === 'aborted' || trained.steps === 0 || stale()) {
+      core.machine.transition('READY', `round ${open.round}: training ${trained.stopped}, nothing sent`);
+      return;
+    }
+    if (trained.stopped === 'deadline') {
+      core.counters.trainingCut++;
+      log.warn(
+        { steps: trained.steps, samples: trained.samples },
+        'training cut at the deadline; sending what it learned',
+      );
+    }
+    // u = (w_local − w) · n_k · m / N: the plain sum over the m sites is N/… times FedAvg's mean.
+    const m = open.assignments.length;
+    const scale = (core.shard.count * m) / open.totalExamples;
+    if (!(scale > 0) || !Number.isFinite(scale)) {
+      throw new InvalidArgumentError(
+        `RoundOpen totalExamples ${open.totalExamples} cannot weigh ${core.shard.count} examples over ${m} sites`,
+      );
+    }
+    const update = new Float32Array(w.length);
+    let squares = 0;
+    for (let i = 0; i < update.length; i++) {
+      update[i] = (trained.parameters[i]! - w[i]!) * scale;
+      squares += update[i]! * update[i]!;
+    }
+    const rms = Math.sqrt(squares / Math.max(1, update.length));
+    core.machine.transition(
+      'UPLOADING',
+      `trained: loss ${trained.meanLoss.toFixed(4)}, rms ${rms.toExponential(3)}`,
+    );
+    const u0 = performance.now();
+    const previous = core.store.loadResidual();
+    const encoded = encodeUpdate({
+      update,
+      residual: previous !== null && previous.length === update.length ? previous : null,
+      credentials: { signer: core.member, ckks: core.keyset!, signing: core.ctx.signing },
+      context: {
+        federation: core.ctx.config.federation.id,
+        round: open.round,
+        baseCommit: head.hash,
+        version: head.height,
+      },
+      options: {
+        bits: open.bits as CodecBits,
+        clip: open.clip,
+        maxContributors: open.maxContributors,
+        crcChunkBytes: open.crcChunkBytes,
+      },
+      exampleWeight: core.shard.count,
+    });
+    core.store.stageResidual(open.round, encoded.residual);
+    const subject = core.ctx.subjects.update(aggregator, core.member);
+    for (const block of encoded.blocks) {
+      if (stale()) {
+        core.machine.transition('READY', `upload of round ${open.round} abandoned`);
+        return;
+      }
+      await core.ctx.transport.request(subject, block);
+      core.counters.blocksSent++;
+    }
+    await core.ctx.transport.request(subject, encoded.manifest);
+    core.lastUploadMs = performance.now() - u0;
+    core.counters.updatesSent++;
+    core.lastUpdate = {
+      round: open.round,
+      rms,
+      bytes: encoded.manifest.length + encoded.blocks.reduce((a, b) => a + b.length, 0),
+      digest: encoded.digest,
+    };
+    log.info(
+      {
+        aggregator,
+        blocks: encoded.blocks.length,
+        examples: core.shard.count,
+        steps: trained.steps,
+        rms,
+        seconds: Number(((performance.now() - t0) / 1000).toFixed(3)),
+      },
+      'update sent',
+    );
+    core.machine.transition('READY', `update of round ${open.round} acknowledged`);
+  } catch (err) {
+    log.error({ err: describe(err) }, 'round failed: update discarded');
+    const state = core.machine.state;
+    if (state === 'TRAINING' || state === 'UPLOADING')
+      core.machine.transition('READY', `round ${open.round} failed`);
+  }
+}

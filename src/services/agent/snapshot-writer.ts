@@ -1,0 +1,52 @@
+import type { DecisionBody } from '../../protocol/index.ts';
+import { type Commit, encodeSnapshot } from '../../versions/index.ts';
+import type { AgentCore } from './agent-core.ts';
+
+/**
+ * The site that writes the snapshot of a commit at `height`, or undefined when none is due:
+ * every `history.snapshotEvery` commits, and after every rollback (a site that joins later could
+ * not rebuild a rolled-back model otherwise). The writer rotates over the commit's voters (all
+ * voted YES), so one site does not carry every snapshot: voters sorted, index ⌊height / every⌋.
+ */
+export function snapshotWriter(decision: DecisionBody, height: number, every: number): string | undefined {
+  if (every <= 0 || !decision.commit || decision.voters.length === 0) return undefined;
+  if (height % every !== 0 && decision.kind !== 'rollback') return undefined;
+  const voters = [...decision.voters].sort();
+  return voters[Math.floor(height / every) % voters.length];
+}
+
+/**
+ * Writes the snapshot of `head` (committed by the log entry `logSequence`) when this site is its
+ * writer: model and strategy state encrypted under the federation data key, signed by the site,
+ * handed to the coordinator, which stores it and logs it. Failures are logged, never fatal: a
+ * later snapshot or replay from an earlier one serves joiners meanwhile.
+ */
+export async function maybeWriteSnapshot(
+  core: AgentCore,
+  decision: DecisionBody,
+  head: Commit,
+  logSequence: number,
+): Promise<void> {
+  const every = core.ctx.config.history.snapshotEvery;
+  if (core.dataKey === null || snapshotWriter(decision, head.height, every) !== core.member) return;
+  try {
+    const parameters = core.store.readModel(head);
+    const bytes = encodeSnapshot({
+      federation: core.ctx.config.federation.id,
+      commit: head,
+      logSequence,
+      parameters,
+      strategyState: core.store.loadStrategyState() ?? core.strategy.initialState(parameters.length),
+      dataKey: core.dataKey,
+      signer: core.member,
+      signing: core.ctx.signing,
+    });
+    await core.ctx.transport.request(core.ctx.subjects.snapshot(core.member), bytes, {
+      timeoutMs: Math.max(core.ctx.config.nats.timeoutMs, 30_000),
+    });
+    core.counters.snapshotsWritten++;
+    core.ctx.log.info({ height: head.height, bytes: bytes.length }, 'snapshot written');
+  } catch (err) {
+    core.ctx.log.error({ height: head.height, err: (err as Error).message }, 'snapshot not written');
+  }
+}

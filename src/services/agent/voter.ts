@@ -1,0 +1,202 @@
+import { bytesEqual } from '../../../crypto/digest/index.ts';
+import { type ControlBodies, sealControl } from '../../protocol/index.ts';
+import {
+  bytesToHex,
+  type Commit,
+  modelHash,
+  type PreparedCandidate,
+  rollbackCommit,
+  roundCommit,
+  strategyStateHash,
+} from '../../versions/index.ts';
+import { aggregateDigest } from '../coordinator/index.ts';
+import { failpoint } from '../failpoint.ts';
+import type { AgentCore } from './agent-core.ts';
+import type { AgentSteps } from './agent-steps.ts';
+import { applyAggregate } from './apply-aggregate.ts';
+import { materialize } from './catch-up.ts';
+
+/** The error a vote NO is made of: its message is the reason. */
+export class VoteNo extends Error {}
+
+/**
+ * The candidate a PREPARE proposes on top of the store's head (DESIGN §2 step 7): for a training
+ * round, the aggregate's digest is recomputed from the ciphertexts and must be the one PREPARE
+ * names, then it is decrypted and applied (`applyAggregate`); for a rollback, the target's model
+ * (from the store, or rebuilt) with a fresh strategy state. Throws {@link VoteNo} (or any error)
+ * with the reason to vote NO.
+ */
+export async function candidateFor(core: AgentCore, p: ControlBodies['prepare']): Promise<PreparedCandidate> {
+  const head = core.store.head()!;
+  if (!bytesEqual(p.baseCommit, head.hash) || p.version !== head.height) {
+    throw new VoteNo(
+      `wrong base: PREPARE is on ${bytesToHex(p.baseCommit)} (height ${p.version}), my head is ${bytesToHex(head.hash)} (height ${head.height})`,
+    );
+  }
+  if (p.round <= head.round) throw new VoteNo(`round ${p.round} is not after my head's round ${head.round}`);
+  if (p.kind === 'rollback') {
+    const target =
+      core.follower.history.commitByHash(p.rollbackTarget) ??
+      (await core.follower.sync().then(() => core.follower.history.commitByHash(p.rollbackTarget)));
+    if (target === undefined)
+      throw new VoteNo(
+        `rollback target ${bytesToHex(p.rollbackTarget).slice(0, 12)} is not on the log's chain`,
+      );
+    if (!(target.commit.height < head.height)) throw new VoteNo('rollback target is not below my head');
+    const parameters = await materialize(core, target);
+    const commit = rollbackCommit(head, target.commit, p.round, p.params);
+    return { commit, parameters, strategyState: core.strategy.initialState(parameters.length) };
+  }
+  if (p.kind !== 'round' && p.kind !== '')
+    throw new VoteNo(`PREPARE of unknown kind ${JSON.stringify(p.kind)}`);
+  if (core.keyset === null) throw new VoteNo(`cannot decrypt: ${core.keysetError}`);
+  if (!bytesEqual(aggregateDigest(p.ciphertexts), p.aggregateDigest)) {
+    throw new VoteNo('the ciphertexts do not hash to the aggregate digest PREPARE names');
+  }
+  const w = core.store.readModel(head);
+  const next = applyAggregate(
+    core,
+    w,
+    core.store.loadStrategyState(),
+    {
+      encoding: p.encoding,
+      totalParams: p.totalParams,
+      contributors: p.contributors,
+      totalWeight: p.totalWeight,
+      participants: p.participants,
+      totalExamples: p.totalExamples,
+      object: '',
+      objectBytes: 0,
+    },
+    p.ciphertexts,
+  );
+  const commit = roundCommit(head, {
+    round: p.round,
+    aggregateDigest: p.aggregateDigest,
+    modelHash: modelHash(next.parameters),
+    params: p.params,
+  });
+  return { commit, parameters: next.parameters, strategyState: next.strategyState };
+}
+
+/** Whether `p` is the PREPARE `candidate` was made from (a repeat may be answered with the same vote). */
+export function samePrepare(candidate: PreparedCandidate, p: ControlBodies['prepare']): boolean {
+  const c = candidate.commit;
+  const kind = p.kind === '' ? 'round' : p.kind;
+  return (
+    c.round === p.round &&
+    c.kind === kind &&
+    bytesEqual(c.parent, p.baseCommit) &&
+    bytesEqual(c.params, p.params) &&
+    (kind === 'rollback' || bytesEqual(c.aggregateDigest, p.aggregateDigest))
+  );
+}
+
+/**
+ * A PREPARE (step 5): a candidate of an earlier round is settled from the log first; a repeat of
+ * the PREPARE this site prepared gets the same YES, any other PREPARE for that round NO; a READY
+ * site behind the PREPARE's base catches up, then computes the candidate ({@link candidateFor}),
+ * writes it durably as prepared (PREPARED) and votes YES — or NO with the reason. Every site
+ * answers, voter or not: one whose vote the coordinator does not count still switches along.
+ */
+export async function onPrepare(
+  core: AgentCore,
+  steps: AgentSteps,
+  p: ControlBodies['prepare'],
+): Promise<void> {
+  if (failpoint('agent.prepare', p.round) === 'skip') return; // a site that never votes
+  const { machine, store } = core;
+  const log = core.ctx.log.child({ round: p.round });
+  if (machine.state === 'PREPARED' && core.preparedRound !== null && core.preparedRound < p.round) {
+    await steps.settlePrepared('a later PREPARE arrived');
+  }
+  if (machine.state === 'PREPARED') {
+    const r = core.preparedRound;
+    const candidate = r === null ? null : store.prepared(r);
+    if (candidate !== null && r === p.round && samePrepare(candidate, p)) {
+      await vote(core, p.round, true, '', candidate); // a repeated PREPARE
+    } else if (r === p.round) {
+      await vote(core, p.round, false, `a different PREPARE for round ${p.round} than the one prepared`);
+    } else {
+      await vote(core, p.round, false, `still prepared for round ${r}, whose decision is not in the log`);
+    }
+    return;
+  }
+  const head = store.head()!;
+  if (machine.state === 'READY' && (p.version > head.height || !bytesEqual(p.baseCommit, head.hash))) {
+    await steps.catchUp();
+  }
+  const state = machine.state;
+  if (state !== 'READY') {
+    await vote(core, p.round, false, `busy (${state})`);
+    return;
+  }
+  let candidate: PreparedCandidate;
+  try {
+    candidate = await candidateFor(core, p);
+    store.prepare(candidate);
+  } catch (err) {
+    const reason = describe(err);
+    log.warn({ reason }, 'voting NO');
+    await vote(core, p.round, false, reason);
+    return;
+  }
+  core.preparedRound = p.round;
+  machine.transition('PREPARED', `PREPARE r${p.round} ${bytesToHex(candidate.commit.hash).slice(0, 12)}`);
+  steps.armDecisionTimer(p.round);
+  await vote(core, p.round, true, '', candidate);
+  failpoint('agent.voted', p.round);
+}
+
+/** Sends a signed vote (a request: the coordinator acknowledges it); failures are logged. */
+export async function vote(
+  core: AgentCore,
+  round: number,
+  yes: boolean,
+  reason: string,
+  candidate?: PreparedCandidate,
+): Promise<void> {
+  const sent = core.lastUpdate?.round === round ? core.lastUpdate : null;
+  const commit: Commit | undefined = candidate?.commit;
+  const body: ControlBodies['vote'] = {
+    federation: core.ctx.config.federation.id,
+    round,
+    member: core.member,
+    yes,
+    commitHash: commit?.hash ?? new Uint8Array(0),
+    modelHash: commit?.modelHash ?? new Uint8Array(0),
+    reason: reason.slice(0, 1000),
+    meanUpdateRms: sent?.rms ?? 0,
+    bytesSent: sent?.bytes ?? 0,
+    stateHash: candidate ? strategyStateHash(candidate.strategyState) : new Uint8Array(0),
+  };
+  if (yes) core.counters.votesYes++;
+  else core.counters.votesNo++;
+  core.counters.lastVote = {
+    round,
+    yes,
+    reason: body.reason,
+    commitHash: commit ? bytesToHex(commit.hash) : '',
+  };
+  try {
+    await core.ctx.transport.request(
+      core.ctx.subjects.vote(core.member),
+      sealControl('vote', body, core.member, core.ctx.signing),
+    );
+    core.ctx.log.info(
+      { round, yes, reason: body.reason || undefined, commit: commit ? bytesToHex(commit.hash) : undefined },
+      'voted',
+    );
+  } catch (err) {
+    core.ctx.log.error({ round, yes, err: describe(err) }, 'vote not acknowledged');
+  }
+}
+
+/** An error as one line: `CODE: message` for Cohort errors, the message for a {@link VoteNo}. */
+export function describe(err: unknown): string {
+  if (err instanceof Error) {
+    const code = (err as { code?: unknown }).code;
+    return typeof code === 'string' && !(err instanceof VoteNo) ? `${code}: ${err.message}` : err.message;
+  }
+  return String(err);
+}

@@ -1,0 +1,175 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { bytesEqual } from '../../../crypto/digest/index.ts';
+import {
+  bytesToHex,
+  type Commit,
+  hexToBytes,
+  readFileOrNull,
+  writeFileAtomic,
+} from '../../versions/index.ts';
+import {
+  ensureLogStream,
+  FederationLogError,
+  type FederationLogReader,
+  type FederationLogWriter,
+  type LogEntry,
+  LogHistory,
+  type LogRecordInput,
+  openLogReader,
+  openLogWriter,
+} from '../federation-log/index.ts';
+import type { MemberContext } from '../member-context.ts';
+import { acquireLease, type Lease } from '../store/index.ts';
+
+/** The coordinator's hold on the federation log: the lease, the verified history, the writer. */
+export interface CoordinatorLog {
+  /** The history folded from every entry, kept current with each append. */
+  readonly history: LogHistory;
+  readonly reader: FederationLogReader;
+  readonly lease: Lease;
+  /**
+   * Appends one record (appends are serialized), folds it into {@link history} and records the
+   * new tail in the coordinator's data folder. Checks the lease first.
+   */
+  append(record: LogRecordInput): Promise<LogEntry>;
+  /** Releases the lease. */
+  close(): Promise<void>;
+}
+
+const TAIL_FILE = 'log-tail.json';
+
+/**
+ * Opens the log for the coordinator (DESIGN §6, one writer):
+ *
+ * 1. takes the coordinator lease (KV bucket `cohort-F-lease`), waiting up to `leaseWaitMs` for a
+ *    live holder's lease to expire, else `LEASE_HELD`: a second coordinator never gets further;
+ * 2. creates or checks the log stream (`LOG_STREAM_MISMATCH` for wrong settings);
+ * 3. reads every entry, verifying signatures, the hash chain and the history rules
+ *    ({@link LogHistory}), so a forked or reordered log is refused before anything is appended;
+ * 4. compares the log with the tail this coordinator recorded after its last append
+ *    (`<dataDir>/<member>/log-tail.json`): a log that lacks that entry was lost or truncated, and
+ *    is refused with `LOG_BEHIND` instead of silently restarting the history;
+ * 5. positions the writer at the last entry read: its appends are fenced on that sequence.
+ */
+export async function openCoordinatorLog(
+  ctx: MemberContext,
+  genesis: Commit,
+  options: { leaseWaitMs: number; onLeaseLost: (err: unknown) => void; now: () => number },
+): Promise<CoordinatorLog> {
+  const cfg = ctx.config;
+  const nc = ctx.transport.connection;
+  const federation = cfg.federation.id;
+  const lease = await acquireLease(nc, {
+    bucket: ctx.subjects.leaseBucket,
+    holder: ctx.member,
+    ttlMs: cfg.history.leaseMs,
+    waitMs: options.leaseWaitMs,
+    replicas: cfg.history.replicas,
+    now: options.now,
+    onLost: options.onLeaseLost,
+  });
+  try {
+    const jsm = await jetstreamManager(nc);
+    await ensureLogStream(jsm, {
+      federation,
+      replicas: cfg.history.replicas,
+      maxBytes: cfg.history.logMaxBytes,
+    });
+    const reader = await openLogReader(nc, { federation, coordinator: ctx.member, keys: ctx.keys });
+    const history = new LogHistory(genesis, reader.stream);
+    for await (const entry of reader.entries()) history.apply(entry);
+    const dir = join(cfg.paths.dataDir, ctx.member);
+    mkdirSync(dir, { recursive: true });
+    await checkRecordedTail(dir, reader, history);
+    const writer = await openLogWriter(nc, {
+      federation,
+      signer: ctx.member,
+      signing: ctx.signing,
+      start: history.position,
+      now: options.now,
+    });
+    return new LeasedLog(history, reader, writer, lease, dir);
+  } catch (err) {
+    await lease.release().catch(() => undefined);
+    throw err;
+  }
+}
+
+async function checkRecordedTail(
+  dir: string,
+  reader: FederationLogReader,
+  history: LogHistory,
+): Promise<void> {
+  const bytes = readFileOrNull(join(dir, TAIL_FILE));
+  if (bytes === null) return;
+  let recorded: { sequence: number; hash: Uint8Array };
+  try {
+    const json = JSON.parse(new TextDecoder().decode(bytes)) as { sequence: unknown; hash: unknown };
+    if (!Number.isSafeInteger(json.sequence) || typeof json.hash !== 'string') throw new Error('bad fields');
+    recorded = { sequence: json.sequence as number, hash: hexToBytes('hash', json.hash, 32) };
+  } catch (cause) {
+    throw new FederationLogError(
+      'LOG_BEHIND',
+      `${join(dir, TAIL_FILE)} is unreadable; move it aside to accept the log as it is`,
+      {
+        cause,
+      },
+    );
+  }
+  const behind = () =>
+    new FederationLogError(
+      'LOG_BEHIND',
+      `log ${reader.stream} ends at entry ${history.position.sequence}, but this coordinator appended entry ${recorded.sequence} (${bytesToHex(recorded.hash).slice(0, 12)}): the log was lost or truncated; refusing to continue on it`,
+      { details: { stream: reader.stream, last: history.position.sequence, recorded: recorded.sequence } },
+    );
+  if (history.position.sequence < recorded.sequence) throw behind();
+  if (recorded.sequence === 0) return;
+  const entry = await reader.get(recorded.sequence);
+  if (!bytesEqual(entry.hash, recorded.hash)) throw behind();
+}
+
+class LeasedLog implements CoordinatorLog {
+  readonly history: LogHistory;
+  readonly reader: FederationLogReader;
+  readonly lease: Lease;
+  readonly #writer: FederationLogWriter;
+  readonly #dir: string;
+  #queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    history: LogHistory,
+    reader: FederationLogReader,
+    writer: FederationLogWriter,
+    lease: Lease,
+    dir: string,
+  ) {
+    this.history = history;
+    this.reader = reader;
+    this.#writer = writer;
+    this.lease = lease;
+    this.#dir = dir;
+  }
+
+  append(record: LogRecordInput): Promise<LogEntry> {
+    const run = this.#queue.then(async () => {
+      this.lease.assertHeld();
+      const entry = await this.#writer.append(record);
+      this.history.apply(entry);
+      writeFileAtomic(this.#dir, TAIL_FILE, [
+        new TextEncoder().encode(
+          `${JSON.stringify({ sequence: entry.sequence, hash: bytesToHex(entry.hash) })}\n`,
+        ),
+      ]);
+      return entry;
+    });
+    this.#queue = run.catch(() => undefined);
+    return run;
+  }
+
+  async close(): Promise<void> {
+    await this.#queue;
+    await this.lease.release();
+  }
+}

@@ -1,0 +1,172 @@
+import type { Assignment } from '../../protocol/index.ts';
+
+/** Options of `startCoordinator`. */
+export interface CoordinatorOptions {
+  /**
+   * The round to stop after (default `round.count`; 0: until stopped). Rounds are the log's: a
+   * coordinator restarted on a log that ends at round 3 with `rounds: 5` runs rounds 4 and 5.
+   */
+  readonly rounds?: number;
+  /** Called for every event (membership, round steps, decisions, switches); errors it throws are ignored. */
+  readonly onEvent?: (event: CoordinatorEvent) => void;
+  /** Wait for partials this long after the round's deadline (default 2000 ms). */
+  readonly graceMs?: number;
+  /**
+   * After a COMMIT, wait this long at most for the voters' `switched` before opening the next
+   * round (sites not at the head sit a round out), and after the last round before ending
+   * (default 2000 ms).
+   */
+  readonly switchWaitMs?: number;
+  /**
+   * How long to wait for another holder's lease to expire before giving up with `LEASE_HELD`
+   * (default 2 × `history.leaseMs`: a coordinator restarted after a crash waits out the lease of
+   * its dead predecessor, while a second one started beside a live coordinator gives up; a hot
+   * standby passes a large value).
+   */
+  readonly leaseWaitMs?: number;
+  /** Clock, ms since the epoch (default `Date.now`). */
+  readonly now?: () => number;
+}
+
+/** What the coordinator reports as it goes. */
+export type CoordinatorEvent =
+  | { readonly type: 'started'; readonly round: number; readonly head: string; readonly height: number }
+  | {
+      readonly type: 'recovered';
+      /** What the restart finished: an undecided round aborted, or the last decision re-announced. */
+      readonly action: 'aborted-open-round' | 'reannounced';
+      readonly round: number;
+    }
+  | {
+      readonly type: 'member';
+      readonly member: string;
+      readonly role: MemberRoleName;
+      readonly joined: boolean;
+    }
+  | { readonly type: 'excluded'; readonly member: string; readonly round: number; readonly reason: string }
+  | { readonly type: 'readmitted'; readonly member: string }
+  | {
+      readonly type: 'round-open';
+      readonly round: number;
+      readonly assignments: readonly Assignment[];
+      readonly clip: number;
+      readonly totalExamples: number;
+      readonly deadlineUnixMs: number;
+    }
+  | {
+      readonly type: 'partial';
+      readonly round: number;
+      readonly aggregator: string;
+      readonly sites: readonly string[];
+    }
+  | { readonly type: 'rejected'; readonly round: number; readonly from: string; readonly reason: string }
+  | {
+      readonly type: 'prepare';
+      readonly round: number;
+      readonly contributors: number;
+      readonly aggregateDigest: string;
+      readonly bytes: number;
+    }
+  | {
+      readonly type: 'vote';
+      readonly round: number;
+      readonly member: string;
+      readonly yes: boolean;
+      readonly reason: string;
+    }
+  | { readonly type: 'decision'; readonly summary: RoundSummary }
+  | {
+      readonly type: 'switched';
+      readonly round: number;
+      readonly member: string;
+      readonly latencyMs: number;
+      readonly testAccuracy: number | undefined;
+    }
+  | { readonly type: 'snapshot'; readonly height: number; readonly site: string; readonly bytes: number }
+  | { readonly type: 'rollback-requested'; readonly target: string; readonly height: number };
+
+export type MemberRoleName = 'site' | 'aggregator';
+
+/** One decided round. */
+export interface RoundSummary {
+  readonly round: number;
+  /** `round` (training) or `rollback`. */
+  readonly kind: 'round' | 'rollback';
+  readonly commit: boolean;
+  /** Why it aborted ('' on COMMIT). */
+  readonly reason: string;
+  /** Sites whose updates are in the aggregate. */
+  readonly contributors: number;
+  /** Sites assigned (m). */
+  readonly participants: number;
+  /** Hex commit hash on COMMIT. */
+  readonly commitHash: string | undefined;
+  readonly height: number;
+  readonly logSequence: number;
+  /** Bytes of the stored aggregate (0 without one). */
+  readonly aggregateBytes: number;
+  /** Bytes the sites sent this round (blocks and manifests, as reported in their votes). */
+  readonly uploadBytes: number;
+  /** From RoundOpen to the decision's publication. */
+  readonly durationMs: number;
+  /** Sites that voted NO (excluded until they catch up after a later commit). */
+  readonly noVoters: readonly string[];
+  /** Voters that did not vote in time (excluded like NO voters). */
+  readonly missing: readonly string[];
+}
+
+/** What `CoordinatorHandle.done` resolves with. */
+export interface CoordinatorSummary {
+  readonly rounds: readonly RoundSummary[];
+  readonly committed: number;
+  readonly aborted: number;
+  /** Head after the run: hex commit hash and height. */
+  readonly head: string;
+  readonly height: number;
+  /** Decision publication → site `switchedUnixMs`, over every COMMIT of this run. */
+  readonly switchLatency: {
+    readonly count: number;
+    readonly p50Ms: number | undefined;
+    readonly p99Ms: number | undefined;
+  };
+  /** Mean test accuracy reported (≥ 0) for the latest COMMIT that had any report. */
+  readonly testAccuracy: number | undefined;
+  /** True when `CoordinatorHandle.stop` ended the run early. */
+  readonly stopped: boolean;
+}
+
+/** Live counters. */
+export interface CoordinatorStats {
+  readonly phase: 'starting' | 'waiting' | 'collecting' | 'voting' | 'deciding' | 'done';
+  readonly round: number;
+  readonly head: string;
+  readonly height: number;
+  /** Sequence of the last log entry. */
+  readonly logSequence: number;
+  readonly liveSites: readonly string[];
+  readonly liveAggregators: readonly string[];
+  readonly excluded: readonly string[];
+  readonly committed: number;
+  readonly aborted: number;
+  /** Refused heartbeats, partials, votes, switches, snapshots and requests. */
+  readonly rejected: number;
+  /** Snapshots stored by this run. */
+  readonly snapshots: number;
+}
+
+/** A running coordinator. */
+export interface CoordinatorHandle {
+  /**
+   * Resolves after the last round (or stop); rejects when the log cannot be written or read, the
+   * lease is lost, or the log is behind what members report (`LOG_BEHIND`).
+   */
+  readonly done: Promise<CoordinatorSummary>;
+  /** Ends the run at the next wait point (an undecided round stays open in the log) and unsubscribes. */
+  stop(): Promise<void>;
+  stats(): CoordinatorStats;
+  /**
+   * Queues a rollback to `target` (a commit hash on the log's chain, below the head): the next
+   * round is a rollback round decided by 2PC. Resolves with that round's number.
+   */
+  rollback(target: Uint8Array, reason?: string): Promise<number>;
+}

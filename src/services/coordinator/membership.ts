@@ -1,0 +1,197 @@
+import { bytesEqual } from '../../../crypto/digest/index.ts';
+import type { ExclusionRecord } from '../../protocol/index.ts';
+import type { MemberRoleName } from './events.ts';
+
+/** What the coordinator knows of one site or aggregator from its signed heartbeats and switches. */
+export interface MemberView {
+  readonly role: MemberRoleName;
+  /** Coordinator clock (ms) of the last heartbeat. */
+  lastSeen: number;
+  /** A site's example count (n_k). */
+  examples: number;
+  /** The head the member last reported (heartbeat or switched). */
+  head: Uint8Array;
+  height: number;
+  state: string;
+}
+
+/** The coordinator's head, as membership needs it. */
+export interface HeadRef {
+  readonly hash: Uint8Array;
+  readonly height: number;
+}
+
+/** Most rounds an excluded site sits out, however many offences in a row. */
+export const MAX_SIT_OUT_ROUNDS = 64;
+
+/** Rounds a site sits out after its `strikes`-th offence in a row: 1, 2, 4, … up to {@link MAX_SIT_OUT_ROUNDS}. */
+export function sitOutRounds(strikes: number): number {
+  return Math.min(MAX_SIT_OUT_ROUNDS, 2 ** Math.max(0, strikes - 1));
+}
+
+/**
+ * Liveness and eligibility of the federation's members (docs/round-protocol.md, "Membership").
+ *
+ * A member is live while its last heartbeat is at most `window` ms old. A site is eligible for a
+ * round when it is live, not excluded, and reports the coordinator's head: a site behind the head
+ * catches up from the log and is eligible once it reports the head, so it never holds a round up.
+ *
+ * Exclusion: a site that voted NO, or did not vote in time, is excluded at round r with one more
+ * strike. It is readmitted once both (1) it is live and reports the coordinator's current head (it
+ * caught up: after a commit it missed, by replaying the log) and (2) it sat out
+ * `sitOutRounds(strikes)` rounds, so a site that keeps failing is asked less and less often —
+ * unless no other site is eligible, when waiting would stop the federation. A YES in a committed
+ * round clears its strikes. The table is written with every decision, so a restarted coordinator
+ * keeps it. (`atHeight`, the head height at exclusion, is recorded for operators and auditors.)
+ */
+export class Membership {
+  readonly #roles: ReadonlyMap<string, MemberRoleName>;
+  readonly #window: number;
+  readonly #now: () => number;
+  readonly #views = new Map<string, MemberView>();
+  #exclusions = new Map<string, ExclusionRecord>();
+
+  /** @param window liveness window in ms (`round.missedHeartbeats × round.heartbeatMs`). */
+  constructor(roles: ReadonlyMap<string, MemberRoleName>, window: number, now: () => number) {
+    this.#roles = roles;
+    this.#window = window;
+    this.#now = now;
+  }
+
+  role(id: string): MemberRoleName | undefined {
+    return this.#roles.get(id);
+  }
+
+  view(id: string): MemberView | undefined {
+    return this.#views.get(id);
+  }
+
+  /** Records a verified heartbeat; `joined` when the member was not live before. */
+  heartbeat(
+    id: string,
+    role: MemberRoleName,
+    hb: { examples: number; head: Uint8Array; height: number; state: string },
+  ): { joined: boolean } {
+    const known = this.#views.get(id);
+    const joined = known === undefined || !this.isLive(id);
+    const view: MemberView = known ?? {
+      role,
+      lastSeen: 0,
+      examples: 0,
+      head: new Uint8Array(0),
+      height: 0,
+      state: '',
+    };
+    view.lastSeen = this.#now();
+    view.examples = role === 'site' && Number.isFinite(hb.examples) && hb.examples > 0 ? hb.examples : 0;
+    view.head = hb.head;
+    view.height = Number.isSafeInteger(hb.height) && hb.height >= 0 ? hb.height : 0;
+    view.state = hb.state;
+    this.#views.set(id, view);
+    return { joined };
+  }
+
+  /** A verified `switched`: the site is at `head` now. */
+  switched(id: string, head: HeadRef): void {
+    const view = this.#views.get(id);
+    if (view === undefined) return;
+    view.head = head.hash;
+    view.height = head.height;
+  }
+
+  isLive(id: string): boolean {
+    const v = this.#views.get(id);
+    return v !== undefined && this.#now() - v.lastSeen <= this.#window;
+  }
+
+  /** Members of `role` seen within the window, sorted. */
+  live(role: MemberRoleName): string[] {
+    const out: string[] = [];
+    for (const [id, v] of this.#views) if (v.role === role && this.isLive(id)) out.push(id);
+    return out.sort();
+  }
+
+  /** Whether the live site `id` reports `head`. */
+  atHead(id: string, head: HeadRef): boolean {
+    const v = this.#views.get(id);
+    return v !== undefined && bytesEqual(v.head, head.hash);
+  }
+
+  /** Sites that may take part in a round on `head`: live, reporting `head`, not excluded. Sorted. */
+  eligibleSites(head: HeadRef): string[] {
+    return this.live('site').filter((s) => this.atHead(s, head) && !this.isExcluded(s));
+  }
+
+  /**
+   * Readmits every excluded site that qualifies for round `round` on `head`; returns them, sorted.
+   * When no live site at `head` is eligible at all, every excluded one that reports `head` is
+   * readmitted whatever its sit-out: rounds count the sit-out, and none could run without them.
+   */
+  readmitQualified(head: HeadRef, round: number): string[] {
+    const force = this.eligibleSites(head).length === 0;
+    return this.excluded().filter((s) => this.readmit(s, head, round, force));
+  }
+
+  isExcluded(site: string): boolean {
+    return this.#exclusions.get(site)?.excluded === true;
+  }
+
+  /** Sites currently excluded, sorted. */
+  excluded(): string[] {
+    return [...this.#exclusions.values()]
+      .filter((r) => r.excluded)
+      .map((r) => r.site)
+      .sort();
+  }
+
+  /** The exclusion table (records with strikes), sorted by site: what a decision records. */
+  table(): ExclusionRecord[] {
+    return [...this.#exclusions.values()].map((r) => ({ ...r })).sort((a, b) => (a.site < b.site ? -1 : 1));
+  }
+
+  /**
+   * The table after round `round` (decided at head height `height`): every site in `offenders`
+   * gains a strike and is excluded; every site in `credited` loses its record. Pure: apply it
+   * with {@link adopt} once the decision is in the log.
+   */
+  nextTable(change: {
+    offenders: readonly string[];
+    credited: readonly string[];
+    round: number;
+    height: number;
+  }): ExclusionRecord[] {
+    const next = new Map(this.#exclusions);
+    for (const site of change.credited) next.delete(site);
+    for (const site of change.offenders) {
+      const prior = next.get(site);
+      next.set(site, {
+        site,
+        strikes: (prior?.strikes ?? 0) + 1,
+        sinceRound: change.round,
+        atHeight: change.height,
+        excluded: true,
+      });
+    }
+    return [...next.values()].sort((a, b) => (a.site < b.site ? -1 : 1));
+  }
+
+  /** Replaces the exclusion table (after a decision, or from the log at start). */
+  adopt(table: readonly ExclusionRecord[]): void {
+    this.#exclusions = new Map(
+      table.filter((r) => this.#roles.get(r.site) === 'site').map((r) => [r.site, { ...r }]),
+    );
+  }
+
+  /**
+   * Readmits `site` when it qualifies for round `round` on `head` (`force`: whatever its sit-out);
+   * true when it was readmitted now. Its strikes stay until a YES in a committed round.
+   */
+  readmit(site: string, head: HeadRef, round: number, force = false): boolean {
+    const r = this.#exclusions.get(site);
+    if (r === undefined || !r.excluded) return false;
+    if (!this.isLive(site) || !this.atHead(site, head)) return false;
+    if (!force && round < r.sinceRound + sitOutRounds(r.strikes) + 1) return false;
+    this.#exclusions.set(site, { ...r, excluded: false });
+    return true;
+  }
+}

@@ -1,0 +1,41 @@
+import type { ObjectStore } from '@nats-io/obj';
+import type { ControlBodies } from '../../protocol/index.ts';
+import type { MemberContext } from '../member-context.ts';
+import type { CoordinatorLog } from './coordinator-log.ts';
+import type { CoordinatorEvent, CoordinatorOptions, CoordinatorStats } from './events.ts';
+import type { Membership } from './membership.ts';
+import type { PartialIntake } from './partial-intake.ts';
+import type { SwitchTracker } from './switch-tracker.ts';
+
+/** The round in progress, as the message handlers see it. */
+export interface ActiveRound {
+  readonly round: number;
+  /** Training rounds: the partials' intake (closed once PREPARE is out). */
+  readonly intake: PartialIntake | undefined;
+  phase: 'collecting' | 'voting' | 'decided';
+  /** Votes of any site for this round (only the round's voters count). */
+  readonly votes: Map<string, ControlBodies['vote']>;
+}
+
+/** What a round needs from the coordinator that runs it (a narrow view of its state). */
+export interface RoundHost {
+  readonly ctx: MemberContext;
+  readonly options: CoordinatorOptions;
+  readonly now: () => number;
+  readonly membership: Membership;
+  readonly switches: SwitchTracker;
+  readonly log: CoordinatorLog;
+  /** Parameters of the federation's model. */
+  readonly parameterCount: number;
+  /** The clip of the next training round (adapted after each commit). */
+  clip: number;
+  /** The round the handlers route partials and votes to. */
+  current: ActiveRound | undefined;
+  stopping(): boolean;
+  setPhase(phase: CoordinatorStats['phase']): void;
+  emit(event: CoordinatorEvent): void;
+  /** Waits until `condition` holds, the deadline passes or the coordinator stops (see the service). */
+  until(condition: () => boolean, deadline: number): Promise<boolean>;
+  /** The object store of aggregates (created on first use with `history.replicas`). */
+  aggregates(): Promise<ObjectStore>;
+}

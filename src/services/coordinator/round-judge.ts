@@ -1,0 +1,91 @@
+import { bytesEqual } from '../../../crypto/digest/index.ts';
+import type { ControlBodies } from '../../protocol/index.ts';
+import { bytesToHex } from '../../versions/index.ts';
+
+/** What a round's votes decide. */
+export interface Verdict {
+  readonly commit: boolean;
+  /** Why it aborts ('' on COMMIT). */
+  readonly reason: string;
+  /** Voters that voted YES / NO / not at all, sorted. */
+  readonly yes: readonly string[];
+  readonly no: readonly string[];
+  readonly missing: readonly string[];
+  /** On COMMIT: the agreed commit hash, H(w′) and strategy-state hash. */
+  readonly commitHash: Uint8Array;
+  readonly modelHash: Uint8Array;
+  readonly stateHash: Uint8Array;
+}
+
+const EMPTY = new Uint8Array(0);
+
+/**
+ * Judges a round's votes (pure). COMMIT only when no voter voted NO, more than half of the
+ * voters voted YES (voters that stayed silent are left out of the round's view and catch up by
+ * replay), and every YES names the same commit hash, H(w′) and strategy-state hash, that commit
+ * hash being the one the coordinator expects for that H(w′) (`expectedCommit`, which binds the
+ * parent, height, round, aggregate and parameters). Anything else aborts, with the reason.
+ */
+export function judgeVotes(input: {
+  readonly voters: readonly string[];
+  readonly votes: ReadonlyMap<string, ControlBodies['vote']>;
+  /** The commit hash the coordinator computes for a model hash; throws on an unusable one. */
+  readonly expectedCommit: (modelHash: Uint8Array) => Uint8Array;
+  /** For the reason text. */
+  readonly voteTimeoutMs: number;
+}): Verdict {
+  const voters = [...input.voters].sort();
+  const yes = voters.filter((v) => input.votes.get(v)?.yes === true);
+  const no = voters.filter((v) => input.votes.get(v)?.yes === false);
+  const missing = voters.filter((v) => !input.votes.has(v));
+  const abort = (reason: string): Verdict => ({
+    commit: false,
+    reason,
+    yes,
+    no,
+    missing,
+    commitHash: EMPTY,
+    modelHash: EMPTY,
+    stateHash: EMPTY,
+  });
+  if (voters.length === 0) return abort('no live site to vote');
+  if (no.length > 0) {
+    return abort(
+      `NO from ${no.map((v) => `${v} (${input.votes.get(v)?.reason || 'no reason'})`).join(', ')}`,
+    );
+  }
+  if (yes.length * 2 <= voters.length) {
+    return abort(
+      `${yes.length} of ${voters.length} voters voted YES within ${input.voteTimeoutMs} ms (no vote from ${missing.join(', ')})`,
+    );
+  }
+  const first = input.votes.get(yes[0]!)!;
+  for (const v of yes) {
+    const vote = input.votes.get(v)!;
+    if (!bytesEqual(vote.commitHash, first.commitHash)) return abort('votes name different commit hashes');
+    if (!bytesEqual(vote.modelHash, first.modelHash)) return abort('votes name different model hashes');
+    if (!bytesEqual(vote.stateHash, first.stateHash)) return abort('votes name different strategy states');
+  }
+  if (first.stateHash.length !== 32) return abort('votes name no strategy-state hash');
+  let expected: Uint8Array;
+  try {
+    expected = input.expectedCommit(first.modelHash);
+  } catch (err) {
+    return abort(`votes carry an unusable model hash: ${(err as Error).message}`);
+  }
+  if (!bytesEqual(expected, first.commitHash)) {
+    return abort(
+      `voted commit hash ${bytesToHex(first.commitHash).slice(0, 12)} is not the commit of (head, round, aggregate, model, params), ${bytesToHex(expected).slice(0, 12)}`,
+    );
+  }
+  return {
+    commit: true,
+    reason: '',
+    yes,
+    no,
+    missing,
+    commitHash: first.commitHash,
+    modelHash: first.modelHash,
+    stateHash: first.stateHash,
+  };
+}

@@ -1,0 +1,487 @@
+import { StorageType } from '@nats-io/obj';
+import {
+  type AggregateInfo,
+  type Assignment,
+  type ControlBodies,
+  codecEncoding,
+  type DecisionBody,
+  type RoundContext,
+  sealControl,
+} from '../../protocol/index.ts';
+import { assignBounded, createRing } from '../../tree/index.ts';
+import { bytesToHex, createCommit, ZERO_HASH } from '../../versions/index.ts';
+import { failpoint } from '../failpoint.ts';
+import type { ChainCommit } from '../federation-log/index.ts';
+import type { RoundSummary } from './events.ts';
+import { PartialIntake } from './partial-intake.ts';
+import type { ActiveRound, RoundHost } from './round-host.ts';
+import { judgeVotes, type Verdict } from './round-judge.ts';
+import { aggregateDigest, encodeAggregateObject, encodeRoundParams } from './round-params.ts';
+
+const EMPTY = new Uint8Array(0);
+
+/** Facts of a round its decision records besides the votes. */
+interface RoundFacts {
+  readonly round: number;
+  readonly kind: 'round' | 'rollback';
+  readonly participants: number;
+  readonly started: number;
+  readonly contributors: number;
+  readonly digest: Uint8Array;
+  readonly aggregate: AggregateInfo | null;
+  readonly params: Uint8Array;
+  readonly rollbackTarget: Uint8Array;
+}
+
+/**
+ * Waits until a round can open: at least one eligible site (live, at the head, not excluded)
+ * and, for a training round, one live aggregator; and until the sites expected to switch to the
+ * last commit did (or `switchWaitMs` passed), so they are at the head when the round opens.
+ * Readmits excluded sites that qualify. Returns the eligible sites, or undefined when stopped.
+ */
+async function waitForSites(
+  host: RoundHost,
+  round: number,
+  aggregators: boolean,
+): Promise<string[] | undefined> {
+  const head = host.log.history.head;
+  const headRef = { hash: head.commit.hash, height: head.commit.height };
+  const settleBy = host.now() + (host.options.switchWaitMs ?? 2000);
+  const lastRound = head.commit.round;
+  const ready = await host.until(() => {
+    for (const site of host.membership.readmitQualified(headRef, round))
+      host.emit({ type: 'readmitted', member: site });
+    if (aggregators && host.membership.live('aggregator').length === 0) return false;
+    if (host.membership.eligibleSites(headRef).length === 0) return false;
+    return host.now() >= settleBy || host.switches.allSwitched(lastRound, (s) => host.membership.isLive(s));
+  }, Number.POSITIVE_INFINITY);
+  if (!ready) return undefined;
+  return host.membership.eligibleSites(headRef);
+}
+
+/** Appends the round's RoundOpen to the log (before anyone hears of it). */
+async function logOpen(host: RoundHost, open: ControlBodies['round-open']): Promise<void> {
+  await host.log.append({ roundOpen: open });
+}
+
+/**
+ * One training round (docs/round-protocol.md steps 1, 4, 6): open (logged, then announced),
+ * collect partials until every assigned aggregator delivered or failed or the deadline (+ grace)
+ * passed, store the aggregate, PREPARE, collect votes, decide. Undefined when stopped before the
+ * decision (the round then stays open in the log; a restart aborts it).
+ */
+export async function runTrainingRound(host: RoundHost, round: number): Promise<RoundSummary | undefined> {
+  const { ctx } = host;
+  const cfg = ctx.config;
+  host.setPhase('waiting');
+  let sites = await waitForSites(host, round, true);
+  if (sites === undefined) return undefined;
+  const started = host.now();
+  const head = host.log.history.head.commit;
+  const aggregators = host.membership.live('aggregator');
+  if (sites.length > cfg.codec.maxContributors) {
+    ctx.log.warn(
+      { round, sites: sites.length, maxContributors: cfg.codec.maxContributors },
+      'more eligible sites than codec.maxContributors; the rest sit this round out',
+    );
+    sites = sites.slice(0, cfg.codec.maxContributors);
+  }
+  const capacity = new Map(cfg.members!.aggregators.map((a) => [a.id, a.capacity]));
+  const ring = createRing(aggregators.map((id) => ({ id, capacity: capacity.get(id) ?? 1 })));
+  const assignment = assignBounded(ring, sites, cfg.round.epsilon);
+  const assignments: Assignment[] = [...assignment]
+    .map(([site, aggregator]) => ({ site, aggregator }))
+    .sort((a, b) => (a.site < b.site ? -1 : a.site > b.site ? 1 : 0));
+  const clip = Math.fround(host.clip);
+  const totalExamples = sites.reduce((n, s) => n + (host.membership.view(s)?.examples ?? 0), 0);
+  const context: RoundContext = {
+    federation: cfg.federation.id,
+    round,
+    baseCommit: head.hash,
+    version: head.height,
+  };
+  const encoding = codecEncoding(ctx.ckks, {
+    bits: cfg.codec.bits,
+    clip,
+    maxContributors: cfg.codec.maxContributors,
+    crcChunkBytes: cfg.codec.crcChunkBytes,
+  });
+  const deadlineUnixMs = host.now() + cfg.round.deadlineMs;
+  const open: ControlBodies['round-open'] = {
+    federation: cfg.federation.id,
+    round,
+    version: head.height,
+    baseCommit: head.hash,
+    assignments,
+    bits: cfg.codec.bits,
+    clip,
+    maxContributors: cfg.codec.maxContributors,
+    crcChunkBytes: cfg.codec.crcChunkBytes,
+    deadlineUnixMs,
+    totalExamples,
+  };
+  await logOpen(host, open);
+  failpoint('coordinator.round-open-logged', round);
+  const intake = new PartialIntake({
+    ckks: ctx.ckks,
+    context,
+    encoding,
+    assignment,
+    keys: (id) => ctx.keys(id),
+    allowedAlgorithms: cfg.crypto.signature.allowed,
+  });
+  const state: ActiveRound = { round, intake, phase: 'collecting', votes: new Map() };
+  host.current = state;
+  host.setPhase('collecting');
+  try {
+    await ctx.transport.publish(
+      ctx.subjects.roundOpen,
+      sealControl('round-open', open, ctx.member, ctx.signing),
+    );
+  } catch (err) {
+    ctx.log.error({ round, err }, 'round open logged but not announced');
+  }
+  host.emit({ type: 'round-open', round, assignments, clip, totalExamples, deadlineUnixMs });
+  ctx.log.info(
+    { round, sites: assignments.length, aggregators: intake.aggregators.size, clip },
+    'round open',
+  );
+
+  await host.until(() => intake.settled, deadlineUnixMs + (host.options.graceMs ?? 2000));
+  intake.close();
+  if (host.stopping()) {
+    intake.builder.dispose();
+    return undefined;
+  }
+  for (const [aggregator, why] of intake.failed)
+    ctx.log.warn({ round, aggregator, why }, 'partial refused: round goes on without it');
+  const params = encodeRoundParams({
+    round,
+    bits: cfg.codec.bits,
+    clip,
+    strategy: cfg.learning.strategy,
+    learningRate: cfg.learning.learningRate,
+  });
+  const base = {
+    round,
+    kind: 'round' as const,
+    participants: assignments.length,
+    started,
+    params,
+    rollbackTarget: EMPTY,
+  };
+  if (intake.builder.contributors === 0) {
+    intake.builder.dispose();
+    const facts = { ...base, contributors: 0, digest: EMPTY, aggregate: null };
+    return decide(host, state, facts, noVotes('no contributions'));
+  }
+  const aggregate = intake.builder.finish();
+  const object = encodeAggregateObject(aggregate.ciphertexts);
+  const digest = aggregateDigest(aggregate.ciphertexts);
+  const contributors = [...aggregate.sites].sort((a, b) => (a.site < b.site ? -1 : a.site > b.site ? 1 : 0));
+  const objectName = `round-${round}`;
+  const info: AggregateInfo = {
+    encoding: aggregate.encoding,
+    totalParams: aggregate.totalParams,
+    contributors,
+    totalWeight: aggregate.totalWeight,
+    participants: assignments.length,
+    totalExamples,
+    object: objectName,
+    objectBytes: object.length,
+  };
+  const facts: RoundFacts = { ...base, contributors: aggregate.contributors, digest, aggregate: info };
+  try {
+    await (await host.aggregates()).putBlob({ name: objectName }, object);
+  } catch (err) {
+    ctx.log.error({ round, err }, 'cannot store the aggregate');
+    return decide(host, state, facts, noVotes(`cannot store the aggregate: ${(err as Error).message}`));
+  }
+  const prepare: ControlBodies['prepare'] = {
+    federation: cfg.federation.id,
+    round,
+    version: head.height,
+    baseCommit: head.hash,
+    aggregateDigest: digest,
+    contributors,
+    totalWeight: aggregate.totalWeight,
+    participants: assignments.length,
+    totalExamples,
+    encoding: aggregate.encoding,
+    totalParams: aggregate.totalParams,
+    ciphertexts: [...aggregate.ciphertexts],
+    params,
+    kind: 'round',
+    rollbackTarget: EMPTY,
+  };
+  host.emit({
+    type: 'prepare',
+    round,
+    contributors: aggregate.contributors,
+    aggregateDigest: bytesToHex(digest),
+    bytes: object.length,
+  });
+  const verdict = await collectVotes(host, state, prepare);
+  if (verdict === undefined) return undefined;
+  return decide(host, state, facts, verdict);
+}
+
+/**
+ * A rollback round (DESIGN §5): a new commit whose model is `target`'s, decided by the same 2PC.
+ * The round is logged as opened (no assignments), every eligible site prepares the target's model
+ * and votes, and the decision records the target.
+ */
+export async function runRollbackRound(
+  host: RoundHost,
+  round: number,
+  target: ChainCommit,
+  reason: string,
+): Promise<RoundSummary | undefined> {
+  const { ctx } = host;
+  const cfg = ctx.config;
+  host.setPhase('waiting');
+  const sites = await waitForSites(host, round, false);
+  if (sites === undefined) return undefined;
+  const started = host.now();
+  const head = host.log.history.head.commit;
+  const clip = Math.fround(host.clip);
+  await logOpen(host, {
+    federation: cfg.federation.id,
+    round,
+    version: head.height,
+    baseCommit: head.hash,
+    assignments: [],
+    bits: cfg.codec.bits,
+    clip,
+    maxContributors: cfg.codec.maxContributors,
+    crcChunkBytes: cfg.codec.crcChunkBytes,
+    deadlineUnixMs: started,
+    totalExamples: 0,
+  });
+  const state: ActiveRound = { round, intake: undefined, phase: 'voting', votes: new Map() };
+  host.current = state;
+  const params = target.commit.params;
+  const prepare: ControlBodies['prepare'] = {
+    federation: cfg.federation.id,
+    round,
+    version: head.height,
+    baseCommit: head.hash,
+    aggregateDigest: EMPTY,
+    contributors: [],
+    totalWeight: 0,
+    participants: 0,
+    totalExamples: 0,
+    encoding: codecEncoding(ctx.ckks, {
+      bits: cfg.codec.bits,
+      clip,
+      maxContributors: cfg.codec.maxContributors,
+      crcChunkBytes: cfg.codec.crcChunkBytes,
+    }),
+    totalParams: host.parameterCount,
+    ciphertexts: [],
+    params,
+    kind: 'rollback',
+    rollbackTarget: target.commit.hash,
+  };
+  ctx.log.info(
+    { round, target: bytesToHex(target.commit.hash), height: target.commit.height, reason },
+    'rollback round',
+  );
+  const verdict = await collectVotes(host, state, prepare);
+  if (verdict === undefined) return undefined;
+  const facts: RoundFacts = {
+    round,
+    kind: 'rollback',
+    participants: 0,
+    started,
+    contributors: 0,
+    digest: EMPTY,
+    aggregate: null,
+    params,
+    rollbackTarget: target.commit.hash,
+  };
+  return decide(host, state, facts, verdict);
+}
+
+/** Publishes PREPARE, waits for the voters' votes (or `voteTimeoutMs`) and judges them against it. */
+async function collectVotes(
+  host: RoundHost,
+  state: ActiveRound,
+  prepare: ControlBodies['prepare'],
+): Promise<Verdict | undefined> {
+  // The commit every YES must name, for the H(w′) it names: PREPARE's fields bind the rest.
+  const rollback = prepare.kind === 'rollback';
+  const expectedCommit = (modelHash: Uint8Array) =>
+    createCommit({
+      parent: prepare.baseCommit,
+      height: prepare.version + 1,
+      round: prepare.round,
+      aggregateDigest: rollback ? ZERO_HASH : prepare.aggregateDigest,
+      modelHash,
+      params: prepare.params,
+      kind: rollback ? 'rollback' : 'round',
+    }).hash;
+  const { ctx } = host;
+  const head = host.log.history.head.commit;
+  const voters = host.membership.eligibleSites({ hash: head.hash, height: head.height });
+  state.phase = 'voting';
+  host.setPhase('voting');
+  try {
+    await ctx.transport.publish(
+      ctx.subjects.prepare,
+      sealControl('prepare', prepare, ctx.member, ctx.signing),
+    );
+  } catch (err) {
+    ctx.log.error({ round: state.round, err }, 'PREPARE not published');
+  }
+  failpoint('coordinator.prepare-sent', state.round);
+  const timeout = ctx.config.round.voteTimeoutMs;
+  await host.until(() => voters.every((v) => state.votes.has(v)), host.now() + timeout);
+  if (host.stopping()) return undefined;
+  return judgeVotes({ voters, votes: state.votes, expectedCommit, voteTimeoutMs: timeout });
+}
+
+/** A verdict without votes (the round failed before PREPARE). */
+function noVotes(reason: string): Verdict {
+  return {
+    commit: false,
+    reason,
+    yes: [],
+    no: [],
+    missing: [],
+    commitHash: EMPTY,
+    modelHash: EMPTY,
+    stateHash: EMPTY,
+  };
+}
+
+/**
+ * Records the decision (DESIGN §2 step 7: the log append is the decision), then applies it: the
+ * exclusion table (NO voters and silent voters gain a strike, YES voters of a commit lose theirs),
+ * the next clip, the head, and announces it by publishing the very log entry on `decision`.
+ */
+async function decide(
+  host: RoundHost,
+  state: ActiveRound,
+  facts: RoundFacts,
+  verdict: Verdict,
+): Promise<RoundSummary> {
+  const { ctx } = host;
+  const cfg = ctx.config;
+  host.setPhase('deciding');
+  state.phase = 'decided';
+  const head = host.log.history.head.commit;
+  const table = host.membership.nextTable({
+    offenders: [...verdict.no, ...verdict.missing],
+    credited: verdict.commit ? verdict.yes : [],
+    round: facts.round,
+    height: head.height,
+  });
+  let nextClip = host.clip;
+  if (verdict.commit && facts.kind === 'round') {
+    const rms = verdict.yes
+      .map((v) => state.votes.get(v)!.meanUpdateRms)
+      .filter((x) => Number.isFinite(x) && x > 0);
+    if (rms.length > 0) {
+      const next = cfg.round.clipMultiplier * (rms.reduce((a, b) => a + b, 0) / rms.length);
+      if (Number.isFinite(next) && Math.fround(next) > 0) nextClip = next;
+    }
+  }
+  const decision: DecisionBody = {
+    federation: cfg.federation.id,
+    round: facts.round,
+    commit: verdict.commit,
+    commitHash: verdict.commitHash,
+    modelHash: verdict.modelHash,
+    parent: head.hash,
+    height: verdict.commit ? head.height + 1 : head.height,
+    aggregateDigest: facts.digest,
+    voters: [...verdict.yes, ...verdict.no].sort(),
+    reason: verdict.reason,
+    kind: verdict.commit ? facts.kind : '',
+    params: verdict.commit ? facts.params : EMPTY,
+    aggregate: facts.aggregate,
+    rollbackTarget: facts.rollbackTarget,
+    stateHash: verdict.stateHash,
+    missing: [...verdict.missing],
+    exclusions: table,
+    nextClip: Math.fround(nextClip),
+  };
+  const entry = await host.log.append({ decision });
+  failpoint('coordinator.decision-logged', facts.round);
+  host.membership.adopt(table);
+  for (const site of verdict.no)
+    host.emit({ type: 'excluded', member: site, round: facts.round, reason: 'voted NO' });
+  for (const site of verdict.missing)
+    host.emit({ type: 'excluded', member: site, round: facts.round, reason: 'did not vote' });
+  host.clip = nextClip;
+  const publishedAt = host.now();
+  if (verdict.commit) {
+    host.switches.track(
+      facts.round,
+      { hash: verdict.commitHash, height: decision.height },
+      verdict.yes,
+      publishedAt,
+    );
+  }
+  try {
+    await ctx.transport.publish(ctx.subjects.decision, entry.bytes);
+  } catch (err) {
+    // The log holds the decision; members that missed the broadcast read it there.
+    ctx.log.error({ round: facts.round, err }, 'decision logged but not announced');
+  }
+  if (host.current === state) host.current = undefined;
+  ctx.log.info(
+    { round: facts.round, commit: verdict.commit, reason: verdict.reason, sequence: entry.sequence },
+    'decision',
+  );
+  return {
+    round: facts.round,
+    kind: facts.kind,
+    commit: verdict.commit,
+    reason: verdict.reason,
+    contributors: facts.contributors,
+    participants: facts.participants,
+    commitHash: verdict.commit ? bytesToHex(verdict.commitHash) : undefined,
+    height: decision.height,
+    logSequence: entry.sequence,
+    aggregateBytes: facts.aggregate?.objectBytes ?? 0,
+    uploadBytes: [...state.votes.values()].reduce(
+      (a, v) => a + (Number.isSafeInteger(v.bytesSent) && v.bytesSent > 0 ? v.bytesSent : 0),
+      0,
+    ),
+    durationMs: host.now() - facts.started,
+    noVoters: verdict.no,
+    missing: verdict.missing,
+  };
+}
+
+/** The aggregates object store options (file storage, the federation's replicas). */
+export function aggregateStoreOptions(replicas: number, federation: string) {
+  return {
+    storage: StorageType.File,
+    replicas,
+    description: `Cohort ${federation}: aggregate of each round`,
+  };
+}
+
+/**
+ * Appends ABORT for a round a previous run opened and never decided (the coordinator died between
+ * RoundOpen and its decision: before, during or after PREPARE). Agents prepared for it discard
+ * their candidate at once, and the round number is never used again.
+ */
+export async function abortOpenRound(host: RoundHost, round: number, reason: string): Promise<RoundSummary> {
+  const state: ActiveRound = { round, intake: undefined, phase: 'voting', votes: new Map() };
+  const facts: RoundFacts = {
+    round,
+    kind: 'round',
+    participants: 0,
+    started: host.now(),
+    contributors: 0,
+    digest: EMPTY,
+    aggregate: null,
+    params: EMPTY,
+    rollbackTarget: EMPTY,
+  };
+  return decide(host, state, facts, noVotes(reason));
+}

@@ -1,0 +1,26 @@
+export {
+  checkLink,
+  ENTRY_HASH_BYTES,
+  LOG_ORIGIN,
+  LOG_ORIGIN_HASH,
+  type LogEntry,
+  type LogPosition,
+  openLogEntry,
+  recordKind,
+} from './log-entry.ts';
+export { FEDERATION_LOG_ERROR_CODES, FederationLogError, type FederationLogErrorCode } from './log-error.ts';
+export {
+  type ChainCommit,
+  type DecidedRound,
+  type LoggedSnapshot,
+  LogHistory,
+  type OpenRound,
+} from './log-history.ts';
+export { type FederationLogReader, type LogReaderOptions, openLogReader } from './log-reader.ts';
+export { ensureLogStream, LOG_MAX_ENTRY_BYTES, type LogStreamSettings, logStreamName } from './log-stream.ts';
+export {
+  type FederationLogWriter,
+  type LogRecordInput,
+  type LogWriterOptions,
+  openLogWriter,
+} from './log-writer.ts';

@@ -1,0 +1,269 @@
+import { bytesEqual } from '../../../crypto/digest/index.ts';
+import type { ControlBodies, DecisionBody, SnapshotRecordBody } from '../../protocol/index.ts';
+import {
+  bytesToHex,
+  type Commit,
+  type CommitKind,
+  createCommit,
+  verifyCommit,
+  ZERO_HASH,
+} from '../../versions/index.ts';
+import { LOG_ORIGIN, type LogEntry, type LogPosition, recordKind } from './log-entry.ts';
+import { FederationLogError } from './log-error.ts';
+
+/** A commit on the log's chain, with where the log recorded it (genesis: sequence 0). */
+export interface ChainCommit {
+  readonly commit: Commit;
+  /** Log sequence of the decision that committed it (0 for genesis). */
+  readonly sequence: number;
+  /** The coordinator's clock when it was appended (0 for genesis). */
+  readonly unixMs: number;
+  /** The decision that committed it (null for genesis). */
+  readonly decision: DecisionBody | null;
+}
+
+/** A decided round: its decision and where the log holds it. */
+export interface DecidedRound {
+  readonly sequence: number;
+  readonly decision: DecisionBody;
+}
+
+/** A round opened in the log and not decided yet. */
+export interface OpenRound {
+  readonly entry: LogEntry;
+  readonly roundOpen: ControlBodies['round-open'];
+}
+
+/** A snapshot the log recorded. */
+export interface LoggedSnapshot {
+  readonly entry: LogEntry;
+  readonly snapshot: SnapshotRecordBody;
+}
+
+/**
+ * The federation's history folded from its log, entry by entry, checking the rules a log must
+ * follow (DESIGN §5): rounds strictly increase; every round is opened (RoundOpen, naming the
+ * current head as its base) and then decided exactly once, before the next opens; every
+ * decision's parent is the current head; a COMMIT's height is the
+ * head's + 1 and its hash is the commit hash of its fields (so its parent link, round and model
+ * hash are bound); an ABORT leaves the head; a rollback restores the model of a commit on the
+ * chain; a snapshot names a commit on the chain. The chain is linear: commit heights are 0
+ * (genesis), 1, 2, … Any violation is `LOG_HISTORY_INVALID` naming the entry.
+ *
+ * Apply entries in log order after checking their links (`FederationLogReader.entries` does).
+ */
+export class LogHistory {
+  readonly #commits: ChainCommit[];
+  readonly #byHash = new Map<string, number>();
+  readonly #snapshots: LoggedSnapshot[] = [];
+  readonly #decided = new Map<number, DecidedRound>();
+  #position: LogPosition = LOG_ORIGIN;
+  #lastRound = 0;
+  #open: OpenRound | null = null;
+  #lastDecision: LogEntry | null = null;
+  readonly #stream: string;
+
+  /** @param genesis the federation's genesis commit (every member computes it from the config). */
+  constructor(genesis: Commit, stream = 'log') {
+    if (!verifyCommit(genesis) || genesis.kind !== 'genesis') {
+      throw new FederationLogError('LOG_HISTORY_INVALID', 'the history must start at a genesis commit');
+    }
+    this.#stream = stream;
+    this.#commits = [{ commit: genesis, sequence: 0, unixMs: 0, decision: null }];
+    this.#byHash.set(bytesToHex(genesis.hash), 0);
+  }
+
+  /** The last entry applied (sequence 0 before any). */
+  get position(): LogPosition {
+    return this.#position;
+  }
+
+  /** The head: the last commit on the chain. */
+  get head(): ChainCommit {
+    return this.#commits[this.#commits.length - 1]!;
+  }
+
+  /** The highest round any entry named (0 before any). */
+  get lastRound(): number {
+    return this.#lastRound;
+  }
+
+  /** The round opened and not decided yet, if any. */
+  get openRound(): OpenRound | null {
+    return this.#open;
+  }
+
+  /** The last decision entry, if any. */
+  get lastDecision(): LogEntry | null {
+    return this.#lastDecision;
+  }
+
+  /** The decision of `round`, if the log holds one. */
+  decisionOf(round: number): DecidedRound | undefined {
+    return this.#decided.get(round);
+  }
+
+  /** The commit at `height` on the chain. */
+  commitAt(height: number): ChainCommit | undefined {
+    return this.#commits[height];
+  }
+
+  /** The chain commit with `hash`, if it is on the chain. */
+  commitByHash(hash: Uint8Array): ChainCommit | undefined {
+    const height = this.#byHash.get(bytesToHex(hash));
+    return height === undefined ? undefined : this.#commits[height];
+  }
+
+  /** Snapshots recorded so far, in log order. */
+  get snapshots(): readonly LoggedSnapshot[] {
+    return this.#snapshots;
+  }
+
+  /**
+   * The highest snapshot at or below `height` (of two at one height, the later recorded), if any.
+   * Snapshots may be recorded out of height order (any site may hand in one of any chain commit).
+   */
+  snapshotAtOrBelow(height: number): LoggedSnapshot | undefined {
+    let best: LoggedSnapshot | undefined;
+    for (const s of this.#snapshots) {
+      if (s.snapshot.height <= height && (best === undefined || s.snapshot.height >= best.snapshot.height))
+        best = s;
+    }
+    return best;
+  }
+
+  /** Checks `entry` against the history so far and folds it in; throws `LOG_HISTORY_INVALID`. */
+  apply(entry: LogEntry): void {
+    const kind = recordKind(entry.record);
+    if (kind === 'roundOpen') this.#applyOpen(entry, entry.record.roundOpen!);
+    else if (kind === 'decision') this.#applyDecision(entry, entry.record.decision!);
+    else this.#applySnapshot(entry, entry.record.snapshot!);
+    this.#position = { sequence: entry.sequence, hash: entry.hash };
+  }
+
+  #invalid(entry: LogEntry, problem: string): FederationLogError {
+    return new FederationLogError(
+      'LOG_HISTORY_INVALID',
+      `log ${this.#stream} entry ${entry.sequence}: ${problem}`,
+      {
+        details: { stream: this.#stream, sequence: entry.sequence },
+      },
+    );
+  }
+
+  #applyOpen(entry: LogEntry, open: ControlBodies['round-open']): void {
+    if (this.#open !== null) {
+      throw this.#invalid(
+        entry,
+        `opens round ${open.round} while round ${this.#open.roundOpen.round} is undecided`,
+      );
+    }
+    if (!(open.round > this.#lastRound)) {
+      throw this.#invalid(entry, `opens round ${open.round}, not after round ${this.#lastRound}`);
+    }
+    const head = this.head.commit;
+    if (!bytesEqual(open.baseCommit, head.hash) || open.version !== head.height) {
+      throw this.#invalid(
+        entry,
+        `round ${open.round} is based on ${short(open.baseCommit)} (height ${open.version}), the head is ${short(head.hash)} (height ${head.height})`,
+      );
+    }
+    this.#open = { entry, roundOpen: open };
+    this.#lastRound = open.round;
+  }
+
+  #applyDecision(entry: LogEntry, d: DecisionBody): void {
+    const open = this.#open;
+    if (open === null || d.round !== open.roundOpen.round) {
+      throw this.#invalid(
+        entry,
+        open === null
+          ? `decides round ${d.round}, which was never opened (last round ${this.#lastRound})`
+          : `decides round ${d.round} while round ${open.roundOpen.round} is open`,
+      );
+    }
+    const head = this.head.commit;
+    if (!bytesEqual(d.parent, head.hash)) {
+      throw this.#invalid(
+        entry,
+        `decision of round ${d.round} has parent ${short(d.parent)}, the head is ${short(head.hash)}`,
+      );
+    }
+    if (d.commit) {
+      if (d.height !== head.height + 1) {
+        throw this.#invalid(
+          entry,
+          `COMMIT of round ${d.round} at height ${d.height}, expected ${head.height + 1}`,
+        );
+      }
+      const kind = d.kind as CommitKind;
+      if (kind !== 'round' && kind !== 'rollback') {
+        throw this.#invalid(entry, `COMMIT of round ${d.round} has kind ${JSON.stringify(d.kind)}`);
+      }
+      if (kind === 'rollback') {
+        const target = this.commitByHash(d.rollbackTarget);
+        if (target === undefined) {
+          throw this.#invalid(entry, `rollback to ${short(d.rollbackTarget)}, which is not on the chain`);
+        }
+        if (!bytesEqual(target.commit.modelHash, d.modelHash)) {
+          throw this.#invalid(entry, `rollback to height ${target.commit.height} names another model hash`);
+        }
+      } else if (d.aggregate === null || d.aggregateDigest.length !== 32) {
+        throw this.#invalid(entry, `COMMIT of round ${d.round} names no aggregate`);
+      }
+      let commit: Commit;
+      try {
+        commit = createCommit({
+          parent: head.hash,
+          height: d.height,
+          round: d.round,
+          aggregateDigest: kind === 'rollback' ? ZERO_HASH : d.aggregateDigest,
+          modelHash: d.modelHash,
+          params: d.params,
+          kind,
+        });
+      } catch (err) {
+        throw this.#invalid(
+          entry,
+          `COMMIT of round ${d.round} has unusable fields: ${(err as Error).message}`,
+        );
+      }
+      if (!bytesEqual(commit.hash, d.commitHash)) {
+        throw this.#invalid(
+          entry,
+          `COMMIT of round ${d.round} names hash ${short(d.commitHash)}, its fields hash to ${short(commit.hash)}`,
+        );
+      }
+      this.#commits.push({ commit, sequence: entry.sequence, unixMs: entry.record.unixMs, decision: d });
+      this.#byHash.set(bytesToHex(commit.hash), commit.height);
+    } else {
+      if (d.height !== head.height) {
+        throw this.#invalid(
+          entry,
+          `ABORT of round ${d.round} at height ${d.height}, the head is at ${head.height}`,
+        );
+      }
+      if (d.commitHash.length !== 0)
+        throw this.#invalid(entry, `ABORT of round ${d.round} names a commit hash`);
+    }
+    this.#open = null;
+    this.#lastRound = d.round;
+    this.#lastDecision = entry;
+    this.#decided.set(d.round, { sequence: entry.sequence, decision: d });
+  }
+
+  #applySnapshot(entry: LogEntry, s: SnapshotRecordBody): void {
+    const at = this.#commits[s.height];
+    if (at === undefined || !bytesEqual(at.commit.hash, s.commitHash)) {
+      throw this.#invalid(
+        entry,
+        `snapshot of ${short(s.commitHash)} at height ${s.height}, which is not on the chain`,
+      );
+    }
+    this.#snapshots.push({ entry, snapshot: s });
+  }
+}
+
+function short(hash: Uint8Array): string {
+  return hash.length === 0 ? '(none)' : bytesToHex(hash).slice(0, 12);
+}

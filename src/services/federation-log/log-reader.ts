@@ -1,0 +1,154 @@
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamManager,
+  jetstreamManager,
+  type StoredMsg,
+} from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
+import type { KeyLookup } from '../../protocol/index.ts';
+import { federationSubjects } from '../../transport/index.ts';
+import { checkLink, LOG_ORIGIN, type LogEntry, type LogPosition, openLogEntry } from './log-entry.ts';
+import { FederationLogError } from './log-error.ts';
+import { logStreamName } from './log-stream.ts';
+
+/** Read access to a federation's log (what a site, an auditor or the coordinator may do). */
+export interface FederationLogReader {
+  readonly stream: string;
+  readonly subject: string;
+  /** Sequence of the last entry, 0 when the log is empty or its stream does not exist yet. */
+  lastSequence(): Promise<number>;
+  /** Entry `sequence`, its signature, federation and claimed sequence checked (not its link). */
+  get(sequence: number): Promise<LogEntry>;
+  /**
+   * The entries after `from` (default: from the first), each checked to link to the one before
+   * it — the first to `from` itself — up to `until` (default: the last entry when called).
+   * Entries are fetched `window` at a time ahead of the consumer.
+   */
+  entries(from?: LogPosition, until?: number): AsyncIterable<LogEntry>;
+}
+
+/** Options of {@link openLogReader}. */
+export interface LogReaderOptions {
+  readonly federation: string;
+  /** Member id whose signature every entry must carry (the coordinator). */
+  readonly coordinator: string;
+  /** Public keys; `keys(coordinator)` must be the coordinator's. */
+  readonly keys: KeyLookup;
+  /** Entries fetched ahead of the consumer (default 16). */
+  readonly window?: number;
+}
+
+/**
+ * Opens the log of `federation` for reading on `nc`. Needs only the read-only JetStream API
+ * subjects of the log stream (`$JS.API.STREAM.INFO.<stream>`, `$JS.API.STREAM.MSG.GET.<stream>`):
+ * it never creates consumers and skips the account check, so a site's or an auditor's NATS user
+ * suffices. Every failure to reach JetStream is `LOG_UNAVAILABLE` with the cause chained.
+ */
+export async function openLogReader(
+  nc: NatsConnection,
+  options: LogReaderOptions,
+): Promise<FederationLogReader> {
+  const window = options.window ?? 16;
+  assertInteger('options.window', window, 1, 1024);
+  if (typeof options.coordinator !== 'string' || options.coordinator.length === 0) {
+    throw new InvalidArgumentError('options.coordinator must name the coordinator', {
+      details: { name: 'options.coordinator' },
+    });
+  }
+  const jsm = await jetstreamManager(nc, { checkAPI: false });
+  return new JetStreamLogReader(jsm, options, window);
+}
+
+class JetStreamLogReader implements FederationLogReader {
+  readonly stream: string;
+  readonly subject: string;
+  readonly #jsm: JetStreamManager;
+  readonly #options: LogReaderOptions;
+  readonly #window: number;
+
+  constructor(jsm: JetStreamManager, options: LogReaderOptions, window: number) {
+    this.#jsm = jsm;
+    this.#options = options;
+    this.#window = window;
+    this.stream = logStreamName(options.federation);
+    this.subject = federationSubjects(options.federation).log;
+  }
+
+  async lastSequence(): Promise<number> {
+    try {
+      const info = await this.#jsm.streams.info(this.stream);
+      return info.state.last_seq;
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return 0;
+      throw this.#unavailable('cannot read the stream state', err);
+    }
+  }
+
+  async get(sequence: number): Promise<LogEntry> {
+    assertInteger('sequence', sequence, 1, Number.MAX_SAFE_INTEGER);
+    let msg: StoredMsg | null;
+    try {
+      msg = await this.#jsm.streams.getMessage(this.stream, { seq: sequence });
+    } catch (err) {
+      throw this.#unavailable(`cannot read entry ${sequence}`, err);
+    }
+    if (msg === null || msg.seq !== sequence) {
+      throw new FederationLogError('LOG_CHAIN_BROKEN', `log ${this.stream} has no entry ${sequence}`, {
+        details: { stream: this.stream, sequence },
+      });
+    }
+    if (msg.subject !== this.subject) {
+      throw new FederationLogError(
+        'LOG_ENTRY_INVALID',
+        `log ${this.stream} entry ${sequence} is on subject ${msg.subject}, not ${this.subject}`,
+        { details: { stream: this.stream, sequence } },
+      );
+    }
+    return openLogEntry(msg.data, sequence, {
+      federation: this.#options.federation,
+      coordinator: this.#options.coordinator,
+      keys: this.#options.keys,
+      stream: this.stream,
+    });
+  }
+
+  async *entries(from: LogPosition = LOG_ORIGIN, until?: number): AsyncIterable<LogEntry> {
+    assertInteger('from.sequence', from.sequence, 0, Number.MAX_SAFE_INTEGER);
+    const last = until ?? (await this.lastSequence());
+    if (last < from.sequence) {
+      throw new FederationLogError(
+        'LOG_BEHIND',
+        `log ${this.stream} ends at entry ${last}, before entry ${from.sequence} already read`,
+        { details: { stream: this.stream, last, from: from.sequence } },
+      );
+    }
+    let previous: LogPosition = from;
+    const pending: Promise<LogEntry>[] = [];
+    let next = from.sequence + 1;
+    const fill = () => {
+      while (pending.length < this.#window && next <= last) {
+        const p = this.get(next++);
+        p.catch(() => undefined); // awaited in order below; keeps an early failure from going unhandled
+        pending.push(p);
+      }
+    };
+    fill();
+    while (pending.length > 0) {
+      const entry = await pending.shift()!;
+      fill();
+      checkLink(entry, previous, this.stream);
+      previous = entry;
+      yield entry;
+    }
+  }
+
+  #unavailable(what: string, cause: unknown): FederationLogError {
+    return new FederationLogError(
+      'LOG_UNAVAILABLE',
+      `log ${this.stream}: ${what}: ${(cause as Error)?.message ?? String(cause)}`,
+      { cause, details: { stream: this.stream } },
+    );
+  }
+}

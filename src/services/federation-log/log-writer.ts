@@ -1,0 +1,187 @@
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamClient,
+  type JetStreamManager,
+  jetstream,
+  jetstreamManager,
+} from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
+import type { SigningKeyPair } from '../../../crypto/signature/index.ts';
+import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
+import { type LogRecordBody, sealControl } from '../../protocol/index.ts';
+import { federationSubjects } from '../../transport/index.ts';
+import type { LogEntry, LogPosition } from './log-entry.ts';
+import { FederationLogError } from './log-error.ts';
+import { logStreamName } from './log-stream.ts';
+
+/** What {@link FederationLogWriter.append} is given: one record; the writer fills the rest. */
+export type LogRecordInput = Pick<LogRecordBody, 'roundOpen' | 'decision' | 'snapshot'>;
+
+/** The single writer of a federation's log (the coordinator). */
+export interface FederationLogWriter {
+  /** The last entry this writer knows: where the next append goes after. */
+  position(): LogPosition;
+  /**
+   * Seals the record (sequence = position + 1, previousEntry = position's hash, the clock's
+   * `unixMs`) and publishes it with JetStream's expected-last-sequence check. On success the
+   * entry is durable per the stream's replicas and is the decision it holds.
+   *
+   * Fencing: when the stream's last sequence is not this writer's position (another writer
+   * appended since the start-up scan) the append is refused with `LOG_SEQUENCE_CONFLICT` and every
+   * later append with `LOG_FENCED`: a writer never re-reads the tail and carries on, so two
+   * coordinators can never interleave entries. When a publish fails otherwise (timeout, server
+   * restart) the writer reads entry `position + 1` back: its own bytes there mean the append
+   * succeeded, no entry means it is retried (`attempts` in all), anything else fences the writer.
+   * `LOG_UNAVAILABLE` after the last attempt leaves the writer usable: nothing was stored. An
+   * input without exactly one record is refused with `INVALID_ARGUMENT` before anything is sent.
+   */
+  append(record: LogRecordInput): Promise<LogEntry>;
+  /** True once an append failed: this writer appends nothing more. */
+  readonly fenced: boolean;
+}
+
+/** Options of {@link openLogWriter}. */
+export interface LogWriterOptions {
+  readonly federation: string;
+  readonly signer: string;
+  readonly signing: SigningKeyPair;
+  /** The last entry of the start-up scan: appends are fenced on it. */
+  readonly start: LogPosition;
+  /** Clock (ms since the epoch) for `unixMs`; default `Date.now`. */
+  readonly now?: () => number;
+  /** Publish attempts per append when the outcome is unknown (default 5). */
+  readonly attempts?: number;
+  /** Wait between attempts in ms (default 500). */
+  readonly retryMs?: number;
+}
+
+/**
+ * A writer for the log of `federation` on `nc`, positioned at `options.start` (the stream must
+ * exist: see `ensureLogStream`).
+ */
+export async function openLogWriter(
+  nc: NatsConnection,
+  options: LogWriterOptions,
+): Promise<FederationLogWriter> {
+  assertInteger('options.start.sequence', options.start.sequence, 0, Number.MAX_SAFE_INTEGER);
+  assertInteger('options.attempts', options.attempts ?? 5, 1, 100);
+  const jsm = await jetstreamManager(nc, { checkAPI: false });
+  return new JetStreamLogWriter(jetstream(nc), jsm, options);
+}
+
+class JetStreamLogWriter implements FederationLogWriter {
+  readonly #js: JetStreamClient;
+  readonly #jsm: JetStreamManager;
+  readonly #options: LogWriterOptions;
+  readonly #stream: string;
+  readonly #subject: string;
+  #position: LogPosition;
+  #fenced = false;
+
+  constructor(js: JetStreamClient, jsm: JetStreamManager, options: LogWriterOptions) {
+    this.#js = js;
+    this.#jsm = jsm;
+    this.#options = options;
+    this.#stream = logStreamName(options.federation);
+    this.#subject = federationSubjects(options.federation).log;
+    this.#position = { sequence: options.start.sequence, hash: options.start.hash.slice() };
+  }
+
+  get fenced(): boolean {
+    return this.#fenced;
+  }
+
+  position(): LogPosition {
+    return this.#position;
+  }
+
+  async append(input: LogRecordInput): Promise<LogEntry> {
+    // An entry without exactly one record could never be read back (readers refuse it, and a
+    // second record is dropped by the protobuf oneof), yet it could never be removed either.
+    const records = [input?.roundOpen, input?.decision, input?.snapshot].filter((r) => r != null).length;
+    if (records !== 1) {
+      throw new InvalidArgumentError(`a log entry holds exactly one record, got ${records}`, {
+        details: { name: 'record' },
+      });
+    }
+    if (this.#fenced) {
+      throw new FederationLogError(
+        'LOG_FENCED',
+        `log ${this.#stream}: this writer lost its position at entry ${this.#position.sequence} and appends nothing more`,
+        { details: { stream: this.#stream, sequence: this.#position.sequence } },
+      );
+    }
+    const tail = this.#position;
+    const sequence = tail.sequence + 1;
+    const record: LogRecordBody = {
+      federation: this.#options.federation,
+      sequence,
+      previousEntry: tail.hash,
+      unixMs: (this.#options.now ?? Date.now)(),
+      ...(input.roundOpen ? { roundOpen: input.roundOpen } : {}),
+      ...(input.decision ? { decision: input.decision } : {}),
+      ...(input.snapshot ? { snapshot: input.snapshot } : {}),
+    };
+    const bytes = sealControl('log-record', record, this.#options.signer, this.#options.signing);
+    const attempts = this.#options.attempts ?? 5;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const ack = await this.#js.publish(this.#subject, bytes, { expect: { lastSequence: tail.sequence } });
+        if (ack.seq !== sequence || ack.stream !== this.#stream) {
+          throw this.#fence(
+            'LOG_SEQUENCE_CONFLICT',
+            `entry stored as ${ack.stream}/${ack.seq}, expected ${this.#stream}/${sequence}`,
+          );
+        }
+        break;
+      } catch (err) {
+        if (err instanceof FederationLogError) throw err;
+        if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) {
+          // Our own earlier attempt may be the entry that is there now.
+          if ((await this.#storedIs(sequence, bytes).catch(() => undefined)) === true) break;
+          throw this.#fence(
+            'LOG_SEQUENCE_CONFLICT',
+            `another writer appended after entry ${tail.sequence} (a second coordinator?); this one stops`,
+            err,
+          );
+        }
+        const stored = await this.#storedIs(sequence, bytes).catch(() => undefined);
+        if (stored === true) break;
+        if (stored === false) {
+          throw this.#fence('LOG_SEQUENCE_CONFLICT', `entry ${sequence} holds another writer's record`, err);
+        }
+        if (attempt >= attempts) {
+          throw new FederationLogError(
+            'LOG_UNAVAILABLE',
+            `log ${this.#stream}: append of entry ${sequence} failed ${attempts} times: ${(err as Error).message}`,
+            { cause: err, details: { stream: this.#stream, sequence } },
+          );
+        }
+        await new Promise((r) => setTimeout(r, this.#options.retryMs ?? 500));
+      }
+    }
+    const entry: LogEntry = { sequence, bytes, hash: sha256(bytes), record };
+    this.#position = { sequence, hash: entry.hash };
+    return entry;
+  }
+
+  /**
+   * Whether entry `sequence` is stored with exactly `bytes`: true, false (another record is
+   * there), or undefined (nothing there yet). Throws when the stream cannot be read.
+   */
+  async #storedIs(sequence: number, bytes: Uint8Array): Promise<boolean | undefined> {
+    const msg = await this.#jsm.streams.getMessage(this.#stream, { seq: sequence });
+    if (msg === null) return undefined;
+    return bytesEqual(msg.data, bytes);
+  }
+
+  #fence(code: 'LOG_SEQUENCE_CONFLICT', problem: string, cause?: unknown): FederationLogError {
+    this.#fenced = true;
+    return new FederationLogError(code, `log ${this.#stream}: ${problem}`, {
+      cause,
+      details: { stream: this.#stream, sequence: this.#position.sequence },
+    });
+  }
+}

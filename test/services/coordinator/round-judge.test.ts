@@ -1,0 +1,174 @@
+import { describe, expect, it } from 'vitest';
+import { sha256 } from '../../../crypto/digest/index.ts';
+import type { ControlBodies } from '../../../src/protocol/index.ts';
+import { judgeVotes } from '../../../src/services/coordinator/round-judge.ts';
+import { bytesToHex, createCommit, genesisCommit } from '../../../src/versions/index.ts';
+
+type Vote = ControlBodies['vote'];
+
+const H = (text: string) => sha256(new TextEncoder().encode(text));
+const PARAMS = new TextEncoder().encode('{"strategy":"fedavg"}');
+const genesis = genesisCommit(new Float32Array([1, 2, 3]), PARAMS);
+const AGGREGATE = H('aggregate 1');
+/** The coordinator's commit for a model hash: round 1 on genesis with the round's aggregate. */
+const expectedCommit = (modelHash: Uint8Array) =>
+  createCommit({
+    parent: genesis.hash,
+    height: 1,
+    round: 1,
+    aggregateDigest: AGGREGATE,
+    modelHash,
+    params: PARAMS,
+    kind: 'round',
+  }).hash;
+const MODEL = H('model 1');
+const COMMIT = expectedCommit(MODEL);
+const STATE = H('state 1');
+
+function yes(member: string, over: Partial<Vote> = {}): Vote {
+  return {
+    federation: 'f',
+    round: 1,
+    member,
+    yes: true,
+    commitHash: COMMIT,
+    modelHash: MODEL,
+    reason: '',
+    meanUpdateRms: 0.01,
+    bytesSent: 1000,
+    stateHash: STATE,
+    ...over,
+  };
+}
+
+function no(member: string, reason: string): Vote {
+  return {
+    ...yes(member),
+    yes: false,
+    commitHash: new Uint8Array(0),
+    modelHash: new Uint8Array(0),
+    stateHash: new Uint8Array(0),
+    reason,
+  };
+}
+
+function judge(voters: string[], votes: Vote[]) {
+  return judgeVotes({
+    voters,
+    votes: new Map(votes.map((v) => [v.member, v])),
+    expectedCommit,
+    voteTimeoutMs: 5000,
+  });
+}
+
+const ABC = ['site-c', 'site-a', 'site-b'];
+
+describe('judgeVotes', () => {
+  it('commits when every voter voted YES on the same hashes, the expected commit', () => {
+    const v = judge(ABC, [yes('site-a'), yes('site-b'), yes('site-c')]);
+    expect(v).toMatchObject({
+      commit: true,
+      reason: '',
+      yes: ['site-a', 'site-b', 'site-c'],
+      no: [],
+      missing: [],
+    });
+    expect(bytesToHex(v.commitHash)).toBe(bytesToHex(COMMIT));
+    expect(bytesToHex(v.modelHash)).toBe(bytesToHex(MODEL));
+    expect(bytesToHex(v.stateHash)).toBe(bytesToHex(STATE));
+  });
+
+  it('commits with a YES majority, listing the silent voters as missing', () => {
+    const v = judge(ABC, [yes('site-a'), yes('site-c')]);
+    expect(v).toMatchObject({ commit: true, yes: ['site-a', 'site-c'], no: [], missing: ['site-b'] });
+  });
+
+  it('ignores votes of members that are not voters', () => {
+    const v = judge(['site-a'], [yes('site-a'), no('site-z', 'not a voter')]);
+    expect(v).toMatchObject({ commit: true, yes: ['site-a'], no: [], missing: [] });
+  });
+
+  const aborts: [name: string, voters: string[], votes: Vote[], reason: string | RegExp][] = [
+    ['no voters', [], [], 'no live site to vote'],
+    [
+      'a NO, naming it and its reason',
+      ABC,
+      [yes('site-a'), no('site-b', 'disk full'), yes('site-c')],
+      'NO from site-b (disk full)',
+    ],
+    [
+      'two NOs, one without a reason',
+      ABC,
+      [no('site-c', ''), yes('site-a'), no('site-b', 'headroom')],
+      'NO from site-b (headroom), site-c (no reason)',
+    ],
+    [
+      'half of the voters voting YES',
+      ['site-a', 'site-b', 'site-c', 'site-d'],
+      [yes('site-a'), yes('site-b')],
+      '2 of 4 voters voted YES within 5000 ms (no vote from site-c, site-d)',
+    ],
+    [
+      'one of three voting YES',
+      ABC,
+      [yes('site-b')],
+      '1 of 3 voters voted YES within 5000 ms (no vote from site-a, site-c)',
+    ],
+    [
+      'YES votes on different commit hashes',
+      ABC,
+      [yes('site-a'), yes('site-b', { commitHash: H('fork') }), yes('site-c')],
+      'votes name different commit hashes',
+    ],
+    [
+      'YES votes on different model hashes',
+      ABC,
+      [yes('site-a'), yes('site-b'), yes('site-c', { modelHash: H('model 1b') })],
+      'votes name different model hashes',
+    ],
+    [
+      'YES votes on different strategy states',
+      ABC,
+      [yes('site-a', { stateHash: H('state 1b') }), yes('site-b'), yes('site-c')],
+      'votes name different strategy states',
+    ],
+    [
+      'YES votes without a strategy-state hash',
+      ABC,
+      ABC.map((s) => yes(s, { stateHash: new Uint8Array(0) })),
+      'votes name no strategy-state hash',
+    ],
+    [
+      'YES votes agreeing on a commit hash that is not the expected one',
+      ABC,
+      ABC.map((s) => yes(s, { commitHash: H('elsewhere') })),
+      /^voted commit hash [0-9a-f]{12} is not the commit of \(head, round, aggregate, model, params\), [0-9a-f]{12}$/,
+    ],
+    [
+      'YES votes on an unusable model hash',
+      ABC,
+      ABC.map((s) => yes(s, { modelHash: new Uint8Array(31) })),
+      /^votes carry an unusable model hash: /,
+    ],
+  ];
+
+  it.each(aborts)('aborts on %s', (_name, voters, votes, reason) => {
+    const v = judge(voters, votes);
+    expect(v.commit).toBe(false);
+    if (typeof reason === 'string') expect(v.reason).toBe(reason);
+    else expect(v.reason).toMatch(reason);
+    expect(v.commitHash).toHaveLength(0);
+    expect(v.modelHash).toHaveLength(0);
+    expect(v.stateHash).toHaveLength(0);
+  });
+
+  it('sorts the voters it reports on an abort too', () => {
+    const v = judge(['site-d', ...ABC], [no('site-c', 'x'), yes('site-a'), yes('site-d')]);
+    expect(v).toMatchObject({
+      commit: false,
+      yes: ['site-a', 'site-d'],
+      no: ['site-c'],
+      missing: ['site-b'],
+    });
+  });
+});
