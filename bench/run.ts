@@ -4,6 +4,7 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   codec: () => import('./codec.ts').then((m) => m.runCodecBench()),
   train: () => import('./train.ts').then((m) => m.runTrainBench()),
   round: () => import('./round.ts').then((m) => m.runRoundBench()),
+  history: () => import('./history.ts').then((m) => m.runHistoryBench()),
 };
 
 const names = process.argv.slice(2).filter((a) => !a.startsWith('-'));

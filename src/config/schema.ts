@@ -107,6 +107,8 @@ const membersSchema = z.strictObject({
   coordinator: memberId.default('coordinator'),
   aggregators: z.array(z.strictObject({ id: memberId, capacity: z.number().positive().default(1) })).min(1),
   sites: z.array(z.strictObject({ id: memberId })).min(1),
+  /** Read-only members: they may read the federation log (e.g. `cohort versions`), nothing else. */
+  auditors: z.array(z.strictObject({ id: memberId })).default(() => []),
   /** Public signing keys of every member (`<id>.pub`): the registry all members trust. */
   keysDir: z.string().min(1).default('keys'),
 });
@@ -130,20 +132,49 @@ const roundSchema = z.strictObject({
 });
 
 /** What the sites learn, identically everywhere. */
-const learningSchema = z.strictObject({
-  model: z.enum(['2nn', 'logreg']).default('2nn'),
-  data: z.enum(['mnist']).default('mnist'),
-  /** Rows of the training set split (IID) across the sites. */
-  trainLimit: z.int().min(1).optional(),
-  testLimit: z.int().min(1).optional(),
-  initSeed: z.int().min(0).max(0xffffffff).default(1),
-  epochs: z.int().min(1).default(1),
-  batchSize: z.int().min(1).default(10),
-  learningRate: z.number().positive().default(0.1),
-  strategy: z.enum(['fedavg', 'fedprox', 'fedadam', 'fedyogi']).default('fedavg'),
-  engine: z.enum(['cpu', 'webgpu']).default('cpu'),
-  allowSoftwareGpu: z.boolean().default(false),
-});
+const learningSchema = z
+  .strictObject({
+    /** `2nn`: the FedAvg paper's MNIST MLP; `logreg`: 784 → 10; `mlp`: 784 → `hidden`… → 10. */
+    model: z.enum(['2nn', 'logreg', 'mlp']).default('2nn'),
+    /** Hidden layer widths of an `mlp` (e.g. [12500] for a 9.9M-parameter model); only with `mlp`. */
+    hidden: z
+      .array(
+        z
+          .int()
+          .min(1)
+          .max(1 << 20),
+      )
+      .min(1)
+      .max(16)
+      .optional(),
+    data: z.enum(['mnist']).default('mnist'),
+    /** Rows of the training set split (IID) across the sites. */
+    trainLimit: z.int().min(1).optional(),
+    testLimit: z.int().min(1).optional(),
+    initSeed: z.int().min(0).max(0xffffffff).default(1),
+    epochs: z.int().min(1).default(1),
+    batchSize: z.int().min(1).default(10),
+    learningRate: z.number().positive().default(0.1),
+    strategy: z.enum(['fedavg', 'fedprox', 'fedadam', 'fedyogi']).default('fedavg'),
+    engine: z.enum(['cpu', 'webgpu']).default('cpu'),
+    allowSoftwareGpu: z.boolean().default(false),
+  })
+  .superRefine((learning, ctx) => {
+    if (learning.model === 'mlp' && learning.hidden === undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['hidden'],
+        message: "model 'mlp' needs its hidden layer widths",
+      });
+    }
+    if (learning.model !== 'mlp' && learning.hidden !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['hidden'],
+        message: `only model 'mlp' takes hidden widths, not '${learning.model}'`,
+      });
+    }
+  });
 
 /** Versions, recovery and durability (DESIGN §2 step 7, §5, §6). */
 const historySchema = z.strictObject({

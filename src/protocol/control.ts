@@ -53,6 +53,11 @@ export interface ControlBodies {
     kind: string;
     /** Rollback: the earlier commit whose model the new commit restores (empty otherwise). */
     rollbackTarget: Uint8Array;
+    /**
+     * A large aggregate travels by reference: `ciphertexts` is empty and sites read this object
+     * of the aggregates store (its SHA-256 is `aggregateDigest`); '' when inline.
+     */
+    aggregateObject: string;
   };
   vote: {
     federation: string;

@@ -29,6 +29,8 @@ export async function createLocalDeployment(options: {
   federation?: string;
   aggregators?: number;
   sites?: number;
+  /** Read-only members `auditor-1`…, default 1. */
+  auditors?: number;
   overrides?: Partial<CohortConfigInput>;
   natsConfig?: string;
 }): Promise<LocalDeployment> {
@@ -36,6 +38,7 @@ export async function createLocalDeployment(options: {
   const coordinator = 'coordinator';
   const aggregators = Array.from({ length: options.aggregators ?? 2 }, (_, i) => `agg-${i + 1}`);
   const sites = Array.from({ length: options.sites ?? 4 }, (_, i) => `site-${i + 1}`);
+  const auditors = Array.from({ length: options.auditors ?? 1 }, (_, i) => `auditor-${i + 1}`);
   const keysDir = join(options.dir, 'keys');
   mkdirSync(keysDir, { recursive: true });
   const ckks = await getCkksContext(DEFAULT_CKKS_PARAMS);
@@ -45,6 +48,7 @@ export async function createLocalDeployment(options: {
     coordinator,
     aggregators,
     sites,
+    auditors,
     algorithm: 'falcon-512',
     ckks,
   });
@@ -60,6 +64,7 @@ export async function createLocalDeployment(options: {
       coordinator,
       aggregators: aggregators.map((id) => ({ id, capacity: 1 })),
       sites: sites.map((id) => ({ id })),
+      auditors: auditors.map((id) => ({ id })),
       keysDir,
     },
     paths: { dataDir: join(options.dir, 'data') },

@@ -39,6 +39,8 @@ export interface CeremonyInput {
   readonly coordinator: string;
   readonly aggregators: readonly string[];
   readonly sites: readonly string[];
+  /** Read-only members (they read the log); default none. */
+  readonly auditors?: readonly string[];
   readonly algorithm: SignatureAlgorithm;
   readonly ckks: CkksContext;
 }
@@ -73,6 +75,7 @@ export function runKeyCeremony(input: CeremonyInput): { authorization: string } 
   const coordinator = credential(input.coordinator);
   const aggregators = input.aggregators.map(credential);
   const sites = input.sites.map(credential);
+  const auditors = (input.auditors ?? []).map(credential);
 
   const keyset = CkksKeyset.create(input.ckks);
   const secret = keyset.exportSecretKey();
@@ -85,7 +88,13 @@ export function runKeyCeremony(input: CeremonyInput): { authorization: string } 
     keyset.delete();
   }
   return {
-    authorization: federationAuthorization({ federation: input.federation, coordinator, aggregators, sites }),
+    authorization: federationAuthorization({
+      federation: input.federation,
+      coordinator,
+      aggregators,
+      sites,
+      auditors,
+    }),
   };
 }
 

@@ -19,7 +19,7 @@ import {
 } from '../transport/index.ts';
 
 /** A member's role in the federation. */
-export type MemberRole = 'coordinator' | 'aggregator' | 'site';
+export type MemberRole = 'coordinator' | 'aggregator' | 'site' | 'auditor';
 
 /** Everything a service process needs: validated config, keys, registry, NATS, logger. */
 export interface MemberContext {
@@ -50,8 +50,9 @@ export function roleOf(config: CohortConfig, member: string): MemberRole {
   if (member === m.coordinator) return 'coordinator';
   if (m.aggregators.some((a) => a.id === member)) return 'aggregator';
   if (m.sites.some((s) => s.id === member)) return 'site';
+  if (m.auditors.some((a) => a.id === member)) return 'auditor';
   throw new InvalidArgumentError(
-    `--member ${member} is not in members (coordinator ${m.coordinator}, aggregators ${m.aggregators.map((a) => a.id).join(', ')}, sites ${m.sites.map((s) => s.id).join(', ')})`,
+    `--member ${member} is not in members (coordinator ${m.coordinator}, aggregators ${m.aggregators.map((a) => a.id).join(', ')}, sites ${m.sites.map((s) => s.id).join(', ')}, auditors ${m.auditors.map((a) => a.id).join(', ') || 'none'})`,
   );
 }
 

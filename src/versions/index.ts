@@ -59,5 +59,6 @@ export {
 export { DATA_KEY_BYTES } from './snapshot-cipher.ts';
 export { SNAPSHOT_ERROR_CODES, SnapshotError, type SnapshotErrorCode } from './snapshot-error.ts';
 export { MAX_SNAPSHOT_HEADER_BYTES, type SnapshotHeader } from './snapshot-header.ts';
+export { peekStoreHead } from './store-peek.ts';
 export { STRATEGY_STATE_HASH_DOMAIN, strategyStateHash } from './strategy-state-hash.ts';
 export { VERSION_ERROR_CODES, VersionError, type VersionErrorCode } from './version-error.ts';

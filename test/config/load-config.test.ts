@@ -104,6 +104,15 @@ describe('loadConfig', () => {
       'federation:\n  id: f\nnats:\n  servers: [nats://a:1, http://b]\n',
       'nats.servers[1]: must be a NATS URL',
     ],
+    [
+      'federation:\n  id: f\nlearning:\n  model: mlp\n',
+      "learning.hidden: model 'mlp' needs its hidden layer widths",
+    ],
+    [
+      'federation:\n  id: f\nlearning:\n  hidden: [10]\n',
+      "learning.hidden: only model 'mlp' takes hidden widths, not '2nn'",
+    ],
+    ['federation:\n  id: f\nhistory:\n  replicas: 0\n', 'history.replicas: must be ≥ 1'],
     ['federation:\n  id: Bad_Id\n', 'federation.id: must be 1-63 characters'],
     ['federation:\n  mode: he\n', 'federation.id: is required'],
     ['federation:\n  id: f\nlog:\n  level: loud\n', "log.level: must be one of 'fatal'"],

@@ -26,7 +26,7 @@ import {
   type MemberContext,
   openMember,
 } from '../../src/services/index.ts';
-import { bytesToHex, openModelStore } from '../../src/versions/index.ts';
+import { bytesToHex, peekStoreHead } from '../../src/versions/index.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/cohort.js', import.meta.url));
 export const hex = bytesToHex;
@@ -73,7 +73,7 @@ export class MemberProcess {
     for (const stream of [child.stdout, child.stderr]) {
       if (!stream) continue;
       createInterface({ input: stream }).on('line', (line) => {
-        this.output = (this.output + line + '\n').slice(-65_536);
+        this.output = `${this.output}${line}\n`.slice(-65_536);
         if (line.startsWith('{')) {
           try {
             this.events.push(JSON.parse(line) as Record<string, unknown>);
@@ -239,9 +239,12 @@ export class Federation {
       .map((e) => ({ ...e.record.decision!, sequence: e.sequence }));
   }
 
-  /** The head commit of a site's model store on disk (`<dataDir>/<site>`). */
+  /**
+   * The head commit of a site's model store on disk (`<dataDir>/<site>`), read without opening
+   * the store (which would tidy it under the running agent).
+   */
   storeHead(site: string): { hash: string; model: string; height: number } | null {
-    const head = openModelStore(join(this.dep.config.paths.dataDir, site)).head();
+    const head = peekStoreHead(join(this.dep.config.paths.dataDir, site));
     return head === null ? null : { hash: hex(head.hash), model: hex(head.modelHash), height: head.height };
   }
 

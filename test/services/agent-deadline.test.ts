@@ -141,6 +141,7 @@ describe('a slow site (many local epochs)', () => {
       params: new TextEncoder().encode('params'),
       kind: 'round',
       rollbackTarget: new Uint8Array(0),
+      aggregateObject: '',
     };
     await coordinator.transport.publish(
       coordinator.subjects.prepare,

@@ -190,6 +190,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     head: Commit,
     aggregate: Aggregate,
     params = PARAMS,
+    byReference = false,
   ): Promise<Uint8Array> {
     await logOpen(round, head);
     const digest = aggregateDigest(aggregate.ciphertexts);
@@ -224,10 +225,11 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
           totalExamples: 2000,
           encoding: aggregate.encoding,
           totalParams: aggregate.totalParams,
-          ciphertexts: [...aggregate.ciphertexts],
+          ciphertexts: byReference ? [] : [...aggregate.ciphertexts],
           params,
           kind: 'round',
           rollbackTarget: new Uint8Array(0),
+          aggregateObject: byReference ? `round-${round}` : '',
         },
         'coordinator',
         coordinator.signing,
@@ -455,6 +457,23 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     await decide(7, head, false, first, digest);
     await waitFor('site-1 aborted round 7', () => agents[0]!.state === 'READY');
     expect(bytesToHex(agents[0]!.head()!.hash)).toBe(bytesToHex(head.hash));
+  });
+
+  it('reads an aggregate sent by reference (a large model) from the store to the same candidate', async () => {
+    const head = agents[0]!.head()!;
+    const inline = await prepare(8, head, lastAggregate!);
+    await waitFor('site-1 vote of round 8', () => votes.some((v) => v.round === 8 && v.member === 'site-1'));
+    const yesInline = votes.find((v) => v.round === 8 && v.member === 'site-1')!;
+    await decide(8, head, false, yesInline, inline);
+    await waitFor('site-1 READY', () => agents[0]!.state === 'READY');
+    // The same aggregate by reference gives the same candidate (its commit differs by the round only).
+    const digest = await prepare(9, head, lastAggregate!, PARAMS, true);
+    await waitFor('site-1 vote of round 9', () => votes.some((v) => v.round === 9 && v.member === 'site-1'));
+    const yes = votes.find((v) => v.round === 9 && v.member === 'site-1')!;
+    expect(yes.yes, yes.reason).toBe(true);
+    expect(bytesToHex(yes.modelHash)).toBe(bytesToHex(yesInline.modelHash));
+    await decide(9, head, false, yes, digest);
+    await waitFor('site-1 READY again', () => agents[0]!.state === 'READY');
   });
 
   it('a site behind by several commits catches up by replaying the log to the same model', async () => {

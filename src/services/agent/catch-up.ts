@@ -2,11 +2,10 @@ import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
 import type { StrategyState } from '../../../federation/index.ts';
 import type { DecisionBody } from '../../protocol/index.ts';
 import { bytesToHex, type Commit, modelHash, openSnapshot, strategyStateHash } from '../../versions/index.ts';
-import { decodeAggregateObject } from '../coordinator/index.ts';
 import type { ChainCommit, LoggedSnapshot } from '../federation-log/index.ts';
-import { readObject } from '../store/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
+import { fetchAggregate, fetchObject } from './aggregate-fetch.ts';
 import { applyAggregate } from './apply-aggregate.ts';
 
 /** A model with the strategy state after it. */
@@ -132,20 +131,15 @@ async function replayCommit(core: AgentCore, cc: ChainCommit, base: ModelState):
       );
     }
     const info = d.aggregate!;
-    const bytes = await fetchObject(
+    const ciphertexts = await fetchAggregate(
       core,
-      core.ctx.subjects.aggregatesBucket,
       info.object,
-      aggregateLimit(core, info.totalParams),
+      info.totalParams,
+      d.aggregateDigest,
+      'REPLAY_MISMATCH',
     );
-    if (!bytesEqual(sha256(bytes), d.aggregateDigest)) {
-      throw new AgentError(
-        'REPLAY_MISMATCH',
-        `aggregate ${info.object} does not hash to the digest the log records for round ${cc.commit.round}`,
-      );
-    }
     try {
-      next = applyAggregate(core, base.parameters, base.strategyState, info, decodeAggregateObject(bytes));
+      next = applyAggregate(core, base.parameters, base.strategyState, info, ciphertexts);
     } catch (cause) {
       // Every voter decoded and applied this aggregate; failing to is a divergence, not bad luck.
       throw new AgentError(
@@ -204,35 +198,6 @@ async function fetchSnapshot(core: AgentCore, logged: LoggedSnapshot): Promise<M
     },
   });
   return { parameters: opened.parameters, strategyState: opened.strategyState };
-}
-
-async function fetchObject(
-  core: AgentCore,
-  bucket: string,
-  name: string,
-  maxBytes: number,
-): Promise<Uint8Array> {
-  let bytes: Uint8Array | null;
-  try {
-    bytes = await readObject(core.ctx.transport.connection, bucket, name, {
-      maxBytes,
-      timeoutMs: core.ctx.config.nats.timeoutMs,
-    });
-  } catch (cause) {
-    throw new AgentError('REPLAY_UNAVAILABLE', `cannot read ${bucket}/${name}: ${(cause as Error).message}`, {
-      cause,
-    });
-  }
-  if (bytes === null) throw new AgentError('REPLAY_UNAVAILABLE', `${bucket}/${name} is not stored`);
-  return bytes;
-}
-
-/** Largest stored aggregate of `params` parameters: its full ciphertexts and their length prefixes. */
-function aggregateLimit(core: AgentCore, params: number): number {
-  const ckks = core.ctx.config.crypto.ckks;
-  const perBlock = core.ctx.ckks.slots; // at least one parameter per slot
-  const blocks = Math.ceil(params / perBlock) + 1;
-  return 65_536 + blocks * (2 * ckks.polyModulusDegree * 8 * ckks.coeffModulus.length + 1024);
 }
 
 /** Largest snapshot: model, two moment vectors, header. */

@@ -3,4 +3,3 @@ export { AGENT_ERROR_CODES, AgentError, type AgentErrorCode } from './agent-erro
 export { type AgentService, startAgent } from './agent-service.ts';
 export { type FederationGenesis, federationGenesis } from './genesis.ts';
 export { loadSiteShard, loadTestSet, type SiteShard } from './site-data.ts';
-export { snapshotWriter } from './snapshot-writer.ts';

@@ -1,19 +1,7 @@
 import type { DecisionBody } from '../../protocol/index.ts';
 import { type Commit, encodeSnapshot } from '../../versions/index.ts';
+import { snapshotWriter } from '../federation-log/index.ts';
 import type { AgentCore } from './agent-core.ts';
-
-/**
- * The site that writes the snapshot of a commit at `height`, or undefined when none is due:
- * every `history.snapshotEvery` commits, and after every rollback (a site that joins later could
- * not rebuild a rolled-back model otherwise). The writer rotates over the commit's voters (all
- * voted YES), so one site does not carry every snapshot: voters sorted, index ⌊height / every⌋.
- */
-export function snapshotWriter(decision: DecisionBody, height: number, every: number): string | undefined {
-  if (every <= 0 || !decision.commit || decision.voters.length === 0) return undefined;
-  if (height % every !== 0 && decision.kind !== 'rollback') return undefined;
-  const voters = [...decision.voters].sort();
-  return voters[Math.floor(height / every) % voters.length];
-}
 
 /**
  * Writes the snapshot of `head` (committed by the log entry `logSequence`) when this site is its

@@ -13,11 +13,12 @@ import { aggregateDigest } from '../coordinator/index.ts';
 import { failpoint } from '../failpoint.ts';
 import type { AgentCore } from './agent-core.ts';
 import type { AgentSteps } from './agent-steps.ts';
+import { fetchAggregate } from './aggregate-fetch.ts';
 import { applyAggregate } from './apply-aggregate.ts';
 import { materialize } from './catch-up.ts';
+import { VoteNo } from './voter-error.ts';
 
-/** The error a vote NO is made of: its message is the reason. */
-export class VoteNo extends Error {}
+export { VoteNo };
 
 /**
  * The candidate a PREPARE proposes on top of the store's head (DESIGN §2 step 7): for a training
@@ -50,7 +51,10 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
   if (p.kind !== 'round' && p.kind !== '')
     throw new VoteNo(`PREPARE of unknown kind ${JSON.stringify(p.kind)}`);
   if (core.keyset === null) throw new VoteNo(`cannot decrypt: ${core.keysetError}`);
-  if (!bytesEqual(aggregateDigest(p.ciphertexts), p.aggregateDigest)) {
+  let ciphertexts = p.ciphertexts;
+  if (ciphertexts.length === 0 && p.aggregateObject !== '') {
+    ciphertexts = await fetchAggregate(core, p.aggregateObject, p.totalParams, p.aggregateDigest, 'vote-no');
+  } else if (!bytesEqual(aggregateDigest(ciphertexts), p.aggregateDigest)) {
     throw new VoteNo('the ciphertexts do not hash to the aggregate digest PREPARE names');
   }
   const w = core.store.readModel(head);
@@ -68,7 +72,7 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
       object: '',
       objectBytes: 0,
     },
-    p.ciphertexts,
+    ciphertexts,
   );
   const commit = roundCommit(head, {
     round: p.round,

@@ -1,11 +1,9 @@
 import { type ObjectStore, Objm } from '@nats-io/obj';
-import { bytesEqual } from '../../../crypto/digest/index.ts';
 import { modelLayout } from '../../../federation/index.ts';
-import { BlockRejectedError, CohortError } from '../../errors/index.ts';
-import { type ControlBodies, openControl } from '../../protocol/index.ts';
+import { CohortError } from '../../errors/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
-import { FederationLogError } from '../federation-log/index.ts';
+import { snapshotWriter } from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
 import { type CoordinatorLog, openCoordinatorLog } from './coordinator-log.ts';
 import type {
@@ -18,9 +16,10 @@ import type {
   RoundSummary,
 } from './events.ts';
 import { federationGenesis, modelSpecFor } from './genesis.ts';
+import { type IntakeHost, MemberIntake } from './member-intake.ts';
 import { Membership } from './membership.ts';
 import { RollbackQueue } from './rollback-queue.ts';
-import type { ActiveRound, RoundHost } from './round-host.ts';
+import type { ActiveRound } from './round-host.ts';
 import { abortOpenRound, aggregateStoreOptions, runRollbackRound, runTrainingRound } from './round-runner.ts';
 import { SnapshotIntake } from './snapshot-intake.ts';
 import { SwitchTracker } from './switch-tracker.ts';
@@ -44,7 +43,7 @@ export function startCoordinator(ctx: MemberContext, options: CoordinatorOptions
   };
 }
 
-class Coordinator implements RoundHost {
+class Coordinator implements IntakeHost {
   readonly ctx: MemberContext;
   readonly options: CoordinatorOptions;
   readonly now: () => number;
@@ -58,6 +57,7 @@ class Coordinator implements RoundHost {
   readonly #subscriptions: TransportSubscription[] = [];
   readonly #waiters = new Set<() => void>();
   readonly #rollbacks: RollbackQueue;
+  readonly #intake = new MemberIntake(this);
   #log: CoordinatorLog | undefined;
   #aggregates: Promise<ObjectStore> | undefined;
   #snapshots: SnapshotIntake | undefined;
@@ -108,6 +108,22 @@ class Coordinator implements RoundHost {
 
   stopping(): boolean {
     return this.#stopping;
+  }
+
+  roundNumber(): number {
+    return this.#roundNumber;
+  }
+
+  starting(): boolean {
+    return this.#starting;
+  }
+
+  fail(err: Error): void {
+    this.#fail(err);
+  }
+
+  wake(): void {
+    this.#wake();
   }
 
   setPhase(phase: CoordinatorStats['phase']): void {
@@ -218,14 +234,21 @@ class Coordinator implements RoundHost {
     }
     const lastCommit = [...this.#summaries].reverse().find((s) => s.commit);
     if (lastCommit && !this.#stopping) {
-      // Every voter switched, and the evaluating sites (if any) scored the final model.
+      // Every voter switched, the evaluating sites (if any) scored the final model, and the
+      // snapshot due at its height (if any) is stored.
+      const head = history.head;
+      const due =
+        head.decision !== null &&
+        snapshotWriter(head.decision, head.commit.height, cfg.history.snapshotEvery) !== undefined;
       await this.until(
         () =>
           this.switches.allSwitched(lastCommit.round, (s) => this.membership.isLive(s)) &&
-          this.switches.accuracyReported(lastCommit.round),
+          this.switches.accuracyReported(lastCommit.round) &&
+          (!due || history.snapshots.some((s) => s.snapshot.height === head.commit.height)),
         this.now() + (this.options.switchWaitMs ?? 2000),
       );
     }
+    await this.#snapshots?.settled();
     this.#throwIfFatal();
     this.#phase = 'done';
     return this.#summary();
@@ -338,19 +361,19 @@ class Coordinator implements RoundHost {
     };
     sub(
       (t) => s.heartbeat(t),
-      (id, msg) => this.#onHeartbeat(id, msg.data),
+      (id, msg) => this.#intake.heartbeat(id, msg.data),
     );
     sub(
       (t) => s.partial(t),
-      (id, msg) => this.#onPartial(id, msg.data),
+      (id, msg) => this.#intake.partial(id, msg.data),
     );
     sub(
       (t) => s.vote(t),
-      (id, msg) => this.#onVote(id, msg.data),
+      (id, msg) => this.#intake.vote(id, msg.data),
     );
     sub(
       (t) => s.switched(t),
-      (id, msg) => this.#onSwitched(id, msg.data),
+      (id, msg) => this.#intake.switched(id, msg.data),
     );
     sub(
       (t) => s.snapshot(t),
@@ -377,115 +400,6 @@ class Coordinator implements RoundHost {
     const reason = err instanceof CohortError ? err.code : 'ERROR';
     this.emit({ type: 'rejected', round: this.current?.round ?? this.#roundNumber, from, reason });
     this.ctx.log.warn({ subject, reason, detail: (err as Error).message }, 'refused');
-  }
-
-  #opened<T extends 'heartbeat' | 'vote' | 'switched'>(
-    type: T,
-    id: string,
-    data: Uint8Array,
-  ): ControlBodies[T] {
-    const m = openControl(data, type, this.ctx.keys);
-    const body = m.body as ControlBodies[T] & { federation: string; member: string };
-    if (m.signer !== id || body.member !== id) {
-      throw new BlockRejectedError(
-        'WRONG_SIGNER',
-        `${type} on the subject of ${JSON.stringify(id)} is signed by ${JSON.stringify(m.signer)} for ${JSON.stringify(body.member)}`,
-      );
-    }
-    if (body.federation !== this.ctx.config.federation.id) {
-      throw new BlockRejectedError(
-        'WRONG_CONTEXT',
-        `${type} of ${id} is for federation ${JSON.stringify(body.federation)}`,
-      );
-    }
-    return body;
-  }
-
-  #onHeartbeat(id: string, data: Uint8Array): void {
-    const role = this.membership.role(id);
-    if (role === undefined)
-      throw new BlockRejectedError('WRONG_SIGNER', `${id} is no site or aggregator of this federation`);
-    const hb = this.#opened('heartbeat', id, data);
-    if (hb.role !== role) {
-      throw new BlockRejectedError(
-        'BAD_HEADER',
-        `heartbeat of ${id} says role ${JSON.stringify(hb.role)}, it is a ${role}`,
-      );
-    }
-    const head = this.log.history.head.commit;
-    if (role === 'site' && hb.height > head.height) {
-      const problem = `${id} reports head ${bytesToHex(hb.head).slice(0, 12)} at height ${hb.height}, beyond the log's head at height ${head.height}`;
-      if (this.#starting) {
-        this.#fail(
-          new FederationLogError(
-            'LOG_BEHIND',
-            `${problem}: the log was lost or truncated, or belongs to another federation; refusing to continue from it`,
-            { details: { site: id, height: hb.height, logHeight: head.height } },
-          ),
-        );
-      }
-      throw new BlockRejectedError('WRONG_CONTEXT', problem);
-    }
-    const { joined } = this.membership.heartbeat(id, role, hb);
-    if (joined) this.emit({ type: 'member', member: id, role, joined: true });
-    this.#wake();
-  }
-
-  #onPartial(aggregator: string, data: Uint8Array): void {
-    const state = this.current;
-    if (state?.intake === undefined || state.phase !== 'collecting') {
-      throw new CohortError(
-        'ROUND_CLOSED',
-        `no round is collecting partials now (round ${this.#roundNumber})`,
-      );
-    }
-    const done = state.intake.accept(aggregator, data);
-    if (done !== undefined) {
-      this.emit({ type: 'partial', round: state.round, aggregator, sites: done.sites.map((c) => c.site) });
-    }
-    this.#wake();
-  }
-
-  #onVote(site: string, data: Uint8Array): void {
-    if (this.membership.role(site) !== 'site')
-      throw new BlockRejectedError('WRONG_SIGNER', `${site} is not a site`);
-    const vote = this.#opened('vote', site, data);
-    const state = this.current;
-    if (state === undefined || state.round !== vote.round || state.phase !== 'voting') {
-      throw new CohortError(
-        'VOTE_REFUSED',
-        `vote of ${site} for round ${vote.round}: round ${this.current?.round ?? this.#roundNumber} is not collecting votes`,
-      );
-    }
-    const earlier = state.votes.get(site);
-    if (earlier !== undefined) {
-      if (earlier.yes === vote.yes && bytesEqual(earlier.commitHash, vote.commitHash)) return;
-      throw new BlockRejectedError(
-        'DUPLICATE',
-        `${site} already voted ${earlier.yes ? 'YES' : 'NO'} in round ${state.round}`,
-      );
-    }
-    state.votes.set(site, vote);
-    this.emit({ type: 'vote', round: state.round, member: site, yes: vote.yes, reason: vote.reason });
-    this.#wake();
-  }
-
-  #onSwitched(site: string, data: Uint8Array): void {
-    if (this.membership.role(site) !== 'site')
-      throw new BlockRejectedError('WRONG_SIGNER', `${site} is not a site`);
-    const sw = this.#opened('switched', site, data);
-    const { latencyMs, height, accuracy } = this.switches.switched(site, sw);
-    this.membership.switched(site, { hash: sw.commitHash, height });
-    if (latencyMs !== undefined || accuracy !== undefined) {
-      this.emit({
-        type: 'switched',
-        round: sw.round,
-        member: site,
-        latencyMs: latencyMs ?? 0,
-        testAccuracy: accuracy,
-      });
-    }
-    this.#wake();
   }
 
   // ---- plumbing ----

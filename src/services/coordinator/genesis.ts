@@ -1,11 +1,23 @@
-import { initParameters, logisticRegression, MNIST_2NN, type ModelSpec } from '../../../federation/index.ts';
+import {
+  initParameters,
+  logisticRegression,
+  MNIST_2NN,
+  type ModelSpec,
+  mlp,
+} from '../../../federation/index.ts';
 import type { CohortConfig } from '../../config/index.ts';
 import { type Commit, genesisCommit } from '../../versions/index.ts';
 import { encodeRoundParams } from './round-params.ts';
 
-/** The model of `learning.model`: `2nn` → MNIST 2NN, `logreg` → logistic regression 784 → 10. */
+/**
+ * The model of `learning.model`: `2nn` → MNIST 2NN, `logreg` → logistic regression 784 → 10,
+ * `mlp` → 784 → `learning.hidden`… → 10.
+ */
 export function modelSpecFor(config: CohortConfig): ModelSpec {
-  return config.learning.model === 'logreg' ? logisticRegression(784, 10) : MNIST_2NN;
+  const { model, hidden } = config.learning;
+  if (model === 'logreg') return logisticRegression(784, 10);
+  if (model === 'mlp') return mlp(784, hidden ?? [], 10);
+  return MNIST_2NN;
 }
 
 /**

@@ -20,6 +20,13 @@ import { aggregateDigest, encodeAggregateObject, encodeRoundParams } from './rou
 
 const EMPTY = new Uint8Array(0);
 
+/**
+ * Largest aggregate (stored bytes) sent inside PREPARE; a larger one is sent by reference (sites
+ * read it from the aggregates store). 8 MiB: the 2NN's 2.2 MB aggregate goes inline (one fewer
+ * round trip per site), a 10M-parameter model's ≈ 107 MB goes by reference.
+ */
+export const INLINE_AGGREGATE_BYTES = 8 * 1024 * 1024;
+
 /** Facts of a round its decision records besides the votes. */
 interface RoundFacts {
   readonly round: number;
@@ -209,10 +216,12 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     totalExamples,
     encoding: aggregate.encoding,
     totalParams: aggregate.totalParams,
-    ciphertexts: [...aggregate.ciphertexts],
+    // Small aggregates travel inside PREPARE; large ones (a frame holds at most 64 MiB) by reference.
+    ciphertexts: object.length <= INLINE_AGGREGATE_BYTES ? [...aggregate.ciphertexts] : [],
     params,
     kind: 'round',
     rollbackTarget: EMPTY,
+    aggregateObject: object.length <= INLINE_AGGREGATE_BYTES ? '' : objectName,
   };
   host.emit({
     type: 'prepare',
@@ -282,6 +291,7 @@ export async function runRollbackRound(
     params,
     kind: 'rollback',
     rollbackTarget: target.commit.hash,
+    aggregateObject: '',
   };
   ctx.log.info(
     { round, target: bytesToHex(target.commit.hash), height: target.commit.height, reason },

@@ -22,6 +22,7 @@ const SNAPSHOT_OVERHEAD_BYTES = 1 << 20;
 export class SnapshotIntake {
   readonly #host: RoundHost;
   readonly #inFlight = new Set<number>();
+  readonly #pending = new Set<Promise<unknown>>();
   #objects: Promise<ObjectStore> | undefined;
   #stored = 0;
 
@@ -39,7 +40,19 @@ export class SnapshotIntake {
     return SNAPSHOT_OVERHEAD_BYTES + this.#host.parameterCount * 4 * 3;
   }
 
-  async accept(site: string, data: Uint8Array): Promise<Uint8Array> {
+  /** Resolves once every snapshot being stored now is stored (or failed). */
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.#pending]);
+  }
+
+  accept(site: string, data: Uint8Array): Promise<Uint8Array> {
+    const p = this.#accept(site, data);
+    this.#pending.add(p);
+    void p.finally(() => this.#pending.delete(p)).catch(() => undefined);
+    return p;
+  }
+
+  async #accept(site: string, data: Uint8Array): Promise<Uint8Array> {
     const { ctx, log } = this.#host;
     if (this.#host.membership.role(site) !== 'site') {
       throw new BlockRejectedError('WRONG_SIGNER', `${site} is not a site of this federation`);

@@ -24,3 +24,4 @@ export {
   type LogWriterOptions,
   openLogWriter,
 } from './log-writer.ts';
+export { snapshotWriter } from './snapshot-schedule.ts';

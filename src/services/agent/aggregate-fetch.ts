@@ -1,0 +1,64 @@
+import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
+import { decodeAggregateObject } from '../coordinator/index.ts';
+import { readObject } from '../store/index.ts';
+import type { AgentCore } from './agent-core.ts';
+import { AgentError } from './agent-error.ts';
+import { VoteNo } from './voter-error.ts';
+
+/**
+ * Reads object `name` of `bucket` with the site's read-only JetStream access, at most `maxBytes`
+ * (checked before any chunk is read). `REPLAY_UNAVAILABLE` when it cannot be read or is not stored.
+ */
+export async function fetchObject(
+  core: AgentCore,
+  bucket: string,
+  name: string,
+  maxBytes: number,
+): Promise<Uint8Array> {
+  let bytes: Uint8Array | null;
+  try {
+    bytes = await readObject(core.ctx.transport.connection, bucket, name, {
+      maxBytes,
+      timeoutMs: core.ctx.config.nats.timeoutMs,
+    });
+  } catch (cause) {
+    throw new AgentError('REPLAY_UNAVAILABLE', `cannot read ${bucket}/${name}: ${(cause as Error).message}`, {
+      cause,
+    });
+  }
+  if (bytes === null) throw new AgentError('REPLAY_UNAVAILABLE', `${bucket}/${name} is not stored`);
+  return bytes;
+}
+
+/**
+ * The ciphertexts of a round's stored aggregate (object `name` of the aggregates store): read,
+ * hashed against `digest` (the one PREPARE or the log names) and split. A digest mismatch is a
+ * {@link VoteNo} on PREPARE (`onMismatch: 'vote-no'`) and `REPLAY_MISMATCH` on catch-up.
+ */
+export async function fetchAggregate(
+  core: AgentCore,
+  name: string,
+  totalParams: number,
+  digest: Uint8Array,
+  onMismatch: 'vote-no' | 'REPLAY_MISMATCH',
+): Promise<Uint8Array[]> {
+  const bytes = await fetchObject(
+    core,
+    core.ctx.subjects.aggregatesBucket,
+    name,
+    aggregateLimit(core, totalParams),
+  );
+  if (!bytesEqual(sha256(bytes), digest)) {
+    const problem = `aggregate ${name} does not hash to the digest ${onMismatch === 'vote-no' ? 'PREPARE' : 'the log'} names`;
+    throw onMismatch === 'vote-no' ? new VoteNo(problem) : new AgentError('REPLAY_MISMATCH', problem);
+  }
+  return decodeAggregateObject(bytes);
+}
+
+/** Largest stored aggregate of `params` parameters: its full ciphertexts and their length prefixes. */
+function aggregateLimit(core: AgentCore, params: number): number {
+  const ckks = core.ctx.config.crypto.ckks;
+  const perBlock = core.ctx.ckks.slots; // at least one parameter per slot
+  const blocks = Math.ceil(params / perBlock) + 1;
+  return 65_536 + blocks * (2 * ckks.polyModulusDegree * 8 * ckks.coeffModulus.length + 1024);
+}

@@ -1,0 +1,118 @@
+// A site's NATS user can read what catch-up needs — the log, the aggregate and snapshot stores —
+// and change none of it: over a real nats-server with the federation's users and permissions.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Objm, StorageType } from '@nats-io/obj';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { federationGenesis } from '../../src/services/agent/index.ts';
+import {
+  ensureLogStream,
+  LOG_ORIGIN,
+  openLogReader,
+  openLogWriter,
+} from '../../src/services/federation-log/index.ts';
+import {
+  createLocalDeployment,
+  type LocalDeployment,
+  type MemberContext,
+  openMember,
+} from '../../src/services/index.ts';
+import { readObject } from '../../src/services/store/index.ts';
+
+const F = 'access';
+let dir: string;
+let dep: LocalDeployment;
+let coord: MemberContext;
+let site: MemberContext;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'cohort-access-'));
+  dep = await createLocalDeployment({
+    dir,
+    federation: F,
+    aggregators: 1,
+    sites: 1,
+    overrides: { learning: { model: 'logreg' }, log: { level: 'error' } },
+  });
+  coord = await openMember(dep.config, 'coordinator');
+  site = await openMember(dep.config, 'site-1');
+  // What the coordinator writes: one log entry, one aggregate, one snapshot-store object.
+  const nc = coord.transport.connection;
+  await ensureLogStream(await jetstreamManager(nc), { federation: F, replicas: 1, maxBytes: 1 << 24 });
+  const writer = await openLogWriter(nc, {
+    federation: F,
+    signer: 'coordinator',
+    signing: coord.signing,
+    start: LOG_ORIGIN,
+  });
+  const genesis = federationGenesis(dep.config).commit;
+  await writer.append({
+    roundOpen: {
+      federation: F,
+      round: 1,
+      version: 0,
+      baseCommit: genesis.hash,
+      assignments: [],
+      bits: 8,
+      clip: 0.05,
+      maxContributors: 32,
+      crcChunkBytes: 16384,
+      deadlineUnixMs: Date.now(),
+      totalExamples: 0,
+    },
+  });
+  for (const bucket of [coord.subjects.aggregatesBucket, coord.subjects.snapshotsBucket]) {
+    const os = await new Objm(nc).create(bucket, { storage: StorageType.File });
+    await os.putBlob({ name: 'object-1' }, new Uint8Array(300_000).fill(7));
+  }
+});
+
+afterAll(async () => {
+  for (const m of [site, coord]) await m?.close();
+  await dep?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe("a site's read-only access", () => {
+  it('reads the log and both object stores', async () => {
+    const reader = await openLogReader(site.transport.connection, {
+      federation: F,
+      coordinator: 'coordinator',
+      keys: site.keys,
+    });
+    expect(await reader.lastSequence()).toBe(1);
+    expect((await reader.get(1)).record.roundOpen?.round).toBe(1);
+    for (const bucket of [site.subjects.aggregatesBucket, site.subjects.snapshotsBucket]) {
+      const bytes = await readObject(site.transport.connection, bucket, 'object-1', { maxBytes: 1 << 20 });
+      expect(bytes?.length).toBe(300_000);
+    }
+  });
+
+  it('cannot append to the log, delete or purge it, or write an object', async () => {
+    const nc = site.transport.connection;
+    const js = jetstream(nc, { timeout: 2000 });
+    await expect(js.publish(site.subjects.log, new Uint8Array([1]))).rejects.toThrow();
+    const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: 2000 });
+    await expect(jsm.streams.purge(site.subjects.logStream)).rejects.toThrow();
+    await expect(jsm.streams.delete(site.subjects.logStream)).rejects.toThrow();
+    await expect(jsm.streams.deleteMessage(site.subjects.logStream, 1)).rejects.toThrow();
+    // An object store write is a publish to its chunk and meta subjects.
+    await expect(
+      js.publish(`$O.${site.subjects.aggregatesBucket}.C.forged`, new Uint8Array(10)),
+    ).rejects.toThrow();
+    await expect(new Objm(nc).open(site.subjects.aggregatesBucket)).rejects.toThrow(/Permissions Violation/);
+    // Still intact, read by the coordinator.
+    const reader = await openLogReader(coord.transport.connection, {
+      federation: F,
+      coordinator: 'coordinator',
+      keys: coord.keys,
+    });
+    expect(await reader.lastSequence()).toBe(1);
+    const forged = await readObject(coord.transport.connection, coord.subjects.aggregatesBucket, 'forged', {
+      maxBytes: 1 << 20,
+    });
+    expect(forged).toBeNull();
+  });
+});
