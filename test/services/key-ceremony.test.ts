@@ -14,7 +14,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CkksContext, DEFAULT_CKKS_PARAMS, getCkksContext } from '../../crypto/ckks/index.ts';
 import { loadKemKeyPair, loadKemPublicKey, unwrapSecret, wrapSecret } from '../../crypto/kem/index.ts';
-import { CohortError } from '../../src/errors/index.ts';
 import {
   CKKS_KEY_PURPOSE,
   DATA_KEY_PURPOSE,
@@ -22,6 +21,7 @@ import {
   loadSiteDataKey,
   runKeyCeremony,
 } from '../../src/services/key-ceremony.ts';
+import { errorCode } from '../helpers/error-code.ts';
 
 const FED = 'demo-federation';
 const SITES = ['site-a', 'site-b', 'site-c'];
@@ -46,16 +46,6 @@ beforeAll(async () => {
 
 const mode = (file: string) => statSync(file).mode & 0o777;
 const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
-
-function code(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof CohortError) return error.code;
-    throw error;
-  }
-  throw new Error('expected a CohortError');
-}
 
 /** A copy of the ceremony folder, to tamper with. */
 function scratch(name: string): string {
@@ -92,14 +82,14 @@ describe('runKeyCeremony: federation data key', () => {
     const envelopeB = readFileSync(join(dir, 'site-b.data.env'));
     const envelopeA = readFileSync(join(dir, 'site-a.data.env'));
     const ctx = { federation: FED, purpose: DATA_KEY_PURPOSE };
-    expect(code(() => unwrapSecret(kemA.secretKey, envelopeB, { ...ctx, recipient: 'site-a' }))).toBe(
+    expect(errorCode(() => unwrapSecret(kemA.secretKey, envelopeB, { ...ctx, recipient: 'site-a' }))).toBe(
       'UNWRAP_FAILED',
     );
-    expect(code(() => unwrapSecret(kemA.secretKey, envelopeB, { ...ctx, recipient: 'site-b' }))).toBe(
+    expect(errorCode(() => unwrapSecret(kemA.secretKey, envelopeB, { ...ctx, recipient: 'site-b' }))).toBe(
       'UNWRAP_FAILED',
     );
     expect(
-      code(() =>
+      errorCode(() =>
         unwrapSecret(kemA.secretKey, envelopeA, { ...ctx, recipient: 'site-a', purpose: CKKS_KEY_PURPOSE }),
       ),
     ).toBe('UNWRAP_FAILED');
@@ -108,8 +98,8 @@ describe('runKeyCeremony: federation data key', () => {
     // Site a's folder holding site b's envelope under its own name.
     const swapped = scratch('swapped');
     copyFileSync(join(dir, 'site-b.data.env'), join(swapped, 'site-a.data.env'));
-    expect(code(() => loadSiteDataKey(swapped, 'site-a', FED))).toBe('UNWRAP_FAILED');
-    expect(code(() => loadSiteDataKey(dir, 'site-a', 'other-federation'))).toBe('UNWRAP_FAILED');
+    expect(errorCode(() => loadSiteDataKey(swapped, 'site-a', FED))).toBe('UNWRAP_FAILED');
+    expect(errorCode(() => loadSiteDataKey(dir, 'site-a', 'other-federation'))).toBe('UNWRAP_FAILED');
   });
 
   it('uses a fresh data key per ceremony', () => {
@@ -136,8 +126,8 @@ describe('loadSiteDataKey errors', () => {
   it('KEY_FILE_UNREADABLE for a missing envelope or KEM key', () => {
     const missing = scratch('missing');
     unlinkSync(join(missing, 'site-a.data.env'));
-    expect(code(() => loadSiteDataKey(missing, 'site-a', FED))).toBe('KEY_FILE_UNREADABLE');
-    expect(code(() => loadSiteDataKey(dir, 'site-z', FED))).toBe('KEY_FILE_UNREADABLE');
+    expect(errorCode(() => loadSiteDataKey(missing, 'site-a', FED))).toBe('KEY_FILE_UNREADABLE');
+    expect(errorCode(() => loadSiteDataKey(dir, 'site-z', FED))).toBe('KEY_FILE_UNREADABLE');
   });
 
   it('UNWRAP_FAILED for a tampered envelope', () => {
@@ -146,7 +136,7 @@ describe('loadSiteDataKey errors', () => {
     const bytes = readFileSync(path);
     bytes[bytes.length - 20]! ^= 1;
     writeFileSync(path, bytes, { mode: 0o600 });
-    expect(code(() => loadSiteDataKey(tampered, 'site-a', FED))).toBe('UNWRAP_FAILED');
+    expect(errorCode(() => loadSiteDataKey(tampered, 'site-a', FED))).toBe('UNWRAP_FAILED');
   });
 
   it('KEY_INVALID for an envelope that does not hold 32 bytes', () => {
@@ -157,7 +147,7 @@ describe('loadSiteDataKey errors', () => {
       purpose: DATA_KEY_PURPOSE,
     });
     writeFileSync(join(short, 'site-a.data.env'), envelope, { mode: 0o600 });
-    expect(code(() => loadSiteDataKey(short, 'site-a', FED))).toBe('KEY_INVALID');
+    expect(errorCode(() => loadSiteDataKey(short, 'site-a', FED))).toBe('KEY_INVALID');
   });
 
   it('INVALID_ARGUMENT naming an empty argument', () => {

@@ -12,10 +12,10 @@ import {
   modelHash,
   rollbackCommit,
   roundCommit,
-  VersionError,
   verifyCommit,
   ZERO_HASH,
 } from '../../src/versions/index.ts';
+import { errorCode } from '../helpers/error-code.ts';
 
 const W0 = new Float32Array([1, -0.5, 0.25, 3]);
 const W1 = new Float32Array([2, 0, 0.5, -1]);
@@ -40,16 +40,6 @@ function sha(...parts: Uint8Array[]): string {
   const h = createHash('sha256');
   for (const p of parts) h.update(p);
   return h.digest('hex');
-}
-
-function versionCode(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof VersionError) return error.code;
-    throw error;
-  }
-  throw new Error('expected a VersionError');
 }
 
 describe('modelHash', () => {
@@ -165,21 +155,21 @@ describe('encodeCommit / decodeCommit', () => {
 
   it('refuses truncated, padded, mis-tagged or tampered bytes', () => {
     const bytes = encodeCommit(c1);
-    expect(versionCode(() => decodeCommit(bytes.subarray(0, bytes.length - 1)))).toBe('COMMIT_MALFORMED');
-    expect(versionCode(() => decodeCommit(new Uint8Array([...bytes, 0])))).toBe('COMMIT_MALFORMED');
-    expect(versionCode(() => decodeCommit(bytes.subarray(0, 10)))).toBe('COMMIT_MALFORMED');
+    expect(errorCode(() => decodeCommit(bytes.subarray(0, bytes.length - 1)))).toBe('COMMIT_MALFORMED');
+    expect(errorCode(() => decodeCommit(new Uint8Array([...bytes, 0])))).toBe('COMMIT_MALFORMED');
+    expect(errorCode(() => decodeCommit(bytes.subarray(0, 10)))).toBe('COMMIT_MALFORMED');
     const patch = (offset: number, value: number): Uint8Array => {
       const copy = bytes.slice();
       copy[offset] = value;
       return copy;
     };
-    expect(versionCode(() => decodeCommit(patch(0, 0)))).toBe('COMMIT_MALFORMED'); // magic
-    expect(versionCode(() => decodeCommit(patch(4, 2)))).toBe('COMMIT_MALFORMED'); // version
-    expect(versionCode(() => decodeCommit(patch(5, 9)))).toBe('COMMIT_MALFORMED'); // kind
-    expect(versionCode(() => decodeCommit(patch(6, 1)))).toBe('COMMIT_MALFORMED'); // reserved
-    expect(versionCode(() => decodeCommit(patch(79, 0xff)))).toBe('COMMIT_MALFORMED'); // height > 2^53
-    expect(versionCode(() => decodeCommit(patch(bytes.length - 1, 0)))).toBe('COMMIT_HASH_MISMATCH');
-    expect(versionCode(() => decodeCommit(patch(8, bytes[8]! ^ 1)))).toBe('COMMIT_HASH_MISMATCH');
+    expect(errorCode(() => decodeCommit(patch(0, 0)))).toBe('COMMIT_MALFORMED'); // magic
+    expect(errorCode(() => decodeCommit(patch(4, 2)))).toBe('COMMIT_MALFORMED'); // version
+    expect(errorCode(() => decodeCommit(patch(5, 9)))).toBe('COMMIT_MALFORMED'); // kind
+    expect(errorCode(() => decodeCommit(patch(6, 1)))).toBe('COMMIT_MALFORMED'); // reserved
+    expect(errorCode(() => decodeCommit(patch(79, 0xff)))).toBe('COMMIT_MALFORMED'); // height > 2^53
+    expect(errorCode(() => decodeCommit(patch(bytes.length - 1, 0)))).toBe('COMMIT_HASH_MISMATCH');
+    expect(errorCode(() => decodeCommit(patch(8, bytes[8]! ^ 1)))).toBe('COMMIT_HASH_MISMATCH');
   });
 
   it('returns arrays that do not alias the input', () => {

@@ -3,49 +3,17 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { StrategyState } from '../../federation/strategy/index.ts';
 import { CohortError } from '../../src/errors/index.ts';
 import {
   bytesToHex,
   type Commit,
   genesisCommit,
   type ModelStore,
-  modelHash,
   openModelStore,
   type PreparedCandidate,
-  roundCommit,
   VersionError,
 } from '../../src/versions/index.ts';
-
-const PARAMS = new TextEncoder().encode('fedadam;b=4');
-const W0 = new Float32Array([1, -0.5, 0.25, 3]);
-const AGG = new Uint8Array(32).fill(0xab);
-
-function state(step: number): StrategyState {
-  return {
-    strategy: 'fedadam',
-    step,
-    m: new Float32Array([step, 0, 0, 0]),
-    v: new Float32Array([0, step, 0, 0]),
-  };
-}
-
-/** The candidate after `parent`: every weight plus `delta`, strategy step = round. */
-function candidate(
-  parent: Commit,
-  parentModel: Float32Array,
-  round: number,
-  delta: number,
-): PreparedCandidate {
-  const parameters = parentModel.map((x) => x + delta);
-  const commit = roundCommit(parent, {
-    round,
-    aggregateDigest: AGG,
-    modelHash: modelHash(parameters),
-    params: PARAMS,
-  });
-  return { commit, parameters, strategyState: state(round) };
-}
+import { candidate, PARAMS, state, W0 } from '../helpers/store-fixture.ts';
 
 /** Candidates for rounds 1..n after genesis; round r adds r to every weight (W_r = W0 + r(r+1)/2). */
 function chain(genesis: Commit, n: number): PreparedCandidate[] {

@@ -10,60 +10,17 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { StrategyState } from '../../federation/strategy/index.ts';
 import {
   bytesToHex,
   type Commit,
   encodeCommit,
   genesisCommit,
   type ModelStore,
-  modelHash,
   openModelStore,
-  type PreparedCandidate,
   rollbackCommit,
-  roundCommit,
-  VersionError,
 } from '../../src/versions/index.ts';
-
-const PARAMS = new TextEncoder().encode('fedadam;b=4');
-const W0 = new Float32Array([1, -0.5, 0.25, 3]);
-const AGG = new Uint8Array(32).fill(0xab);
-
-function state(step: number): StrategyState {
-  return {
-    strategy: 'fedadam',
-    step,
-    m: new Float32Array([step, 0, 0, 0]),
-    v: new Float32Array([0, step, 0, 0]),
-  };
-}
-
-/** The candidate after `parent`: every weight plus `delta`. */
-function candidate(
-  parent: Commit,
-  parentModel: Float32Array,
-  round: number,
-  delta: number,
-): PreparedCandidate {
-  const parameters = parentModel.map((x) => x + delta);
-  const commit = roundCommit(parent, {
-    round,
-    aggregateDigest: AGG,
-    modelHash: modelHash(parameters),
-    params: PARAMS,
-  });
-  return { commit, parameters, strategyState: state(round) };
-}
-
-function versionCode(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof VersionError) return error.code;
-    throw error;
-  }
-  throw new Error('expected a VersionError');
-}
+import { errorCode } from '../helpers/error-code.ts';
+import { candidate, PARAMS, state, W0 } from '../helpers/store-fixture.ts';
 
 function flipByte(path: string, offset: number): void {
   const bytes = readFileSync(path);
@@ -87,8 +44,8 @@ describe('model store', () => {
   it('starts empty, initializes from genesis, and init is idempotent', () => {
     expect(store.head()).toBeNull();
     expect(store.history(5)).toEqual([]);
-    expect(versionCode(() => store.prepare(candidate(genesis, W0, 1, 1)))).toBe('NOT_INITIALIZED');
-    expect(versionCode(() => store.init(genesis, new Float32Array([5, 6, 7, 8])))).toBe('MODEL_MISMATCH');
+    expect(errorCode(() => store.prepare(candidate(genesis, W0, 1, 1)))).toBe('NOT_INITIALIZED');
+    expect(errorCode(() => store.init(genesis, new Float32Array([5, 6, 7, 8])))).toBe('MODEL_MISMATCH');
     expect(() => store.init(candidate(genesis, W0, 1, 1).commit, W0)).toThrow(/genesis\.kind/);
     expect(store.init(genesis, W0)).toEqual(genesis);
     expect(store.init(genesis, W0)).toEqual(genesis);
@@ -99,7 +56,7 @@ describe('model store', () => {
     expect(reopened.head()).toEqual(genesis);
     expect(reopened.init(genesis, W0)).toEqual(genesis);
     const other = genesisCommit(new Float32Array([9]), PARAMS);
-    expect(versionCode(() => reopened.init(other, new Float32Array([9])))).toBe('ALREADY_INITIALIZED');
+    expect(errorCode(() => reopened.init(other, new Float32Array([9])))).toBe('ALREADY_INITIALIZED');
   });
 
   it('prepare survives a crash with HEAD unchanged; commitPrepared switches HEAD durably', () => {
@@ -135,11 +92,11 @@ describe('model store', () => {
     const c1 = candidate(genesis, W0, 1, 0.5);
     const other = candidate(genesis, W0, 1, 0.25);
     store.prepare(c1);
-    expect(versionCode(() => store.commitPrepared(1, other.commit.hash))).toBe('PREPARED_MISMATCH');
+    expect(errorCode(() => store.commitPrepared(1, other.commit.hash))).toBe('PREPARED_MISMATCH');
     expect(openModelStore(dir).head()).toEqual(genesis);
     expect(store.prepared(1)?.commit).toEqual(c1.commit); // still there: the right decision may follow
-    expect(versionCode(() => store.commitPrepared(2, c1.commit.hash))).toBe('NOT_PREPARED');
-    expect(versionCode(() => store.prepare(other))).toBe('PREPARED_CONFLICT');
+    expect(errorCode(() => store.commitPrepared(2, c1.commit.hash))).toBe('NOT_PREPARED');
+    expect(errorCode(() => store.prepare(other))).toBe('PREPARED_CONFLICT');
     expect(store.prepare(c1).commit).toEqual(c1.commit); // same candidate again: no-op
   });
 
@@ -154,7 +111,7 @@ describe('model store', () => {
     expect(reopened.prepared(1)).toBeNull();
     expect(reopened.head()).toEqual(genesis);
     expect(reopened.loadStrategyState()).toEqual(state(0));
-    expect(versionCode(() => reopened.commitPrepared(1, c1.commit.hash))).toBe('NOT_PREPARED');
+    expect(errorCode(() => reopened.commitPrepared(1, c1.commit.hash))).toBe('NOT_PREPARED');
   });
 
   it('refuses a candidate that is not a child of HEAD, or whose model does not match', () => {
@@ -163,9 +120,9 @@ describe('model store', () => {
     store.prepare(c1);
     store.commitPrepared(1, c1.commit.hash);
     const stale = candidate(genesis, W0, 2, 0.25); // parent is genesis, HEAD is c1
-    expect(versionCode(() => store.prepare(stale))).toBe('PARENT_MISMATCH');
+    expect(errorCode(() => store.prepare(stale))).toBe('PARENT_MISMATCH');
     const c2 = candidate(c1.commit, c1.parameters, 2, 1);
-    expect(versionCode(() => store.prepare({ ...c2, parameters: W0 }))).toBe('MODEL_MISMATCH');
+    expect(errorCode(() => store.prepare({ ...c2, parameters: W0 }))).toBe('MODEL_MISMATCH');
     expect(() => store.prepare({ ...c2, commit: { ...c2.commit, round: 3 } })).toThrow(/candidate\.commit/);
   });
 
@@ -183,7 +140,7 @@ describe('model store', () => {
     // Rewind to "HEAD swapped, state not yet written, prepared file not yet removed".
     copyFileSync(saved, preparedPath);
     copyFileSync(savedState, join(dir, 'strategy-state.bin'));
-    expect(versionCode(() => store.loadStrategyState())).toBe('STATE_STALE');
+    expect(errorCode(() => store.loadStrategyState())).toBe('STATE_STALE');
 
     const reopened = openModelStore(dir);
     expect(reopened.head()).toEqual(c1.commit);
@@ -193,7 +150,7 @@ describe('model store', () => {
     copyFileSync(saved, preparedPath);
     expect(openModelStore(dir).commitPrepared(1, c1.commit.hash)).toEqual(c1.commit);
     expect(reopened.commitPrepared(1, c1.commit.hash)).toEqual(c1.commit); // nothing prepared: HEAD
-    expect(versionCode(() => reopened.commitPrepared(1, genesis.hash))).toBe('NOT_PREPARED');
+    expect(errorCode(() => reopened.commitPrepared(1, genesis.hash))).toBe('NOT_PREPARED');
   });
 
   it('removes temporary files left by an interrupted write', () => {
@@ -214,11 +171,11 @@ describe('model store', () => {
     it('a flipped byte in a model file is STORE_CORRUPT', () => {
       const path = join(dir, 'models', `${bytesToHex(genesis.modelHash)}.f32`);
       flipByte(path, -1); // payload
-      expect(versionCode(() => store.readModel(genesis))).toBe('STORE_CORRUPT');
+      expect(errorCode(() => store.readModel(genesis))).toBe('STORE_CORRUPT');
       flipByte(path, -1);
       expect(store.readModel(genesis)).toEqual(W0);
       flipByte(path, 20); // header checksum
-      expect(versionCode(() => store.readModel(genesis))).toBe('STORE_CORRUPT');
+      expect(errorCode(() => store.readModel(genesis))).toBe('STORE_CORRUPT');
     });
 
     it('a model file renamed to another hash is STORE_CORRUPT', () => {
@@ -229,36 +186,36 @@ describe('model store', () => {
         join(dir, 'models', `${bytesToHex(genesis.modelHash)}.f32`),
         join(dir, 'models', `${bytesToHex(c1.commit.modelHash)}.f32`),
       );
-      expect(versionCode(() => store.readModel(c1.commit))).toBe('STORE_CORRUPT');
+      expect(errorCode(() => store.readModel(c1.commit))).toBe('STORE_CORRUPT');
     });
 
     it('a commit file whose hash does not verify is STORE_CORRUPT', () => {
       const path = join(dir, 'commits', `${bytesToHex(genesis.hash)}.commit`);
       flipByte(path, -1); // a params byte: the stored hash no longer verifies
-      expect(versionCode(() => store.readCommit(genesis.hash))).toBe('STORE_CORRUPT');
-      expect(versionCode(() => openModelStore(dir))).toBe('STORE_CORRUPT');
+      expect(errorCode(() => store.readCommit(genesis.hash))).toBe('STORE_CORRUPT');
+      expect(errorCode(() => openModelStore(dir))).toBe('STORE_CORRUPT');
     });
 
     it('a commit file holding another (valid) commit is STORE_CORRUPT', () => {
       const other = genesisCommit(new Float32Array([7]), PARAMS);
       writeFileSync(join(dir, 'commits', `${bytesToHex(genesis.hash)}.commit`), encodeCommit(other));
-      expect(versionCode(() => openModelStore(dir))).toBe('STORE_CORRUPT');
+      expect(errorCode(() => openModelStore(dir))).toBe('STORE_CORRUPT');
     });
 
     it('HEAD naming a missing commit is STORE_CORRUPT; an unknown hash is COMMIT_UNKNOWN', () => {
-      expect(versionCode(() => store.readCommit(new Uint8Array(32).fill(3)))).toBe('COMMIT_UNKNOWN');
+      expect(errorCode(() => store.readCommit(new Uint8Array(32).fill(3)))).toBe('COMMIT_UNKNOWN');
       writeFileSync(join(dir, 'HEAD'), `${'ab'.repeat(32)}\n`);
-      expect(versionCode(() => openModelStore(dir))).toBe('STORE_CORRUPT');
+      expect(errorCode(() => openModelStore(dir))).toBe('STORE_CORRUPT');
       writeFileSync(join(dir, 'HEAD'), 'not a hash');
-      expect(versionCode(() => openModelStore(dir))).toBe('STORE_CORRUPT');
+      expect(errorCode(() => openModelStore(dir))).toBe('STORE_CORRUPT');
     });
 
     it('a flipped byte in a prepared file is STORE_CORRUPT', () => {
       const c1 = candidate(genesis, W0, 1, 0.5);
       store.prepare(c1);
       flipByte(join(dir, 'prepared', '1.bin'), -2);
-      expect(versionCode(() => store.prepared(1))).toBe('STORE_CORRUPT');
-      expect(versionCode(() => store.commitPrepared(1, c1.commit.hash))).toBe('STORE_CORRUPT');
+      expect(errorCode(() => store.prepared(1))).toBe('STORE_CORRUPT');
+      expect(errorCode(() => store.commitPrepared(1, c1.commit.hash))).toBe('STORE_CORRUPT');
       expect(store.head()).toEqual(genesis);
     });
   });
@@ -316,7 +273,7 @@ describe('model store', () => {
     );
     const head = store.head()!;
     expect(store.readModel(head)).toEqual(model);
-    expect(versionCode(() => store.readModel(genesis))).toBe('MODEL_MISSING');
+    expect(errorCode(() => store.readModel(genesis))).toBe('MODEL_MISSING');
     expect(store.pruneModels(1)).toEqual([]);
     expect(() => store.pruneModels(0)).toThrow(/keep/);
     expect(openModelStore(dir).history(10)).toHaveLength(4); // commits are kept
@@ -345,16 +302,16 @@ describe('model store', () => {
     expect(store.loadResidual()).toEqual(new Float32Array([1]));
     expect(() => store.saveResidual(new Float32Array([Number.POSITIVE_INFINITY]))).toThrow(/residual\[0\]/);
     flipByte(join(dir, 'residual.f32'), -1);
-    expect(versionCode(() => store.loadResidual())).toBe('STORE_CORRUPT');
+    expect(errorCode(() => store.loadResidual())).toBe('STORE_CORRUPT');
   });
 
   it('round-trips the strategy state as HEAD’s', () => {
-    expect(versionCode(() => store.saveStrategyState(state(1)))).toBe('NOT_INITIALIZED');
+    expect(errorCode(() => store.saveStrategyState(state(1)))).toBe('NOT_INITIALIZED');
     store.init(genesis, W0);
     expect(store.loadStrategyState()).toBeNull();
     store.saveStrategyState(state(3));
     expect(openModelStore(dir).loadStrategyState()).toEqual(state(3));
     flipByte(join(dir, 'strategy-state.bin'), -1);
-    expect(versionCode(() => store.loadStrategyState())).toBe('STORE_CORRUPT');
+    expect(errorCode(() => store.loadStrategyState())).toBe('STORE_CORRUPT');
   });
 });

@@ -9,7 +9,7 @@ import {
   verify,
 } from '../../crypto/signature/index.ts';
 import { encodeStrategyState, type StrategyState } from '../../federation/strategy/index.ts';
-import { CohortError } from '../../src/errors/index.ts';
+import type { CohortError } from '../../src/errors/index.ts';
 import type { KeyLookup } from '../../src/protocol/block-verifier.ts';
 import { type Commit, genesisCommit, roundCommit } from '../../src/versions/commit.ts';
 import { modelHash } from '../../src/versions/model-hash.ts';
@@ -22,6 +22,7 @@ import {
 } from '../../src/versions/snapshot.ts';
 import { SNAPSHOT_ERROR_CODES, SnapshotError } from '../../src/versions/snapshot-error.ts';
 import { STRATEGY_STATE_HASH_DOMAIN, strategyStateHash } from '../../src/versions/strategy-state-hash.ts';
+import { errorCode } from '../helpers/error-code.ts';
 
 const FED = 'demo-federation';
 const P = 10;
@@ -85,16 +86,6 @@ function expected(overrides: Record<string, unknown> = {}) {
 
 function open(bytes: Uint8Array, overrides: Record<string, unknown> = {}) {
   return openSnapshot(bytes, { keys, dataKey, expected: expected(), maxBytes: MAX, ...overrides });
-}
-
-function code(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof CohortError) return error.code;
-    throw error;
-  }
-  throw new Error('expected a CohortError');
 }
 
 function hex(bytes: Uint8Array): string {
@@ -372,20 +363,20 @@ describe('readSnapshotHeader', () => {
     expect(hex(header.commitHash)).toBe(hex(commit.hash));
     expect(hex(header.ciphertextDigest)).toBe(parseByHand(bytes).digest);
     expect(readSnapshotHeader.length).toBe(3);
-    expect(code(() => open(bytes))).toBe('SNAPSHOT_DECRYPT_FAILED');
+    expect(errorCode(() => open(bytes))).toBe('SNAPSHOT_DECRYPT_FAILED');
   });
 
   it('checks the size before parsing anything', () => {
     const bytes = encodeSnapshot(input());
-    expect(code(() => readSnapshotHeader(bytes, keys, { maxBytes: bytes.length - 1 }))).toBe(
+    expect(errorCode(() => readSnapshotHeader(bytes, keys, { maxBytes: bytes.length - 1 }))).toBe(
       'SNAPSHOT_TOO_LARGE',
     );
     expect(readSnapshotHeader(bytes, keys, { maxBytes: bytes.length }).parameterCount).toBe(P);
     // Garbage that would be MALFORMED is refused as too large first.
     const garbage = new Uint8Array(64);
-    expect(code(() => readSnapshotHeader(garbage, keys, { maxBytes: 63 }))).toBe('SNAPSHOT_TOO_LARGE');
-    expect(code(() => readSnapshotHeader(garbage, keys, { maxBytes: 64 }))).toBe('SNAPSHOT_MALFORMED');
-    expect(code(() => open(bytes, { maxBytes: 100 }))).toBe('SNAPSHOT_TOO_LARGE');
+    expect(errorCode(() => readSnapshotHeader(garbage, keys, { maxBytes: 63 }))).toBe('SNAPSHOT_TOO_LARGE');
+    expect(errorCode(() => readSnapshotHeader(garbage, keys, { maxBytes: 64 }))).toBe('SNAPSHOT_MALFORMED');
+    expect(errorCode(() => open(bytes, { maxBytes: 100 }))).toBe('SNAPSHOT_TOO_LARGE');
   });
 
   it('refuses bad arguments naming them', () => {
@@ -481,8 +472,8 @@ describe('refusals, one code per case', () => {
 
   it.each(cases)('%s → %s', (_name, make, expectedCode) => {
     const bytes = make();
-    expect(code(() => readSnapshotHeader(bytes, keys, { maxBytes: MAX }))).toBe(expectedCode);
-    expect(code(() => open(bytes))).toBe(expectedCode);
+    expect(errorCode(() => readSnapshotHeader(bytes, keys, { maxBytes: MAX }))).toBe(expectedCode);
+    expect(errorCode(() => open(bytes))).toBe(expectedCode);
   });
 
   it('sanity: the parameter-count offset used above is the field', () => {
@@ -491,16 +482,18 @@ describe('refusals, one code per case', () => {
   });
 
   it('SNAPSHOT_WRONG_SIGNER: unknown signer, other key id, other algorithm', () => {
-    expect(code(() => readSnapshotHeader(good, () => undefined, { maxBytes: MAX }))).toBe(
+    expect(errorCode(() => readSnapshotHeader(good, () => undefined, { maxBytes: MAX }))).toBe(
       'SNAPSHOT_WRONG_SIGNER',
     );
     const other = toPublicSigningKey(siteAOther);
     expect(
-      code(() => readSnapshotHeader(good, (s) => (s === 'site-a' ? other : undefined), { maxBytes: MAX })),
+      errorCode(() =>
+        readSnapshotHeader(good, (s) => (s === 'site-a' ? other : undefined), { maxBytes: MAX }),
+      ),
     ).toBe('SNAPSHOT_WRONG_SIGNER');
     const dsa = toPublicSigningKey(siteDsa);
     expect(
-      code(() => readSnapshotHeader(good, () => ({ ...dsa, keyId: siteA.keyId }), { maxBytes: MAX })),
+      errorCode(() => readSnapshotHeader(good, () => ({ ...dsa, keyId: siteA.keyId }), { maxBytes: MAX })),
     ).toBe('SNAPSHOT_WRONG_SIGNER');
     expect(() => readSnapshotHeader(good, () => other, { maxBytes: MAX })).toThrow(
       `snapshot signer "site-a" used key ${siteA.keyId} (falcon-512); the registry has ${other.keyId} (falcon-512)`,
@@ -520,22 +513,24 @@ describe('refusals, one code per case', () => {
     len.writeUInt32BE(signature.length);
     const bytes = Buffer.concat([good.subarray(0, 12), header, len, signature, hand.sealed]);
     expect(readSnapshotHeader(bytes, keys, { maxBytes: MAX }).signer).toBe('site-b');
-    expect(code(() => open(bytes))).toBe('SNAPSHOT_DECRYPT_FAILED');
+    expect(errorCode(() => open(bytes))).toBe('SNAPSHOT_DECRYPT_FAILED');
   });
 
   it('runs the cheap checks first: signer before digest, digest before signature', () => {
     const tampered = flip(good, good.length - 30);
-    expect(code(() => readSnapshotHeader(tampered, () => undefined, { maxBytes: MAX }))).toBe(
+    expect(errorCode(() => readSnapshotHeader(tampered, () => undefined, { maxBytes: MAX }))).toBe(
       'SNAPSHOT_WRONG_SIGNER',
     );
     const badSignature = flip(tampered, 12 + hand.headerLength + 4 + 20);
-    expect(code(() => readSnapshotHeader(badSignature, keys, { maxBytes: MAX }))).toBe(
+    expect(errorCode(() => readSnapshotHeader(badSignature, keys, { maxBytes: MAX }))).toBe(
       'SNAPSHOT_DIGEST_MISMATCH',
     );
   });
 
   it('SNAPSHOT_DECRYPT_FAILED under another data key', () => {
-    expect(code(() => open(good, { dataKey: new Uint8Array(32).fill(9) }))).toBe('SNAPSHOT_DECRYPT_FAILED');
+    expect(errorCode(() => open(good, { dataKey: new Uint8Array(32).fill(9) }))).toBe(
+      'SNAPSHOT_DECRYPT_FAILED',
+    );
   });
 
   it('SNAPSHOT_CONTEXT for another federation, commit, model or state', () => {
@@ -565,7 +560,7 @@ describe('refusals, one code per case', () => {
       parameterCount: P,
     });
     expect(readSnapshotHeader(bytes, keys, { maxBytes: MAX }).signer).toBe('site-a');
-    expect(code(() => open(bytes))).toBe('SNAPSHOT_MODEL_MISMATCH');
+    expect(errorCode(() => open(bytes))).toBe('SNAPSHOT_MODEL_MISMATCH');
     const nan = W1.slice();
     nan[2] = Number.NaN;
     const bad = forge({
@@ -573,7 +568,7 @@ describe('refusals, one code per case', () => {
       plaintext: plaintextOf(FEDADAM, nan),
       parameterCount: P,
     });
-    expect(code(() => open(bad))).toBe('SNAPSHOT_MODEL_MISMATCH');
+    expect(errorCode(() => open(bad))).toBe('SNAPSHOT_MODEL_MISMATCH');
   });
 
   it('SNAPSHOT_STATE_MISMATCH when the signed state is not the state the header names', () => {
@@ -583,7 +578,7 @@ describe('refusals, one code per case', () => {
       plaintext: plaintextOf(otherState, W1),
       parameterCount: P,
     });
-    expect(code(() => open(bytes))).toBe('SNAPSHOT_STATE_MISMATCH');
+    expect(errorCode(() => open(bytes))).toBe('SNAPSHOT_STATE_MISMATCH');
   });
 
   it('SNAPSHOT_MALFORMED for an authenticated plaintext whose state length is inconsistent', () => {
@@ -592,7 +587,7 @@ describe('refusals, one code per case', () => {
       plaintext: plaintextOf(FEDADAM, W1, 4),
       parameterCount: P,
     });
-    expect(code(() => open(bytes))).toBe('SNAPSHOT_MALFORMED');
+    expect(errorCode(() => open(bytes))).toBe('SNAPSHOT_MALFORMED');
   });
 
   it('every code thrown is in the catalogue', () => {
