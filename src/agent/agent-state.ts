@@ -21,8 +21,9 @@ export type AgentState = (typeof AGENT_STATES)[number];
  * - `IDLE → LOADING`: the agent starts: opens its store (local model versions, residuals, keys)
  *   and pulls commits after its head (§5).
  * - `LOADING → READY`: at the federation's head, keys loaded; can take a round.
- * - `LOADING → RECOVERING`: the store holds a candidate written as *prepared* with no decision
- *   applied (the agent crashed between PREPARE and COMMIT/ABORT); read the decision log.
+ * - `LOADING → RECOVERING`: keys, data and store are loaded; the federation log is read, and a
+ *   candidate written as *prepared* with no decision applied (the agent crashed between PREPARE
+ *   and COMMIT/ABORT) is settled by the decision the log holds.
  * - `READY → TRAINING`: a `RoundOpen` names this site and the base commit equals the head.
  * - `READY → LOADING`: the `RoundOpen` names a base commit ahead of the head, or the agent was
  *   dropped from a round's view and catches up by replay: pull (§5).
@@ -45,7 +46,7 @@ export type AgentState = (typeof AGENT_STATES)[number];
  * - `RECOVERING → READY`: the log's decision was applied (or there was nothing to finish) and
  *   the agent is at the head.
  * - `RECOVERING → LOADING`: commits exist after the head (missed rounds, or the local model
- *   must be rebuilt from a snapshot): pull.
+ *   must be rebuilt from a snapshot): pull. At start the agent always passes here once.
  * - `RECOVERING → PREPARED`: the log holds no decision yet for the prepared candidate; keep it
  *   and wait for COMMIT/ABORT.
  * - `* → ERROR` from every state but ERROR: any failure (store, engine, network, crypto) that
