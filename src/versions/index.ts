@@ -26,10 +26,7 @@ export { type ModelStore, openModelStore } from './model-store.ts';
 export { PREPARED_FILE_MAGIC, type PreparedCandidate } from './prepared-file.ts';
 export {
   decodeSafetensors,
-  denseLayerTensorNames,
   encodeSafetensors,
-  modelTensors,
-  parametersFromTensors,
   SAFETENSORS_ERROR_CODES,
   SAFETENSORS_MAX_HEADER_BYTES,
   SAFETENSORS_METADATA_KEY,
@@ -39,8 +36,13 @@ export {
   type SafetensorsErrorCode,
   type SafetensorsLimits,
   type SafetensorsTensor,
-  type SafetensorsTensorLike,
 } from './safetensors.ts';
+export {
+  denseLayerTensorNames,
+  modelTensors,
+  parametersFromTensors,
+  type SafetensorsTensorLike,
+} from './safetensors-model.ts';
 export { SHALLOW_FILE_MAGIC } from './shallow-file.ts';
 export {
   encodeSnapshot,

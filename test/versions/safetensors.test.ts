@@ -16,7 +16,7 @@ import {
   SafetensorsError,
   type SafetensorsErrorCode,
   type SafetensorsTensor,
-} from '../../src/versions/safetensors.ts';
+} from '../../src/versions/index.ts';
 import { rng } from '../helpers/rng.ts';
 
 const utf8 = (s: string): Uint8Array => new TextEncoder().encode(s);

@@ -66,19 +66,15 @@ export async function catchUp(core: AgentCore): Promise<number> {
     head = store.head();
   }
   if (head === null) head = store.init(core.genesis.commit, core.genesis.parameters);
+  // Read the head once; each replayed commit then starts from the model and state it just wrote.
+  let base: ModelState | undefined;
   for (let h = head.height + 1; h <= target.commit.height; h++) {
     const cc = history.commitAt(h)!;
-    const current = store.head()!;
-    const model = store.readModel(current);
-    const next = await replayCommit(core, cc, {
-      parameters: model,
-      strategyState: store.loadStrategyState(),
-    });
-    store.advance({
-      commit: cc.commit,
-      parameters: next.parameters,
-      strategyState: next.strategyState ?? core.strategy.initialState(model.length),
-    });
+    base ??= { parameters: store.readModel(store.head()!), strategyState: store.loadStrategyState() };
+    const next = await replayCommit(core, cc, base);
+    const strategyState = next.strategyState ?? core.strategy.initialState(next.parameters.length);
+    store.advance({ commit: cc.commit, parameters: next.parameters, strategyState });
+    base = { parameters: next.parameters, strategyState };
     if (cc.commit.kind === 'rollback') store.clearResidual();
     resolveResidual(core, cc.commit.round, cc.decision!);
     core.counters.replayed++;
@@ -235,12 +231,11 @@ export function resolveResiduals(core: AgentCore): void {
   }
 }
 
-function pruneModels(core: AgentCore): void {
+/** Drops the models of commits older than the last `history.keepModels`; failures only warn. */
+export function pruneModels(core: AgentCore): void {
   try {
     core.store.pruneModels(core.ctx.config.history.keepModels);
   } catch (err) {
     core.ctx.log.warn({ err: (err as Error).message }, 'pruning old models failed');
   }
 }
-
-export { pruneModels };

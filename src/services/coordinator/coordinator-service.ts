@@ -1,10 +1,11 @@
-import { type ObjectStore, Objm } from '@nats-io/obj';
+import type { ObjectStore } from '@nats-io/obj';
 import { modelLayout } from '../../../federation/index.ts';
 import { CohortError } from '../../errors/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { snapshotWriter } from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
+import { lazyObjectStore } from '../store/index.ts';
 import { type CoordinatorLog, openCoordinatorLog } from './coordinator-log.ts';
 import type {
   CoordinatorEvent,
@@ -20,7 +21,7 @@ import { type IntakeHost, MemberIntake } from './member-intake.ts';
 import { Membership } from './membership.ts';
 import { RollbackQueue } from './rollback-queue.ts';
 import type { ActiveRound } from './round-host.ts';
-import { abortOpenRound, aggregateStoreOptions, runRollbackRound, runTrainingRound } from './round-runner.ts';
+import { abortOpenRound, runRollbackRound, runTrainingRound } from './round-runner.ts';
 import { SnapshotIntake } from './snapshot-intake.ts';
 import { SwitchTracker } from './switch-tracker.ts';
 
@@ -57,9 +58,9 @@ class Coordinator implements IntakeHost {
   readonly #subscriptions: TransportSubscription[] = [];
   readonly #waiters = new Set<() => void>();
   readonly #rollbacks: RollbackQueue;
+  readonly #aggregates: () => Promise<ObjectStore>;
   readonly #intake = new MemberIntake(this);
   #log: CoordinatorLog | undefined;
-  #aggregates: Promise<ObjectStore> | undefined;
   #snapshots: SnapshotIntake | undefined;
   #roundNumber = 0;
   #phase: CoordinatorStats['phase'] = 'starting';
@@ -87,6 +88,10 @@ class Coordinator implements IntakeHost {
     this.parameterCount = modelLayout(modelSpecFor(ctx.config)).parameterCount;
     this.clip = ctx.config.codec.clip;
     this.#rollbacks = new RollbackQueue(() => this.#wake());
+    this.#aggregates = lazyObjectStore(ctx.transport.connection, ctx.subjects.aggregatesBucket, {
+      replicas: ctx.config.history.replicas,
+      description: `Cohort ${ctx.config.federation.id}: aggregate of each round`,
+    });
   }
 
   get log(): CoordinatorLog {
@@ -153,15 +158,7 @@ class Coordinator implements IntakeHost {
   }
 
   aggregates(): Promise<ObjectStore> {
-    const cfg = this.ctx.config;
-    this.#aggregates ??= new Objm(this.ctx.transport.connection).create(
-      this.ctx.subjects.aggregatesBucket,
-      aggregateStoreOptions(cfg.history.replicas, cfg.federation.id),
-    );
-    this.#aggregates.catch(() => {
-      this.#aggregates = undefined;
-    });
-    return this.#aggregates;
+    return this.#aggregates();
   }
 
   emit(event: CoordinatorEvent): void {
@@ -263,13 +260,11 @@ class Coordinator implements IntakeHost {
       if (Number.isFinite(last.nextClip) && last.nextClip > 0) this.clip = last.nextClip;
     }
     const head = history.head;
-    if (head.sequence > 0) {
-      const decision = (history.lastDecision?.sequence === head.sequence ? history.lastDecision : undefined)
-        ?.record.decision;
+    if (head.decision !== null) {
       this.switches.track(
         head.commit.round,
         { hash: head.commit.hash, height: head.commit.height },
-        decision?.voters ?? [],
+        head.decision.voters,
         head.unixMs,
         false,
       );

@@ -1,4 +1,3 @@
-import { StorageType } from '@nats-io/obj';
 import {
   type AggregateInfo,
   type Assignment,
@@ -463,15 +462,6 @@ async function decide(
     durationMs: host.now() - facts.started,
     noVoters: verdict.no,
     missing: verdict.missing,
-  };
-}
-
-/** The aggregates object store options (file storage, the federation's replicas). */
-export function aggregateStoreOptions(replicas: number, federation: string) {
-  return {
-    storage: StorageType.File,
-    replicas,
-    description: `Cohort ${federation}: aggregate of each round`,
   };
 }
 

@@ -1,7 +1,8 @@
-import { type ObjectStore, Objm, StorageType } from '@nats-io/obj';
+import type { ObjectStore } from '@nats-io/obj';
 import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
 import { BlockRejectedError } from '../../errors/index.ts';
 import { readSnapshotHeader } from '../../versions/index.ts';
+import { lazyObjectStore } from '../store/index.ts';
 import type { RoundHost } from './round-host.ts';
 
 /** The reply that acknowledges a stored (or already stored) snapshot. */
@@ -23,11 +24,16 @@ export class SnapshotIntake {
   readonly #host: RoundHost;
   readonly #inFlight = new Set<number>();
   readonly #pending = new Set<Promise<unknown>>();
-  #objects: Promise<ObjectStore> | undefined;
+  readonly #store: () => Promise<ObjectStore>;
   #stored = 0;
 
   constructor(host: RoundHost) {
     this.#host = host;
+    const { ctx } = host;
+    this.#store = lazyObjectStore(ctx.transport.connection, ctx.subjects.snapshotsBucket, {
+      replicas: ctx.config.history.replicas,
+      description: `Cohort ${ctx.config.federation.id}: encrypted model snapshots`,
+    });
   }
 
   /** Snapshots stored by this coordinator run. */
@@ -114,21 +120,5 @@ export class SnapshotIntake {
       this.#inFlight.delete(h);
     }
     return SNAPSHOT_ACK;
-  }
-
-  #store(): Promise<ObjectStore> {
-    const cfg = this.#host.ctx.config;
-    this.#objects ??= new Objm(this.#host.ctx.transport.connection).create(
-      this.#host.ctx.subjects.snapshotsBucket,
-      {
-        storage: StorageType.File,
-        replicas: cfg.history.replicas,
-        description: `Cohort ${cfg.federation.id}: encrypted model snapshots`,
-      },
-    );
-    this.#objects.catch(() => {
-      this.#objects = undefined;
-    });
-    return this.#objects;
   }
 }

@@ -22,10 +22,18 @@ export interface ChainCommit {
   readonly decision: DecisionBody | null;
 }
 
-/** A decided round: its decision and where the log holds it. */
+/** A decided round (COMMIT or ABORT): its RoundOpen, its decision, and where the log holds them. */
 export interface DecidedRound {
+  readonly round: number;
+  /** Log sequence of the decision. */
   readonly sequence: number;
+  /** The coordinator's clock when the decision was appended. */
+  readonly unixMs: number;
   readonly decision: DecisionBody;
+  /** The round's RoundOpen (bits, clip, assignments, deadline). */
+  readonly open: ControlBodies['round-open'];
+  /** Log sequence of the RoundOpen. */
+  readonly openSequence: number;
 }
 
 /** A round opened in the log and not decided yet. */
@@ -56,7 +64,9 @@ export class LogHistory {
   readonly #commits: ChainCommit[];
   readonly #byHash = new Map<string, number>();
   readonly #snapshots: LoggedSnapshot[] = [];
-  readonly #decided = new Map<number, DecidedRound>();
+  /** Decided rounds in log order, and the index of each round among them. */
+  readonly #decided: DecidedRound[] = [];
+  readonly #decidedIndex = new Map<number, number>();
   #position: LogPosition = LOG_ORIGIN;
   #lastRound = 0;
   #open: OpenRound | null = null;
@@ -100,7 +110,13 @@ export class LogHistory {
 
   /** The decision of `round`, if the log holds one. */
   decisionOf(round: number): DecidedRound | undefined {
-    return this.#decided.get(round);
+    const i = this.#decidedIndex.get(round);
+    return i === undefined ? undefined : this.#decided[i];
+  }
+
+  /** Every decided round, ABORTs included, in log order. */
+  get decided(): readonly DecidedRound[] {
+    return this.#decided;
   }
 
   /** The commit at `height` on the chain. */
@@ -249,7 +265,15 @@ export class LogHistory {
     this.#open = null;
     this.#lastRound = d.round;
     this.#lastDecision = entry;
-    this.#decided.set(d.round, { sequence: entry.sequence, decision: d });
+    this.#decidedIndex.set(d.round, this.#decided.length);
+    this.#decided.push({
+      round: d.round,
+      sequence: entry.sequence,
+      unixMs: entry.record.unixMs,
+      decision: d,
+      open: open.roundOpen,
+      openSequence: open.entry.sequence,
+    });
   }
 
   #applySnapshot(entry: LogEntry, s: SnapshotRecordBody): void {
