@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 import { CohortError } from '../../src/errors/index.ts';
 
 /** The stable code of the `CohortError` that `fn` throws; fails the test when it throws nothing or something else. */
@@ -9,4 +10,19 @@ export function errorCode(fn: () => unknown): string {
     throw error;
   }
   throw new Error('expected a CohortError');
+}
+
+/** The error `promise` rejects with, checked to be a `type`; fails the test when it resolves. */
+export async function rejection<T extends Error>(
+  promise: Promise<unknown>,
+  type: abstract new (...args: never[]) => T,
+): Promise<T> {
+  const err = await promise.then(
+    () => {
+      throw new Error(`expected a ${type.name}`);
+    },
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(type);
+  return err as T;
 }

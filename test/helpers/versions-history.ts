@@ -12,6 +12,7 @@ import type {
 import { encodeRoundParams, type RoundParams } from '../../src/services/coordinator/index.ts';
 import type { LogEntry, LogRecordInput } from '../../src/services/federation-log/index.ts';
 import { type Commit, modelHash, rollbackCommit, roundCommit } from '../../src/versions/index.ts';
+import { emptyDecision } from './log-records.ts';
 
 const EMPTY = new Uint8Array(0);
 const text = (s: string) => sha256(new TextEncoder().encode(s));
@@ -193,26 +194,7 @@ export class HistoryScript {
   }
 
   #decisionBase(round: number, head: Commit): DecisionBody {
-    return {
-      federation: this.federation,
-      round,
-      commit: false,
-      commitHash: EMPTY,
-      modelHash: EMPTY,
-      parent: head.hash,
-      height: head.height,
-      aggregateDigest: EMPTY,
-      voters: [],
-      reason: '',
-      kind: '',
-      params: EMPTY,
-      aggregate: null,
-      rollbackTarget: EMPTY,
-      stateHash: EMPTY,
-      missing: [],
-      exclusions: [],
-      nextClip: Math.fround(0.5),
-    };
+    return { ...emptyDecision(this.federation, round, head), nextClip: Math.fround(0.5) };
   }
 
   #push(record: LogRecordInput): LogRecordInput {

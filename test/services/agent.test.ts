@@ -33,18 +33,10 @@ import {
   openMember,
 } from '../../src/services/index.ts';
 import { bytesToHex, type Commit } from '../../src/versions/index.ts';
+import { waitFor } from '../helpers/federation.ts';
 
 const FEDERATION = 'agenttest';
 const PARAMS = new TextEncoder().encode('round params: fedavg, 8 bits');
-
-/** Polls `check` until it returns true (or throws after `ms`). */
-async function waitFor(what: string, check: () => boolean, ms = 20_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 interface AggregatorRound {
   readonly verifier: BlockVerifier;

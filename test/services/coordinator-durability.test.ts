@@ -17,6 +17,7 @@ import {
   openMember,
 } from '../../src/services/index.ts';
 import { bytesToHex } from '../../src/versions/index.ts';
+import { rejection } from '../helpers/error-code.ts';
 
 const F = 'durable';
 let dir: string;
@@ -56,14 +57,7 @@ afterAll(async () => {
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-async function failure(p: Promise<unknown>): Promise<FederationLogError> {
-  const err = await p.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(FederationLogError);
-  return err as FederationLogError;
-}
+const failure = (p: Promise<unknown>) => rejection(p, FederationLogError);
 
 describe('coordinator durability checks', () => {
   it('refuses a pre-existing log stream in memory, naming the setting', async () => {

@@ -45,6 +45,7 @@ import {
   rollbackCommit,
   roundCommit,
 } from '../../src/versions/index.ts';
+import { emptyDecision } from '../helpers/log-records.ts';
 import {
   type NatsClusterHandle,
   type NatsServerHandle,
@@ -149,45 +150,27 @@ function openRecord(federation: string, round: number, base: Commit): ControlBod
 /** The COMMIT that moves the head `parent` to `next` (a round or rollback commit). */
 function commitRecord(federation: string, parent: Commit, next: Commit, target?: Commit): DecisionBody {
   return {
-    federation,
-    round: next.round,
+    ...emptyDecision(federation, next.round, parent),
     commit: true,
     commitHash: next.hash,
     modelHash: next.modelHash,
-    parent: parent.hash,
     height: next.height,
     aggregateDigest: next.kind === 'round' ? next.aggregateDigest : EMPTY,
     voters: ['site-a', 'site-b'],
-    reason: '',
     kind: next.kind,
     params: next.params,
     aggregate: next.kind === 'round' ? aggregateInfo(next.round) : null,
     rollbackTarget: target?.hash ?? EMPTY,
     stateHash: H(`state ${next.round}`),
-    missing: [],
-    exclusions: [],
     nextClip: 1,
   };
 }
 
 function abortRecord(federation: string, round: number, head: Commit): DecisionBody {
   return {
-    federation,
-    round,
-    commit: false,
-    commitHash: EMPTY,
-    modelHash: EMPTY,
-    parent: head.hash,
-    height: head.height,
-    aggregateDigest: EMPTY,
+    ...emptyDecision(federation, round, head),
     voters: ['site-a', 'site-b'],
     reason: 'NO from site-b (disk full)',
-    kind: '',
-    params: EMPTY,
-    aggregate: null,
-    rollbackTarget: EMPTY,
-    stateHash: EMPTY,
-    missing: [],
     exclusions: [{ site: 'site-b', strikes: 1, sinceRound: round, atHeight: head.height, excluded: true }],
     nextClip: 1,
   };

@@ -3,7 +3,6 @@ import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileS
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CohortError } from '../../src/errors/index.ts';
 import {
   bytesToHex,
   type Commit,
@@ -13,6 +12,7 @@ import {
   type PreparedCandidate,
   VersionError,
 } from '../../src/versions/index.ts';
+import { errorCode } from '../helpers/error-code.ts';
 import { candidate, PARAMS, state, W0 } from '../helpers/store-fixture.ts';
 
 /** Candidates for rounds 1..n after genesis; round r adds r to every weight (W_r = W0 + r(r+1)/2). */
@@ -27,17 +27,6 @@ function chain(genesis: Commit, n: number): PreparedCandidate[] {
     model = c.parameters;
   }
   return out;
-}
-
-/** The error's `code`, for a VersionError or `INVALID_ARGUMENT`/`UPDATE_NON_FINITE`. */
-function errorCode(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof CohortError) return error.code;
-    throw error;
-  }
-  throw new Error('expected a CohortError');
 }
 
 function flipByte(path: string, offset: number): void {

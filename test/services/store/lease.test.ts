@@ -4,24 +4,16 @@ import { type KV, Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { acquireLease, type Lease, StoreError } from '../../../src/services/store/index.ts';
+import { rejection } from '../../helpers/error-code.ts';
 import { type NatsServerHandle, startNatsServer } from '../../helpers/nats-server.ts';
+
+const storeError = (promise: Promise<unknown>) => rejection(promise, StoreError);
 
 const TTL = 600;
 const EVENTUALLY = { timeout: 10_000, interval: 25 };
 
 let bucketCount = 0;
 const freshBucket = () => `lease-${process.pid}-${++bucketCount}`;
-
-async function storeError(promise: Promise<unknown>): Promise<StoreError> {
-  const err = await promise.then(
-    () => {
-      throw new Error('expected a StoreError');
-    },
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(StoreError);
-  return err as StoreError;
-}
 
 function thrown(fn: () => void): unknown {
   try {

@@ -6,7 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readObject, STORE_ERROR_CODES, StoreError } from '../../../src/services/store/index.ts';
 import { objectStreamName, readOnlyStreamSubjects } from '../../../src/transport/index.ts';
 import { renderAuthorization } from '../../../src/transport/permissions.ts';
+import { rejection } from '../../helpers/error-code.ts';
 import { type NatsServerHandle, startNatsServer } from '../../helpers/nats-server.ts';
+
+const storeError = (promise: Promise<unknown>) => rejection(promise, StoreError);
 
 const BUCKET = 'reads';
 const STREAM = objectStreamName(BUCKET);
@@ -19,18 +22,6 @@ const b64urlPadded = (s: string) =>
   Buffer.from(s, 'latin1').toString('base64').replace(/\+/g, '-').replace(/\//g, '_');
 const digestOf = (data: Uint8Array) =>
   `SHA-256=${createHash('sha256').update(data).digest('base64').replace(/\+/g, '-').replace(/\//g, '_')}`;
-
-/** Resolves to the StoreError `promise` rejects with (fails the test when it resolves). */
-async function storeError(promise: Promise<unknown>): Promise<StoreError> {
-  const err = await promise.then(
-    () => {
-      throw new Error('expected a StoreError');
-    },
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(StoreError);
-  return err as StoreError;
-}
 
 /** Whether `err` or one of its causes is the server's permission violation. */
 function isPermissionViolation(err: unknown): boolean {
