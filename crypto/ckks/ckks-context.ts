@@ -2,6 +2,10 @@ import { CryptoError } from '../../src/errors/index.ts';
 import { assertCkksParams, type CkksParams, ckksParamsId, slotCount } from './ckks-params.ts';
 import { loadSeal, type SealModule } from './seal-runtime.ts';
 
+// SEAL's serialization header (16 bytes) and ciphertext metadata (parms id, sizes, scale) are
+// well under this; measured at 113 bytes for N = 8192.
+const CIPHERTEXT_HEADER_SLACK = 1024;
+
 type Seal = SealModule;
 /** A SEAL ciphertext handle; must be `.delete()`d by whoever owns it. */
 export type SealCiphertext = ReturnType<Seal['Ciphertext']['prototype']['copy']>;
@@ -28,6 +32,12 @@ export class CkksContext {
   /** @internal */ readonly encoder: InstanceType<Seal['CKKSEncoder']>;
   /** @internal */ readonly evaluator: InstanceType<Seal['Evaluator']>;
   /** @internal */ readonly lastParmsId: ParmsId;
+  /**
+   * Upper bound, in bytes, of a serialized ciphertext this federation adds: last level (one
+   * modulus), size 2, uncompressed (2·N·8 bytes) plus SEAL's headers. Anything longer is refused
+   * before SEAL parses it.
+   */
+  readonly maxCiphertextBytes: number;
   #deleted = false;
 
   /** Use {@link getCkksContext}; constructing directly bypasses the per-process cache. */
@@ -37,6 +47,7 @@ export class CkksContext {
     this.paramsId = ckksParamsId(params);
     this.slots = slotCount(params);
     this.scale = 2 ** params.scaleBits;
+    this.maxCiphertextBytes = 2 * params.polyModulusDegree * 8 + CIPHERTEXT_HEADER_SLACK;
     this.seal = seal;
     const parms = new seal.EncryptionParameters(seal.SchemeType.ckks);
     const moduli = seal.CoeffModulus.Create(params.polyModulusDegree, Int32Array.from(params.coeffModulus));
@@ -66,6 +77,12 @@ export class CkksContext {
    * Throws `CryptoError('CKKS_PARAMS_MISMATCH')` otherwise. The caller owns the result.
    */
   loadCiphertext(bytes: Uint8Array): SealCiphertext {
+    if (bytes.length > this.maxCiphertextBytes) {
+      throw new CryptoError(
+        'CKKS_PARAMS_MISMATCH',
+        `ciphertext of ${bytes.length} bytes is longer than any at the last level (${this.maxCiphertextBytes})`,
+      );
+    }
     const ct = new this.seal.Ciphertext();
     try {
       ct.loadFromArray(this.context, bytes);

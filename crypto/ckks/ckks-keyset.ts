@@ -1,5 +1,5 @@
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { CryptoError, InvalidArgumentError } from '../../src/errors/index.ts';
+import { readKeyFile, writeKeyFile } from '../signature/key-file-io.ts';
 import type { CkksContext, SealCiphertext } from './ckks-context.ts';
 
 type Encryptor = InstanceType<CkksContext['seal']['Encryptor']>;
@@ -58,23 +58,27 @@ export class CkksKeyset {
       throw new CryptoError('CKKS_PARAMS_MISMATCH', 'CKKS secret key was made for other CKKS parameters');
     }
     const sk = new ctx.seal.SecretKey();
+    // node-seal accepts a plain Uint8Array only (a Buffer, e.g. from readFileSync, is refused).
+    const raw = new Uint8Array(bytes.subarray(HEADER));
     try {
-      sk.loadFromArray(ctx.context, bytes.subarray(HEADER));
+      sk.loadFromArray(ctx.context, raw);
     } catch (cause) {
       sk.delete();
       throw new CryptoError('KEY_INVALID', 'CKKS secret key does not load under these parameters', { cause });
+    } finally {
+      raw.fill(0);
     }
     return new CkksKeyset(ctx, sk);
   }
 
-  /** Reads a key file written by {@link save}. */
+  /**
+   * Reads a key file written by {@link save}.
+   *
+   * @throws CryptoError `KEY_FILE_UNREADABLE`, `KEY_FILE_PERMISSIONS` (group or others may read it),
+   *   `KEY_INVALID` or `CKKS_PARAMS_MISMATCH`.
+   */
   static load(ctx: CkksContext, path: string): CkksKeyset {
-    let bytes: Uint8Array;
-    try {
-      bytes = readFileSync(path);
-    } catch (cause) {
-      throw new CryptoError('KEY_FILE_UNREADABLE', `cannot read CKKS secret key file ${path}`, { cause });
-    }
+    const bytes = readKeyFile(path, true);
     try {
       return CkksKeyset.import(ctx, bytes);
     } finally {
@@ -98,8 +102,7 @@ export class CkksKeyset {
   save(path: string): void {
     const bytes = this.exportSecretKey();
     try {
-      writeFileSync(path, bytes, { mode: 0o600 });
-      chmodSync(path, 0o600);
+      writeKeyFile(path, bytes, true);
     } finally {
       bytes.fill(0);
     }

@@ -8,6 +8,7 @@ import { registerConfigCommand } from './commands/config.ts';
 import { registerCoordinatorCommand } from './commands/coordinator.ts';
 import { registerDemoCommand } from './commands/demo.ts';
 import { registerKeysCommand } from './commands/keys.ts';
+import { registerNatsCommand } from './commands/nats.ts';
 import { registerSimulateCommand } from './commands/simulate.ts';
 import { registerVersionCommand } from './commands/version.ts';
 import { registerVersionsCommand } from './commands/versions.ts';
@@ -18,6 +19,7 @@ const COMMANDS: readonly CommandRegistrar[] = [
   registerVersionCommand,
   registerConfigCommand,
   registerKeysCommand,
+  registerNatsCommand,
   registerCodecCommand,
   registerSimulateCommand,
   registerDemoCommand,

@@ -80,19 +80,43 @@ const codecSchema = z.strictObject({
   crcChunkBytes: z.int().min(1024).max(1048576).default(16384),
 });
 
-const natsSchema = z.strictObject({
-  servers: z
-    .array(
-      z.string().regex(/^(nats|tls|ws|wss):\/\/\S+$/, {
-        error: 'must be a NATS URL (nats://, tls://, ws:// or wss://host:port)',
-      }),
-    )
-    .min(1)
-    .default(() => ['nats://127.0.0.1:4222']),
-  maxRetry: z.int().min(0).max(100).default(5),
-  timeoutMs: z.int().min(1).max(600000).default(3000),
-  credentials: z.string().min(1).optional(),
-});
+const natsSchema = z
+  .strictObject({
+    servers: z
+      .array(
+        z.string().regex(/^(nats|tls|ws|wss):\/\/\S+$/, {
+          error: 'must be a NATS URL (nats://, tls://, ws:// or wss://host:port)',
+        }),
+      )
+      .min(1)
+      .default(() => ['nats://127.0.0.1:4222']),
+    maxRetry: z.int().min(0).max(100).default(5),
+    timeoutMs: z.int().min(1).max(600000).default(3000),
+    /**
+     * Mutual TLS files of this process (paths). Used whenever a server URL is `tls://`; each absent
+     * field defaults from `members.keysDir`: `ca.crt`, `<member>.tls.crt`, `<member>.tls.key`.
+     */
+    tls: z
+      .strictObject({
+        ca: z.string().min(1).optional(),
+        cert: z.string().min(1).optional(),
+        key: z.string().min(1).optional(),
+      })
+      .optional(),
+    /** This member's NKEY user seed file; default `<keysDir>/<member>.nk` when it exists. */
+    nkeySeed: z.string().min(1).optional(),
+    /** A NATS `.creds` file (JWT deployments) instead of an NKEY seed. */
+    credentials: z.string().min(1).optional(),
+  })
+  .superRefine((nats, ctx) => {
+    if (nats.nkeySeed !== undefined && nats.credentials !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['credentials'],
+        message: 'give nats.nkeySeed or nats.credentials, not both',
+      });
+    }
+  });
 
 const pathsSchema = z.strictObject({
   dataDir: z.string().min(1).default('.cohort'),
@@ -129,6 +153,19 @@ const roundSchema = z.strictObject({
   /** Members to wait for before round 1 (default: all). */
   quorum: z.int().min(1).optional(),
   clipMultiplier: z.number().positive().default(6),
+  /**
+   * Fewest sites an aggregate may sum. With one contributor the aggregate is that site's update,
+   * with two each site subtracts its own and reads the other's: below this the coordinator aborts
+   * before PREPARE and sites refuse to decrypt. Lower it only for federations that accept that.
+   */
+  minContributors: z.int().min(1).max(65535).default(3),
+  /**
+   * Largest example count a site may claim (its FedAvg weight, pinned in RoundOpen): a heartbeat
+   * claiming more is refused, so one site cannot drown the others by declaring 10^12 examples.
+   */
+  maxSiteExamples: z.number().positive().max(1e12).default(10_000_000),
+  /** A heartbeat stamped further than this from the coordinator's clock (either way) is refused. */
+  clockSkewMs: z.int().min(100).max(3_600_000).default(30_000),
 });
 
 /** What the sites learn, identically everywhere. */

@@ -33,6 +33,15 @@ export const BLOCK_REJECT_REASONS = [
   'ENCODING_MISMATCH',
   /** A lane of a decrypted sum exceeds the headroom for the number of contributors. */
   'LANE_OVERFLOW',
+  /** More bytes than a message of its kind can hold: refused before it is decoded. */
+  'OVERSIZE',
+  /** A size or weight other than the round pinned in its RoundOpen. */
+  'NOT_PINNED',
+  /**
+   * A decrypted aggregate's integrity lanes do not show exactly its listed contributions of this
+   * round: an aggregator added one twice, left one out, or substituted one of another round.
+   */
+  'INTEGRITY_MISMATCH',
 ] as const;
 
 export type BlockRejectReason = (typeof BLOCK_REJECT_REASONS)[number];

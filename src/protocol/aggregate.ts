@@ -32,8 +32,16 @@ export class AggregateBuilder {
   readonly #siteIds = new Set<string>();
   #weight = 0;
 
-  constructor(ctx: CkksContext) {
+  /**
+   * @param pinned the round's encoding and update size (RoundOpen pins both): when given, every
+   *   update must match them, so a wrong first update cannot set the size the others are held to.
+   */
+  constructor(ctx: CkksContext, pinned?: { readonly encoding: Encoding; readonly totalParams: number }) {
     this.#ctx = ctx;
+    if (pinned !== undefined) {
+      this.#encoding = pinned.encoding;
+      this.#totalParams = pinned.totalParams;
+    }
   }
 
   /** Sites summed so far. */
@@ -52,23 +60,9 @@ export class AggregateBuilder {
    * headroom) and `CKKS_PARAMS_MISMATCH` (a ciphertext that does not load under our parameters).
    */
   add(update: VerifiedUpdate): void {
-    if (this.#encoding === undefined) {
-      this.#encoding = update.encoding;
-      this.#totalParams = update.totalParams;
-    } else {
-      if (!sameEncoding(update.encoding, this.#encoding)) {
-        throw new BlockRejectedError(
-          'ENCODING_MISMATCH',
-          `update of ${JSON.stringify(update.signer)} uses another encoding`,
-        );
-      }
-      if (update.totalParams !== this.#totalParams) {
-        throw new BlockRejectedError(
-          'BLOCK_COUNT_MISMATCH',
-          `update of ${JSON.stringify(update.signer)} has ${update.totalParams} parameters, the sum has ${this.#totalParams}`,
-        );
-      }
-    }
+    // Unpinned, the first update added sets the shape, and only once it is in the sum.
+    if (this.#encoding !== undefined) this.#checkShape(update);
+    const encoding = this.#encoding ?? update.encoding;
     const again = update.sites.find((c) => this.#siteIds.has(c.site));
     if (again) {
       throw new BlockRejectedError('DUPLICATE', `site ${JSON.stringify(again.site)} is already in the sum`);
@@ -80,10 +74,10 @@ export class AggregateBuilder {
       );
     }
     const k = this.#sites.length + update.contributors;
-    if (k > this.#encoding.maxContributors) {
+    if (k > encoding.maxContributors) {
       throw new BlockRejectedError(
         'LANE_OVERFLOW',
-        `summing ${k} contributors would overflow lanes sized for ${this.#encoding.maxContributors}`,
+        `summing ${k} contributors would overflow lanes sized for ${encoding.maxContributors}`,
       );
     }
     const loaded: SealCiphertext[] = [];
@@ -101,6 +95,8 @@ export class AggregateBuilder {
         loaded[b]!.delete();
       }
     }
+    this.#encoding = encoding;
+    this.#totalParams = update.totalParams;
     for (const c of update.sites) {
       this.#siteIds.add(c.site);
       this.#sites.push(c);
@@ -108,9 +104,25 @@ export class AggregateBuilder {
     this.#weight += update.exampleWeight;
   }
 
+  #checkShape(update: VerifiedUpdate): void {
+    const encoding = this.#encoding!;
+    if (!sameEncoding(update.encoding, encoding)) {
+      throw new BlockRejectedError(
+        'ENCODING_MISMATCH',
+        `update of ${JSON.stringify(update.signer)} uses another encoding`,
+      );
+    }
+    if (update.totalParams !== this.#totalParams) {
+      throw new BlockRejectedError(
+        'BLOCK_COUNT_MISMATCH',
+        `update of ${JSON.stringify(update.signer)} has ${update.totalParams} parameters, the sum has ${this.#totalParams}`,
+      );
+    }
+  }
+
   /** Serializes the sums and frees SEAL memory. Throws if nothing was added. */
   finish(): Aggregate {
-    if (this.#encoding === undefined)
+    if (this.#encoding === undefined || this.#sites.length === 0)
       throw new BlockRejectedError('BLOCK_COUNT_MISMATCH', 'no update was added');
     const ciphertexts = this.#sums.map((c) => this.#ctx.serialize(c));
     const out: Aggregate = {

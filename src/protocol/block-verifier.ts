@@ -8,6 +8,7 @@ import {
 } from '../../crypto/signature/index.ts';
 import { BlockRejectedError, InvalidArgumentError } from '../errors/index.ts';
 import { sameEncoding } from './codec-options.ts';
+import { encodedLaneCount, integrityLaneCount } from './integrity-lanes.ts';
 import {
   decodeBlockBody,
   decodeManifestBody,
@@ -18,12 +19,7 @@ import {
 } from './messages.ts';
 import { RejectionCounters } from './rejection-counters.ts';
 import { assertRoundContext, type RoundContext } from './round-context.ts';
-import {
-  blockLeaf,
-  contributorsDigest,
-  UPDATE_SIGNATURE_DOMAIN,
-  updateStatement,
-} from './update-statement.ts';
+import { blockLeaf, contributorsDigest, updateSignatureDomain, updateStatement } from './update-statement.ts';
 import { FRAME_KIND, unframe } from './wire-frame.ts';
 
 /** A block that passed every check; `digest` is the Merkle root its signature covers. */
@@ -51,6 +47,55 @@ export interface BlockVerifierOptions {
   readonly counters?: RejectionCounters;
   /** Verified signatures remembered (LRU); default 4096. */
   readonly signatureCacheSize?: number;
+  /**
+   * What is verified: a site's own update (`'site-update'`: one contributor, no list, signed under
+   * `UPDATE_SIGNATURE_DOMAIN`) or an aggregator's partial (`'partial'`: a contributor list, signed
+   * under `PARTIAL_SIGNATURE_DOMAIN`). Either is accepted when omitted (tools, tests).
+   */
+  readonly kind?: 'site-update' | 'partial';
+  /**
+   * Longest serialized ciphertext accepted (`CkksContext.maxCiphertextBytes`); a block above it
+   * is `OVERSIZE` before its protobuf is decoded. Default: N = 16384's bound.
+   */
+  readonly maxCiphertextBytes?: number;
+  /** What the round's RoundOpen pinned; a header that differs is `NOT_PINNED` before any signature work. */
+  readonly pinned?: PinnedUpdate;
+}
+
+/** The update size and example weights a RoundOpen pins. */
+export interface PinnedUpdate {
+  /** Parameters of every update of the round (the model's size). */
+  readonly totalParams: number;
+  /**
+   * The example weight a signer must declare: a site's pinned examples, or for a partial the sum
+   * of its listed sites' pinned examples (checked by the caller, who knows the list). Undefined:
+   * the signer has no pinned weight this round (refused as `NOT_PINNED`).
+   */
+  readonly weightOf?: (signer: string) => number | undefined;
+}
+
+/** Bytes of a framed block beyond its ciphertext: header fields, CRC list and Merkle path. */
+const BLOCK_OVERHEAD_BYTES = 16 * 1024;
+/** Bytes of a framed manifest besides its contributor list. */
+const MANIFEST_BASE_BYTES = 8 * 1024;
+/** Bytes of one entry of a contributor list (site id ≤ 128, digest 32, weight 8, tags). */
+const CONTRIBUTOR_ENTRY_BYTES = 192;
+/** `maxCiphertextBytes` of N = 16384, the largest ring Cohort allows. */
+const DEFAULT_MAX_CIPHERTEXT_BYTES = 2 * 16384 * 8 + 1024;
+/** Bytes of one forwarded site manifest inside a partial's manifest (ML-DSA-65 signs with 3,309). */
+const SITE_MANIFEST_BYTES = MANIFEST_BASE_BYTES;
+
+/** Longest framed ParameterBlock carrying one ciphertext of at most `maxCiphertextBytes`. */
+export function maxBlockFrameBytes(maxCiphertextBytes: number): number {
+  return maxCiphertextBytes + BLOCK_OVERHEAD_BYTES;
+}
+
+/**
+ * Longest framed UpdateManifest: a site's own (`contributors` 0) or a partial's listing and
+ * forwarding the manifests of up to `contributors` sites.
+ */
+export function maxManifestFrameBytes(contributors: number): number {
+  return MANIFEST_BASE_BYTES + contributors * (CONTRIBUTOR_ENTRY_BYTES + SITE_MANIFEST_BYTES);
 }
 
 const MAX_PATH = 32;
@@ -82,11 +127,30 @@ export class BlockVerifier {
     this.#cacheSize = options.signatureCacheSize ?? 4096;
   }
 
+  /** Longest framed block accepted: one ciphertext plus header, CRC list and Merkle path. */
+  get maxBlockBytes(): number {
+    return maxBlockFrameBytes(this.#opts.maxCiphertextBytes ?? DEFAULT_MAX_CIPHERTEXT_BYTES);
+  }
+
+  /** Longest framed manifest accepted: fixed fields plus a contributor list as long as lanes allow. */
+  get maxManifestBytes(): number {
+    const list = this.#opts.kind === 'site-update' ? 0 : (this.#opts.encoding?.maxContributors ?? 1024);
+    return maxManifestFrameBytes(list);
+  }
+
   /** Verifies one framed block; returns it typed, or throws `BlockRejectedError`. */
   verifyBlock(bytes: Uint8Array): VerifiedBlock {
     return this.#counted(() => {
+      this.#checkSize(bytes, this.maxBlockBytes, 'block');
       const block = decodeBlockBody(unframe(bytes, FRAME_KIND.block));
       this.#checkHeader(block, 'block');
+      const maxCt = this.#opts.maxCiphertextBytes ?? DEFAULT_MAX_CIPHERTEXT_BYTES;
+      if (block.ciphertext.length > maxCt) {
+        throw new BlockRejectedError(
+          'OVERSIZE',
+          `block ${block.blockIndex} carries a ${block.ciphertext.length}-byte ciphertext, at most ${maxCt}`,
+        );
+      }
       if (block.blockIndex >= block.blockCount) {
         throw new BlockRejectedError(
           'BLOCK_COUNT_MISMATCH',
@@ -94,7 +158,8 @@ export class BlockVerifier {
         );
       }
       const per = block.encoding.paramsPerBlock;
-      const expectedCount = Math.min(per, block.totalParams - block.blockIndex * per);
+      const lanes = encodedLaneCount(block.totalParams, block.encoding.bits);
+      const expectedCount = Math.min(per, lanes - block.blockIndex * per);
       if (block.paramOffset !== block.blockIndex * per || block.paramCount !== expectedCount) {
         throw new BlockRejectedError(
           'BAD_HEADER',
@@ -129,6 +194,7 @@ export class BlockVerifier {
   /** Verifies one framed manifest; returns it typed, or throws `BlockRejectedError`. */
   verifyManifest(bytes: Uint8Array): VerifiedManifest {
     return this.#counted(() => {
+      this.#checkSize(bytes, this.maxManifestBytes, 'manifest');
       const manifest = decodeManifestBody(unframe(bytes, FRAME_KIND.manifest));
       this.#checkHeader(manifest, 'manifest');
       if (manifest.updateDigest.length !== 32) {
@@ -148,6 +214,12 @@ export class BlockVerifier {
     } catch (err) {
       if (err instanceof BlockRejectedError) this.counters.increment(err.reason);
       throw err;
+    }
+  }
+
+  #checkSize(bytes: Uint8Array, max: number, what: string): void {
+    if (bytes instanceof Uint8Array && bytes.length > max) {
+      throw new BlockRejectedError('OVERSIZE', `${what} of ${bytes.length} bytes, at most ${max}`);
     }
   }
 
@@ -195,15 +267,41 @@ export class BlockVerifier {
     if (
       h.blockCount < 1 ||
       h.totalParams < 1 ||
-      Math.ceil(h.totalParams / e.paramsPerBlock) !== h.blockCount
+      Math.ceil(encodedLaneCount(h.totalParams, e.bits) / e.paramsPerBlock) !== h.blockCount
     ) {
       throw new BlockRejectedError(
         'BLOCK_COUNT_MISMATCH',
-        `${what} declares ${h.blockCount} blocks for ${h.totalParams} parameters at ${e.paramsPerBlock} per block`,
+        `${what} declares ${h.blockCount} blocks for ${h.totalParams} parameters (and ${integrityLaneCount(e.bits)} integrity lanes) at ${e.paramsPerBlock} per block`,
       );
     }
     if (!Number.isFinite(h.exampleWeight) || h.exampleWeight < 0) {
       throw new BlockRejectedError('BAD_HEADER', `${what} example weight ${h.exampleWeight}`);
+    }
+    const partial = h.contributorsDigest.length > 0;
+    const kind = this.#opts.kind;
+    if ((kind === 'site-update' && partial) || (kind === 'partial' && !partial)) {
+      throw new BlockRejectedError(
+        'BAD_HEADER',
+        `${what} of ${JSON.stringify(h.signer)} is ${partial ? 'a partial aggregate' : "a site's update"}, expected ${kind === 'partial' ? 'a partial aggregate' : "a site's update"}`,
+      );
+    }
+    const pinned = this.#opts.pinned;
+    if (pinned !== undefined) {
+      if (h.totalParams !== pinned.totalParams) {
+        throw new BlockRejectedError(
+          'NOT_PINNED',
+          `${what} of ${JSON.stringify(h.signer)} has ${h.totalParams} parameters, the round pinned ${pinned.totalParams}`,
+        );
+      }
+      if (!partial && pinned.weightOf !== undefined) {
+        const weight = pinned.weightOf(h.signer);
+        if (weight === undefined || h.exampleWeight !== weight) {
+          throw new BlockRejectedError(
+            'NOT_PINNED',
+            `${what} of ${JSON.stringify(h.signer)} declares weight ${h.exampleWeight}, the round pinned ${weight ?? 'none'}`,
+          );
+        }
+      }
     }
     if (h.contributors < 1 || h.contributors > e.maxContributors) {
       throw new BlockRejectedError('BAD_HEADER', `${what} claims ${h.contributors} contributors`);
@@ -292,7 +390,7 @@ export class BlockVerifier {
       this.#verified.set(cacheKey, true);
       return;
     }
-    if (!verify(key, UPDATE_SIGNATURE_DOMAIN, statement, signature)) {
+    if (!verify(key, updateSignatureDomain(h), statement, signature)) {
       throw new BlockRejectedError(
         'BAD_SIGNATURE',
         `signature of ${JSON.stringify(h.signer)} does not verify`,

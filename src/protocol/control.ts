@@ -18,7 +18,12 @@ const Envelope = root.lookupType('cohort.v1.SignedEnvelope');
 export interface Assignment {
   site: string;
   aggregator: string;
+  /** The site's example weight, pinned for the round: its update must declare exactly this. */
+  examples: number;
 }
+
+/** Bytes of a round attempt id (random, fresh for every RoundOpen). */
+export const ATTEMPT_BYTES = 16;
 
 /** Bodies of the control messages (fields as in cohort.proto, camelCased; uint64 as number). */
 export interface ControlBodies {
@@ -34,6 +39,10 @@ export interface ControlBodies {
     crcChunkBytes: number;
     deadlineUnixMs: number;
     totalExamples: number;
+    /** Parameters of every update of the round (the model's size), pinned. */
+    totalParams: number;
+    /** {@link ATTEMPT_BYTES} random bytes naming this opening of the round. */
+    attempt: Uint8Array;
   };
   prepare: {
     federation: string;
@@ -58,6 +67,8 @@ export interface ControlBodies {
      * of the aggregates store (its SHA-256 is `aggregateDigest`); '' when inline.
      */
     aggregateObject: string;
+    /** The RoundOpen's attempt. */
+    attempt: Uint8Array;
   };
   vote: {
     federation: string;
@@ -71,6 +82,8 @@ export interface ControlBodies {
     bytesSent: number;
     /** YES: `strategyStateHash` of the strategy state after the candidate (empty for NO). */
     stateHash: Uint8Array;
+    /** The RoundOpen's attempt. */
+    attempt: Uint8Array;
   };
   'log-record': LogRecordBody;
   'rollback-request': {
@@ -151,6 +164,8 @@ export interface DecisionBody {
   missing: string[];
   exclusions: ExclusionRecord[];
   nextClip: number;
+  /** The RoundOpen's attempt (empty for a round never opened). */
+  attempt: Uint8Array;
 }
 
 /** A stored snapshot (cohort.proto `SnapshotRecord`). */
@@ -197,6 +212,34 @@ const TYPES = Object.fromEntries(
   Object.entries(TYPE_NAMES).map(([k, v]) => [k, root.lookupType(v)]),
 ) as Record<ControlType, protobuf.Type>;
 
+/**
+ * Largest framed control message of each type, in bytes: a message above its type's cap is
+ * refused (`OVERSIZE`) before its envelope is decoded or its signature checked. A heartbeat, vote
+ * or `switched` is a few hundred bytes plus a signature (ML-DSA-65: 3,309 bytes); RoundOpen grows
+ * with its assignments (about 100 bytes a site); PREPARE carries an aggregate inline up to 8 MiB
+ * and decisions (log records) the exclusion table.
+ */
+export const CONTROL_MAX_BYTES: Readonly<Record<ControlType, number>> = Object.freeze({
+  heartbeat: 8 * 1024,
+  vote: 8 * 1024,
+  switched: 8 * 1024,
+  'rollback-request': 8 * 1024,
+  'round-open': 4 * 1024 * 1024,
+  prepare: 16 * 1024 * 1024,
+  'log-record': 16 * 1024 * 1024,
+});
+
+/** Options of {@link openControl}. */
+export interface OpenControlOptions {
+  /**
+   * The only signer accepted (the member the subject names, or the coordinator): any other is
+   * `WRONG_SIGNER` before the signature is checked.
+   */
+  readonly signer?: string;
+  /** Cap in bytes of the framed message; default {@link CONTROL_MAX_BYTES} of its type. */
+  readonly maxBytes?: number;
+}
+
 /** Signature domain of a control message type. */
 export function controlDomain(type: ControlType): string {
   return `control.${type}`;
@@ -230,16 +273,22 @@ export interface OpenedControl<T extends ControlType> {
 }
 
 /**
- * Unframes, checks the envelope's type is `expected`, looks the signer's key up (`WRONG_SIGNER`
- * when unknown or a different key id), verifies the signature over the exact body bytes
- * (`BAD_SIGNATURE`) and decodes the body (`MALFORMED`). Context checks (federation, round) are the
- * caller's, who knows what it expects.
+ * Checks the size against the type's cap (`OVERSIZE`), unframes, checks the envelope's type is
+ * `expected` and its signer is `options.signer` when given (`WRONG_SIGNER`), looks the signer's key
+ * up (`WRONG_SIGNER` when unknown or a different key id), verifies the signature over the exact
+ * body bytes (`BAD_SIGNATURE`) and decodes the body (`MALFORMED`): cheapest first. Context checks
+ * (federation, round) are the caller's, who knows what it expects.
  */
 export function openControl<T extends ControlType>(
   bytes: Uint8Array,
   expected: T,
   keys: KeyLookup,
+  options: OpenControlOptions = {},
 ): OpenedControl<T> {
+  const cap = options.maxBytes ?? CONTROL_MAX_BYTES[expected];
+  if (bytes instanceof Uint8Array && bytes.length > cap) {
+    throw new BlockRejectedError('OVERSIZE', `${expected} of ${bytes.length} bytes, at most ${cap}`);
+  }
   const env = decode(Envelope, unframe(bytes, FRAME_KIND.control)) as unknown as {
     type: string;
     body: Uint8Array;
@@ -252,6 +301,12 @@ export function openControl<T extends ControlType>(
     throw new BlockRejectedError(
       'MALFORMED',
       `control message is ${JSON.stringify(env.type)}, expected ${expected}`,
+    );
+  }
+  if (options.signer !== undefined && env.signer !== options.signer) {
+    throw new BlockRejectedError(
+      'WRONG_SIGNER',
+      `${expected} signed by ${JSON.stringify(env.signer)}, only ${JSON.stringify(options.signer)} may send it here`,
     );
   }
   const key: PublicSigningKey | undefined = keys(env.signer);

@@ -3,6 +3,8 @@ import { laneLayout, unpackLaneSums } from '../../crypto/lanes/index.ts';
 import { dequantizeSum } from '../../federation/index.ts';
 import { BlockRejectedError } from '../errors/index.ts';
 import type { Aggregate } from './aggregate.ts';
+import { checkIntegrityLanes, encodedLaneCount } from './integrity-lanes.ts';
+import type { RoundContext } from './round-context.ts';
 
 /** Decoded aggregate: integer lane sums and their float value. */
 export interface DecodedAggregate {
@@ -15,11 +17,16 @@ export interface DecodedAggregate {
 }
 
 /**
- * Decrypts an aggregate with the federation's CKKS keyset, unpacks the lanes (refusing any lane
- * beyond K · (2^bits − 1): `LANE_OVERFLOW`), and dequantizes the sum:
+ * Decrypts an aggregate of `context`'s round with the federation's CKKS keyset, unpacks the lanes
+ * (refusing any lane beyond K · (2^bits − 1): `LANE_OVERFLOW`), checks the integrity lanes (exactly
+ * K contributions of this round: `INTEGRITY_MISMATCH`), and dequantizes the sum:
  * Σ_k value(ℓ_k) = −K·clip + S·Δ. Dividing by the weight is the strategy's job.
  */
-export function decodeAggregate(keyset: CkksKeyset, aggregate: Aggregate): DecodedAggregate {
+export function decodeAggregate(
+  keyset: CkksKeyset,
+  aggregate: Aggregate,
+  context: Pick<RoundContext, 'federation' | 'round'>,
+): DecodedAggregate {
   const e = aggregate.encoding;
   const ctx = keyset.ctx;
   if (e.slots !== ctx.slots || !e.ckksParamsId.every((b, i) => b === ctx.paramsId[i])) {
@@ -35,19 +42,20 @@ export function decodeAggregate(keyset: CkksKeyset, aggregate: Aggregate): Decod
       'aggregate lane layout differs from the CKKS parameters',
     );
   }
-  const expectedBlocks = Math.ceil(aggregate.totalParams / e.paramsPerBlock);
+  const lanes = encodedLaneCount(aggregate.totalParams, e.bits);
+  const expectedBlocks = Math.ceil(lanes / e.paramsPerBlock);
   if (aggregate.ciphertexts.length !== expectedBlocks) {
     throw new BlockRejectedError(
       'BLOCK_COUNT_MISMATCH',
       `aggregate has ${aggregate.ciphertexts.length} blocks, ${aggregate.totalParams} parameters need ${expectedBlocks}`,
     );
   }
-  const laneSums = new Float64Array(aggregate.totalParams);
+  const all = new Float64Array(lanes);
   aggregate.ciphertexts.forEach((ct, b) => {
     const offset = b * e.paramsPerBlock;
-    const count = Math.min(e.paramsPerBlock, aggregate.totalParams - offset);
+    const count = Math.min(e.paramsPerBlock, lanes - offset);
     try {
-      unpackLaneSums(keyset.decrypt(ct), count, layout, aggregate.contributors, laneSums, offset);
+      unpackLaneSums(keyset.decrypt(ct), count, layout, aggregate.contributors, all, offset);
     } catch (err) {
       if (err instanceof BlockRejectedError) {
         throw new BlockRejectedError(err.reason, `block ${b}: ${err.message}`, {
@@ -58,6 +66,8 @@ export function decodeAggregate(keyset: CkksKeyset, aggregate: Aggregate): Decod
       throw err;
     }
   });
+  checkIntegrityLanes(all.subarray(aggregate.totalParams), e.bits, aggregate.contributors, context);
+  const laneSums = all.subarray(0, aggregate.totalParams);
   return {
     sum: dequantizeSum(laneSums, aggregate.contributors, e.bits as 1 | 2 | 4 | 8, e.clip),
     laneSums,

@@ -20,10 +20,21 @@ export function encodeAggregate(
   aggregate: Aggregate,
   credentials: AggregatorCredentials,
   context: RoundContext,
-  options: { crcChunkBytes: number; shardCount?: number },
+  options: {
+    crcChunkBytes: number;
+    shardCount?: number;
+    /** Each listed site's own framed manifest, in `aggregate.sites` order, forwarded to the parent. */
+    siteManifests?: readonly Uint8Array[];
+  },
 ): SignedBlocks {
   assertRoundContext(context);
   if (aggregate.sites.length === 0) throw new InvalidArgumentError('aggregate has no contributors');
+  const forwarded = options.siteManifests ?? [];
+  if (forwarded.length !== 0 && forwarded.length !== aggregate.sites.length) {
+    throw new InvalidArgumentError(
+      `siteManifests has ${forwarded.length} entries for ${aggregate.sites.length} contributors`,
+    );
+  }
   const list = aggregate.sites.map((c) => ({ site: c.site, digest: c.digest, weight: c.weight }));
   return signBlocks(
     context,
@@ -38,5 +49,6 @@ export function encodeAggregate(
     aggregate.ciphertexts,
     options.shardCount ?? 1,
     list,
+    forwarded,
   );
 }

@@ -6,6 +6,7 @@ import { SIGNATURE_ALGORITHM_IDS, type SigningKeyPair, sign } from '../../crypto
 import { quantize } from '../../federation/index.ts';
 import { assertFiniteArray, InvalidArgumentError } from '../errors/index.ts';
 import { type CodecOptions, codecEncoding } from './codec-options.ts';
+import { encodedLaneCount, integrityLevels } from './integrity-lanes.ts';
 import {
   type Contributor,
   encodeBlockBody,
@@ -15,12 +16,7 @@ import {
   type UpdateManifest,
 } from './messages.ts';
 import { assertRoundContext, type RoundContext } from './round-context.ts';
-import {
-  blockLeaf,
-  contributorsDigest,
-  UPDATE_SIGNATURE_DOMAIN,
-  updateStatement,
-} from './update-statement.ts';
+import { blockLeaf, contributorsDigest, updateSignatureDomain, updateStatement } from './update-statement.ts';
 import { FRAME_KIND, frame } from './wire-frame.ts';
 
 /** What a site needs to emit an update. */
@@ -91,7 +87,8 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
   const shardCount = options.shardCount ?? 1;
   const totalParams = update.length;
   const perBlock = encoding.paramsPerBlock;
-  const blockCount = Math.ceil(totalParams / perBlock);
+  const lanes = encodedLaneCount(totalParams, encoding.bits);
+  const blockCount = Math.ceil(lanes / perBlock);
   const seed = input.roundingSeed ?? { key0: randomBytes(4).readUInt32BE(0), key1: context.round >>> 0 };
 
   const q = quantize(update, residual, { bits: options.bits, clip: encoding.clip, seed, counterBase: 0 });
@@ -105,13 +102,18 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
     maxLaneSum: encoding.maxContributors * (2 ** encoding.bits - 1),
   };
 
+  // The parameters' levels, then the integrity lanes (a count and the round's tag).
+  const levels = new Uint8Array(lanes);
+  levels.set(q.levels, 0);
+  levels.set(integrityLevels(encoding.bits, context), totalParams);
   const slots = new Float64Array(encoding.slots);
   const ciphertexts: Uint8Array[] = [];
   for (let b = 0; b < blockCount; b++) {
     const offset = b * perBlock;
-    packLanes(q.levels, offset, Math.min(perBlock, totalParams - offset), layout, slots);
+    packLanes(levels, offset, Math.min(perBlock, lanes - offset), layout, slots);
     ciphertexts.push(ckks.encrypt(slots));
   }
+  levels.fill(0);
   slots.fill(0);
   const signed = signBlocks(
     context,
@@ -146,6 +148,7 @@ export function signBlocks(
   ciphertexts: readonly Uint8Array[],
   shardCount: number,
   contributorList: Contributor[],
+  siteManifests: readonly Uint8Array[] = [],
 ): SignedBlocks {
   const header: UpdateHeader = {
     federation: context.federation,
@@ -161,15 +164,16 @@ export function signBlocks(
     ...fields,
   };
   const perBlock = header.encoding.paramsPerBlock;
+  const lanes = encodedLaneCount(header.totalParams, header.encoding.bits);
   const geometry = ciphertexts.map((_, b) => ({
     blockIndex: b,
     shardId: b % shardCount,
     paramOffset: b * perBlock,
-    paramCount: Math.min(perBlock, header.totalParams - b * perBlock),
+    paramCount: Math.min(perBlock, lanes - b * perBlock),
   }));
   const leaves = ciphertexts.map((ct, b) => blockLeaf(geometry[b]!, ct));
   const { root, proofs } = merkleTree(leaves);
-  const signature = sign(signing, UPDATE_SIGNATURE_DOMAIN, updateStatement(header, root));
+  const signature = sign(signing, updateSignatureDomain(header), updateStatement(header, root));
   const blocks = ciphertexts.map((ciphertext, b) => {
     const block: ParameterBlock = {
       ...header,
@@ -181,6 +185,12 @@ export function signBlocks(
     };
     return frame(FRAME_KIND.block, encodeBlockBody(block));
   });
-  const manifest: UpdateManifest = { ...header, updateDigest: root, signature, contributorList };
+  const manifest: UpdateManifest = {
+    ...header,
+    updateDigest: root,
+    signature,
+    contributorList,
+    siteManifests: [...siteManifests],
+  };
   return { blocks, manifest: frame(FRAME_KIND.manifest, encodeManifestBody(manifest)), digest: root };
 }

@@ -3,6 +3,9 @@ export {
   BlockVerifier,
   type BlockVerifierOptions,
   type KeyLookup,
+  maxBlockFrameBytes,
+  maxManifestFrameBytes,
+  type PinnedUpdate,
   type VerifiedBlock,
   type VerifiedManifest,
 } from './block-verifier.ts';
@@ -17,6 +20,8 @@ export {
 export {
   type AggregateInfo,
   type Assignment,
+  ATTEMPT_BYTES,
+  CONTROL_MAX_BYTES,
   type ControlBodies,
   type ControlType,
   controlDomain,
@@ -24,6 +29,7 @@ export {
   type ExclusionRecord,
   type LogRecordBody,
   type LogRecordKind,
+  type OpenControlOptions,
   type OpenedControl,
   openControl,
   type SnapshotRecordBody,
@@ -39,6 +45,12 @@ export {
   type SiteCredentials,
   signBlocks,
 } from './encode-update.ts';
+export {
+  checkIntegrityLanes,
+  encodedLaneCount,
+  integrityLaneCount,
+  integrityLevels,
+} from './integrity-lanes.ts';
 export {
   type Contributor,
   decodeBlockBody,
@@ -64,7 +76,9 @@ export { UpdateInbox } from './update-inbox.ts';
 export {
   blockLeaf,
   contributorsDigest,
+  PARTIAL_SIGNATURE_DOMAIN,
   UPDATE_SIGNATURE_DOMAIN,
+  updateSignatureDomain,
   updateStatement,
 } from './update-statement.ts';
 export { assembleUpdate, type VerifiedUpdate } from './verified-update.ts';

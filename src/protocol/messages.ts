@@ -72,6 +72,11 @@ export interface UpdateManifest extends UpdateHeader {
   signature: Uint8Array;
   /** The sites summed, for a partial aggregate; empty for a site update. */
   contributorList: Contributor[];
+  /**
+   * A partial aggregate's forwarded site manifests (framed, each signed by its site), in
+   * `contributorList` order; empty for a site update. Not covered by the aggregator's signature.
+   */
+  siteManifests: Uint8Array[];
 }
 
 /** Encodes a block body (protobuf, no frame). */
@@ -114,6 +119,7 @@ export function decodeManifestBody(body: Uint8Array): UpdateManifest {
       digest: bytesField(c, 'digest'),
       weight: c['weight'] as number,
     })),
+    siteManifests: ((m['siteManifests'] as Uint8Array[] | undefined) ?? []).slice(),
   };
 }
 

@@ -3,8 +3,20 @@ import { CanonicalWriter } from './canonical-writer.ts';
 import type { Contributor, Encoding, UpdateHeader } from './messages.ts';
 import { WIRE_VERSION } from './wire-frame.ts';
 
-/** Signature domain of an update statement (see `signingMessage` in crypto/signature). */
+/** Signature domain of a site's update statement (see `signingMessage` in crypto/signature). */
 export const UPDATE_SIGNATURE_DOMAIN = 'parameter-update';
+
+/** Signature domain of a partial aggregate's statement: never valid as a site update, nor the reverse. */
+export const PARTIAL_SIGNATURE_DOMAIN = 'partial-aggregate';
+
+/**
+ * The signature domain of an update with this header: a partial aggregate (non-empty contributors
+ * digest) signs under {@link PARTIAL_SIGNATURE_DOMAIN}, a site's own update under
+ * {@link UPDATE_SIGNATURE_DOMAIN}.
+ */
+export function updateSignatureDomain(header: Pick<UpdateHeader, 'contributorsDigest'>): string {
+  return header.contributorsDigest.length > 0 ? PARTIAL_SIGNATURE_DOMAIN : UPDATE_SIGNATURE_DOMAIN;
+}
 
 function writeEncoding(w: CanonicalWriter, e: Encoding): void {
   w.u8(e.bits)

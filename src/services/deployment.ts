@@ -1,12 +1,24 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { NodeConnectionOptions } from '@nats-io/transport-node';
 import { stringify } from 'yaml';
 import { DEFAULT_CKKS_PARAMS, getCkksContext } from '../../crypto/ckks/index.ts';
 import { type CohortConfig, type CohortConfigInput, parseConfig } from '../config/index.ts';
-import { type NatsServerHandle, startNatsServer } from '../transport/index.ts';
+import {
+  type NatsServerHandle,
+  type NatsUser,
+  natsAuthOptions,
+  startNatsServer,
+} from '../transport/index.ts';
 import { runKeyCeremony } from './key-ceremony.ts';
+import {
+  generateMemberNatsKeys,
+  issueMemberCertificate,
+  loadCertificateAuthority,
+  memberNatsPaths,
+} from './nats-credentials.ts';
 
-/** A local federation: keys, a nats-server with per-member users, and the config file. */
+/** A local federation: keys, a nats-server (mutual TLS, NKEY users, permissions), and the config file. */
 export interface LocalDeployment {
   readonly dir: string;
   readonly configPath: string;
@@ -15,12 +27,20 @@ export interface LocalDeployment {
   readonly coordinator: string;
   readonly aggregators: readonly string[];
   readonly sites: readonly string[];
+  /**
+   * `connect()` options of the operator's `admin` user (every subject, the whole JetStream API),
+   * present only with `admin: true`: for tests that reset JetStream state no member may touch.
+   */
+  readonly admin: NodeConnectionOptions | undefined;
   stop(): Promise<void>;
 }
 
 /**
- * Sets up a federation on this machine in `dir`: runs the key ceremony, starts nats-server (JetStream
- * on, free port, the members' users and permissions), and writes `federation.yaml` pointing at it.
+ * Sets up a federation on this machine in `dir`: runs the key ceremony (member keys and NATS
+ * credentials in `dir/keys`, the federation CA key and nats-server's certificate in `dir/nats`),
+ * starts nats-server (JetStream on, free port, TLS required with client certificates of the
+ * federation CA, the members' NKEY users and permissions), and writes `federation.yaml` pointing at
+ * it with a `tls://` URL (each member's TLS and NKEY files default from `members.keysDir`).
  * `overrides` is merged into the config (round timing, learning settings). Used by the demo and the
  * integration tests.
  */
@@ -33,6 +53,8 @@ export async function createLocalDeployment(options: {
   auditors?: number;
   overrides?: Partial<CohortConfigInput>;
   natsConfig?: string;
+  /** Also create an operator `admin` NKEY user with full rights (see {@link LocalDeployment.admin}). */
+  admin?: boolean;
 }): Promise<LocalDeployment> {
   const federation = options.federation ?? 'demo';
   const coordinator = 'coordinator';
@@ -42,7 +64,7 @@ export async function createLocalDeployment(options: {
   const keysDir = join(options.dir, 'keys');
   mkdirSync(keysDir, { recursive: true });
   const ckks = await getCkksContext(DEFAULT_CKKS_PARAMS);
-  const { authorization } = runKeyCeremony({
+  const { users, tls } = runKeyCeremony({
     dir: keysDir,
     federation,
     coordinator,
@@ -51,10 +73,30 @@ export async function createLocalDeployment(options: {
     auditors,
     algorithm: 'falcon-512',
     ckks,
+    tlsDir: join(options.dir, 'nats'),
   });
+  let admin: { user: NatsUser; options: NodeConnectionOptions } | undefined;
+  if (options.admin === true) {
+    const natsDir = join(options.dir, 'nats');
+    const { nkey, tlsPublicKeyPem } = generateMemberNatsKeys(natsDir, 'admin', true);
+    const paths = memberNatsPaths(natsDir, 'admin');
+    issueMemberCertificate(loadCertificateAuthority(natsDir), 'admin', tlsPublicKeyPem, paths.tlsCert);
+    admin = {
+      user: { user: 'admin', nkey, publish: { allow: ['>'] }, subscribe: { allow: ['>'] } },
+      options: {
+        name: 'admin',
+        ...natsAuthOptions({
+          tls: { ca: tls.ca, cert: paths.tlsCert, key: paths.tlsKey },
+          nkeySeedFile: paths.seed,
+        }),
+      },
+    };
+  }
   const nats = await startNatsServer({
     jetstream: true,
-    config: `${authorization}\n${options.natsConfig ?? ''}`,
+    tls,
+    users: admin === undefined ? users : [...users, admin.user],
+    ...(options.natsConfig === undefined ? {} : { config: options.natsConfig }),
   });
   const input = {
     ...options.overrides,
@@ -80,6 +122,7 @@ export async function createLocalDeployment(options: {
     coordinator,
     aggregators,
     sites,
+    admin: admin === undefined ? undefined : { servers: nats.url, ...admin.options },
     stop: () => nats.stop(),
   };
 }

@@ -1,6 +1,7 @@
 export { createLocalDeployment, type LocalDeployment } from './deployment.ts';
 export {
   type CeremonyInput,
+  type CeremonyResult,
   CKKS_KEY_PURPOSE,
   DATA_KEY_PURPOSE,
   type EnrollInput,
@@ -9,4 +10,24 @@ export {
   loadSiteDataKey,
   runKeyCeremony,
 } from './key-ceremony.ts';
-export { type MemberContext, type MemberRole, openMember, readRegistry, roleOf } from './member-context.ts';
+export {
+  type MemberContext,
+  type MemberRole,
+  memberConnectOptions,
+  memberNatsFiles,
+  openMember,
+  readRegistry,
+  roleOf,
+} from './member-context.ts';
+export {
+  createFederationTls,
+  type FederationTlsPaths,
+  federationAuthorizationSpec,
+  federationTlsPaths,
+  generateMemberNatsKeys,
+  issueMemberCertificate,
+  loadCertificateAuthority,
+  type MemberNatsPaths,
+  memberNatsPaths,
+  readMemberNkey,
+} from './nats-credentials.ts';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type CkksContext, CkksKeyset } from '../../crypto/ckks/index.ts';
 import {
@@ -19,8 +19,20 @@ import {
   wipeSigningKeyPair,
 } from '../../crypto/signature/index.ts';
 import { CryptoError, InvalidArgumentError } from '../errors/index.ts';
-import { federationAuthorization } from '../transport/index.ts';
+import {
+  federationAuthorization,
+  federationUsers,
+  type NatsServerTlsFiles,
+  type NatsUser,
+} from '../transport/index.ts';
 import { DATA_KEY_BYTES } from '../versions/snapshot-cipher.ts';
+import {
+  createFederationTls,
+  federationTlsPaths,
+  generateMemberNatsKeys,
+  issueMemberCertificate,
+  memberNatsPaths,
+} from './nats-credentials.ts';
 
 /** Purpose bound into the envelope that carries the CKKS secret key to a site. */
 export const CKKS_KEY_PURPOSE = 'ckks-secret-key';
@@ -43,34 +55,60 @@ export interface CeremonyInput {
   readonly auditors?: readonly string[];
   readonly algorithm: SignatureAlgorithm;
   readonly ckks: CkksContext;
+  /**
+   * Folder of the federation's TLS secrets (`ca.key.pem`, `server.crt`, `server.key.pem`, and
+   * `ca.crt`); default `dir`. `ca.crt` is written to `dir` too, for the members.
+   */
+  readonly tlsDir?: string;
+  /** Hosts (IPs, DNS names) nats-server's certificate names; default 127.0.0.1 and localhost. */
+  readonly natsHosts?: readonly string[];
+}
+
+/** What {@link runKeyCeremony} hands the operator of nats-server. */
+export interface CeremonyResult {
+  /** The NKEY users of every member with their permissions. */
+  readonly users: NatsUser[];
+  /** {@link users} as a nats-server `authorization` block. */
+  readonly authorization: string;
+  /** nats-server's TLS files (certificate, key, federation CA). */
+  readonly tls: NatsServerTlsFiles;
 }
 
 /**
  * A key ceremony for a whole federation on one machine (the demo and tests; in production each
  * member generates its own signing and KEM keys and sends only public keys, and the ceremony runs
- * at one site). Writes per member `<id>.key` + `<id>.pub` (lattice signing), `<id>.nats` (its NATS
- * password); per site `<id>.kem` + `<id>.kem.pub` (ML-KEM-768), `<id>.ckks.env`: the CKKS
+ * at one site). Writes per member `<id>.key` + `<id>.pub` (lattice signing) and its NATS
+ * credentials (`<id>.nk` NKEY seed and `<id>.tls.key` TLS client key, both 0600; `<id>.nk.pub`,
+ * `<id>.tls.pub`, and `<id>.tls.crt` issued by the federation CA: see `nats-credentials.ts`); the
+ * federation CA and nats-server's certificate in `tlsDir`, and `ca.crt` in `dir`; per site `<id>.kem` + `<id>.kem.pub` (ML-KEM-768), `<id>.ckks.env`: the CKKS
  * secret key wrapped for that site alone, and `<id>.data.env`: the federation data key (32 random
  * bytes, one for the whole federation) wrapped for that site alone under the same ML-KEM-768 key
  * (purpose {@link DATA_KEY_PURPOSE}). Envelopes are written 0600. Neither the CKKS secret nor the
  * data key is ever written in the clear; both are wiped before returning.
- * Returns the nats-server `authorization` block for these members.
+ * No password is written anywhere: members authenticate with their NKEY over mutual TLS.
+ * Returns the NATS users, their `authorization` block and nats-server's TLS files.
  */
-export function runKeyCeremony(input: CeremonyInput): { authorization: string } {
+export function runKeyCeremony(input: CeremonyInput): CeremonyResult {
   mkdirSync(input.dir, { recursive: true });
-  const password = (id: string) => {
-    const pass = randomBytes(18).toString('base64url');
-    const path = join(input.dir, `${id}.nats`);
-    writeFileSync(path, `${pass}\n`, { mode: 0o600 });
-    chmodSync(path, 0o600);
-    return pass;
+  const tlsDir = input.tlsDir ?? input.dir;
+  mkdirSync(tlsDir, { recursive: true });
+  const { ca, server } = createFederationTls(tlsDir, {
+    hosts: input.natsHosts ?? ['127.0.0.1', 'localhost'],
+    overwrite: true,
+  });
+  const caCert = federationTlsPaths(input.dir).caCert;
+  if (tlsDir !== input.dir) copyFileSync(server.ca, caCert);
+  const nats = (id: string) => {
+    const { nkey, tlsPublicKeyPem } = generateMemberNatsKeys(input.dir, id, true);
+    issueMemberCertificate(ca, id, tlsPublicKeyPem, memberNatsPaths(input.dir, id).tlsCert);
+    return nkey;
   };
   const credential = (id: string) => {
     const kp = generateSigningKeyPair(input.algorithm);
     saveSigningKeyPair(join(input.dir, `${id}.key`), kp);
     savePublicKey(join(input.dir, `${id}.pub`), kp);
     wipeSigningKeyPair(kp);
-    return { id, password: password(id) };
+    return { id, nkey: nats(id) };
   };
   const coordinator = credential(input.coordinator);
   const aggregators = input.aggregators.map(credential);
@@ -87,15 +125,8 @@ export function runKeyCeremony(input: CeremonyInput): { authorization: string } 
     dataKey.fill(0);
     keyset.delete();
   }
-  return {
-    authorization: federationAuthorization({
-      federation: input.federation,
-      coordinator,
-      aggregators,
-      sites,
-      auditors,
-    }),
-  };
+  const spec = { federation: input.federation, coordinator, aggregators, sites, auditors };
+  return { users: federationUsers(spec), authorization: federationAuthorization(spec), tls: server };
 }
 
 /** Creates `site`'s ML-KEM-768 key pair and wraps the CKKS secret and the data key for it. */

@@ -1,5 +1,6 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
+import type { NodeConnectionOptions } from '@nats-io/transport-node';
 import { type CkksContext, getCkksContext } from '../../crypto/ckks/index.ts';
 import {
   loadPublicKey,
@@ -15,8 +16,11 @@ import {
   connectTransport,
   type FederationSubjects,
   federationSubjects,
+  type NatsAuthFiles,
   type NatsTransport,
+  natsAuthOptions,
 } from '../transport/index.ts';
+import { federationTlsPaths, memberNatsPaths } from './nats-credentials.ts';
 
 /** A member's role in the federation. */
 export type MemberRole = 'coordinator' | 'aggregator' | 'site' | 'auditor';
@@ -75,20 +79,71 @@ function enrolledKey(
   return key;
 }
 
-/** Reads every `<id>.pub` in `dir`: the registry of members' public signing keys. */
+/**
+ * Reads every `<id>.pub` in `dir`: the registry of members' public signing keys. Other public
+ * files (`<id>.kem.pub`, `<id>.nk.pub`, `<id>.tls.pub`) are skipped: a member id has no dot.
+ */
 export function readRegistry(dir: string): Map<string, PublicSigningKey> {
   const registry = new Map<string, PublicSigningKey>();
   for (const name of readdirSync(dir)) {
-    if (name.endsWith('.pub') && !name.endsWith('.kem.pub'))
-      registry.set(name.slice(0, -4), loadPublicKey(join(dir, name)));
+    if (/^[A-Za-z0-9_-]+\.pub$/.test(name)) registry.set(name.slice(0, -4), loadPublicKey(join(dir, name)));
   }
   return registry;
 }
 
 /**
- * Opens a member: checks its role, loads its signing key and the registry, connects to NATS as
- * the user named after the member (password from `<keysDir>/<id>.nats` when present), and builds
- * the CKKS context (public parameters only).
+ * The NATS credential files `member` connects with (see `nats-credentials.ts` for the layout):
+ * - TLS whenever a server URL is `tls://` or `nats.tls` is set; each absent `nats.tls` field
+ *   defaults to `<keysDir>/ca.crt`, `<keysDir>/<member>.tls.crt`, `<keysDir>/<member>.tls.key`;
+ * - `nats.credentials`, else `nats.nkeySeed`, else `<keysDir>/<member>.nk` when it exists (no
+ *   authentication otherwise, for servers without users).
+ */
+export function memberNatsFiles(config: CohortConfig, member: string, keysDir?: string): NatsAuthFiles {
+  const dir = keysDir ?? config.members?.keysDir ?? 'keys';
+  const nats = config.nats;
+  const paths = memberNatsPaths(dir, member);
+  const useTls = nats.tls !== undefined || nats.servers.some((s) => s.startsWith('tls://'));
+  const seed = nats.nkeySeed ?? (existsSync(paths.seed) ? paths.seed : undefined);
+  return {
+    ...(useTls
+      ? {
+          tls: {
+            ca: nats.tls?.ca ?? federationTlsPaths(dir).caCert,
+            cert: nats.tls?.cert ?? paths.tlsCert,
+            key: nats.tls?.key ?? paths.tlsKey,
+          },
+        }
+      : {}),
+    ...(nats.credentials !== undefined
+      ? { credentials: nats.credentials }
+      : seed !== undefined
+        ? { nkeySeedFile: seed }
+        : {}),
+  };
+}
+
+/**
+ * Options for a raw `connect()` of `@nats-io/transport-node` as `member` (servers, name, its inbox
+ * prefix, TLS and NKEY authenticator from {@link memberNatsFiles}): for tools and tests that need a
+ * bare connection with a member's real credentials.
+ */
+export function memberConnectOptions(
+  config: CohortConfig,
+  member: string,
+  keysDir?: string,
+): NodeConnectionOptions {
+  return {
+    servers: [...config.nats.servers],
+    name: member,
+    inboxPrefix: federationSubjects(config.federation.id).inboxPrefix(member),
+    ...natsAuthOptions(memberNatsFiles(config, member, keysDir)),
+  };
+}
+
+/**
+ * Opens a member: checks its role, loads its signing key and the registry, connects to NATS with
+ * the member's credentials ({@link memberNatsFiles}: mutual TLS and its NKEY), and builds the CKKS
+ * context (public parameters only).
  */
 export async function openMember(
   config: CohortConfig,
@@ -107,13 +162,11 @@ export async function openMember(
   ]);
   const log = createLogger({ level: config.log.level, name: `cohort-${role}`, base: { member } });
   const subjects = federationSubjects(config.federation.id);
-  const passFile = join(dir, `${member}.nats`);
-  const pass = existsSync(passFile) ? readFileSync(passFile, 'utf8').trim() : undefined;
   const transport = await connectTransport({
     servers: [...config.nats.servers],
     name: member,
     inboxPrefix: subjects.inboxPrefix(member),
-    ...(pass === undefined ? {} : { user: member, pass }),
+    ...memberNatsFiles(config, member, dir),
     maxRetry: config.nats.maxRetry,
     timeoutMs: config.nats.timeoutMs,
   });

@@ -165,7 +165,7 @@ export async function heChannel(
             ),
           );
         }
-        const decoded = decodeAggregate(keyset, builder.finish());
+        const decoded = decodeAggregate(keyset, builder.finish(), context);
         const n = decoded.sum.length;
         const mean = new Float32Array(n);
         for (let i = 0; i < n; i++) mean[i] = decoded.sum[i]! / contributions.length;

@@ -1,4 +1,25 @@
-export { type ChunkFrame, crcHex, FRAME_HEADERS, parseChunkFrame, splitChunks } from './chunk-frame.ts';
+export {
+  type ChunkFrame,
+  type ChunkHeader,
+  crcHex,
+  FRAME_HEADERS,
+  MIN_CHUNK_BYTES,
+  parseChunkFrame,
+  splitChunks,
+} from './chunk-frame.ts';
+export {
+  assertServerUrls,
+  type NatsAuthFiles,
+  type NatsAuthOptions,
+  type NatsTlsFiles,
+  natsAuthOptions,
+} from './connect-options.ts';
+export { connectTransport, type NatsTransportOptions } from './connect-transport.ts';
+export {
+  TRANSPORT_DROP_REASONS,
+  type TransportDropCounts,
+  type TransportDropReason,
+} from './drop-reason.ts';
 export {
   findNatsServer,
   freePort,
@@ -9,22 +30,33 @@ export {
   startNatsCluster,
   startNatsServer,
 } from './nats-process.ts';
+export { NatsTransport, type NatsTransportStats } from './nats-transport.ts';
 export {
-  connectTransport,
-  NatsTransport,
-  type NatsTransportOptions,
-  type NatsTransportStats,
-} from './nats-transport.ts';
-export {
+  assertUserNkey,
+  DEFAULT_RESPONSE_EXPIRES_MS,
   type FederationAuthorizationSpec,
   federationAuthorization,
   federationUsers,
   type MemberCredential,
   type NatsPermissionSet,
+  type NatsResponsePermission,
   type NatsUser,
   renderAuthorization,
 } from './permissions.ts';
-export { Reassembler, type ReassemblerOptions } from './reassembler.ts';
+export { DEFAULT_MAX_SENDERS, type RateLimitOptions } from './rate-limiter.ts';
+export {
+  PART_OVERHEAD_BYTES,
+  Reassembler,
+  type ReassemblerOptions,
+  type ReassemblyDropReason,
+  type ReassemblyResult,
+} from './reassembler.ts';
+export {
+  type NatsServerConfigSpec,
+  type NatsServerTlsFiles,
+  renderServerConfig,
+  renderTlsBlock,
+} from './server-config.ts';
 export { assertSubject } from './subject-check.ts';
 export {
   assertSubjectToken,
@@ -34,6 +66,14 @@ export {
   objectStreamName,
   readOnlyStreamSubjects,
 } from './subjects.ts';
+export {
+  type CertificateAuthority,
+  type CertificateRequest,
+  createCertificateAuthority,
+  generateTlsKeyPair,
+  issueCertificate,
+  type TlsKeyPair,
+} from './tls-certificate.ts';
 export type {
   InboundMessage,
   MessageHandler,
@@ -45,3 +85,4 @@ export type {
   TransportSubscription,
 } from './transport.ts';
 export { TRANSPORT_ERROR_CODES, TransportError, type TransportErrorCode } from './transport-error.ts';
+export { TRANSPORT_DEFAULTS } from './transport-limits.ts';

@@ -11,9 +11,11 @@ import {
 import { createServer, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { connect as tlsConnect } from 'node:tls';
 import { connect, type NatsConnection, nuid } from '@nats-io/transport-node';
 import { InvalidArgumentError } from '../errors/index.ts';
 import { type NatsUser, renderAuthorization } from './permissions.ts';
+import { type NatsServerTlsFiles, renderTlsBlock } from './server-config.ts';
 import { TransportError } from './transport-error.ts';
 
 /** Options of {@link startNatsServer}. */
@@ -24,13 +26,19 @@ export interface NatsServerOptions {
   readonly config?: string;
   /** Users to render as an `authorization` block (see `federationUsers`). */
   readonly users?: readonly NatsUser[];
+  /**
+   * Mutual TLS: the server requires TLS and a client certificate signed by `tls.ca` (`verify: true`);
+   * the handle's URL is then `tls://127.0.0.1:<port>`, and readiness is checked with a TLS handshake
+   * that verifies the server's certificate against `tls.ca` for 127.0.0.1.
+   */
+  readonly tls?: NatsServerTlsFiles;
   /** Give up starting after this long; default 10000 ms. */
   readonly startTimeoutMs?: number;
 }
 
 /** A running nats-server started by {@link startNatsServer}. */
 export interface NatsServerHandle {
-  /** Client URL, `nats://127.0.0.1:<port>`. */
+  /** Client URL, `nats://127.0.0.1:<port>` (`tls://` with TLS). */
   readonly url: string;
   readonly port: number;
   readonly pid: number;
@@ -143,6 +151,37 @@ async function probeInfo(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * Resolves true once the server on `port` says `tls_required` in its INFO and completes a TLS
+ * handshake whose certificate verifies against `ca` for 127.0.0.1 (the server then refuses this
+ * probe, which has no client certificate: TLS 1.3 reports that after the handshake).
+ */
+async function probeTls(port: number, ca: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const sock = new Socket();
+    let settled = false;
+    const done = (ok: boolean) => {
+      if (settled) return;
+      settled = true;
+      sock.destroy();
+      resolve(ok);
+    };
+    sock.setTimeout(2000, () => done(false));
+    // `on`, not `once`: the refused handshake may end in more than one error event.
+    sock.on('error', () => done(false));
+    sock.once('data', (d) => {
+      const line = d.toString('latin1');
+      if (!line.startsWith('INFO ') || !/"tls_required"\s*:\s*true/.test(line)) {
+        done(false);
+        return;
+      }
+      const secure = tlsConnect({ socket: sock, ca, host: '127.0.0.1' }, () => done(secure.authorized));
+      secure.on('error', () => done(false));
+    });
+    sock.connect(port, '127.0.0.1');
+  });
+}
+
 function logTail(logFile: string): string {
   try {
     return readFileSync(logFile, 'utf8').split('\n').slice(-15).join('\n');
@@ -168,6 +207,7 @@ async function launch(
   conf: string,
   storeDir: string,
   timeoutMs: number,
+  tlsCa?: string,
 ): Promise<NatsServerHandle> {
   const exe = findNatsServer();
   const confFile = join(dir, 'server.conf');
@@ -217,7 +257,7 @@ async function launch(
         throw serverError(`nats-server did not report its port within ${timeoutMs} ms:\n${logTail(logFile)}`);
       }
     }
-    while (!(await probeInfo(port))) {
+    while (!(await (tlsCa === undefined ? probeInfo(port) : probeTls(port, tlsCa)))) {
       if (Date.now() > deadline)
         throw serverError(`nats-server on port ${port} did not accept clients in time`);
       await sleep(20);
@@ -227,7 +267,7 @@ async function launch(
     throw err;
   }
   return {
-    url: `nats://127.0.0.1:${port}`,
+    url: `${tlsCa === undefined ? 'nats' : 'tls'}://127.0.0.1:${port}`,
     port,
     pid: child.pid!,
     storeDir,
@@ -248,15 +288,27 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
     throw new InvalidArgumentError('config must be a string', { details: { name: 'config' } });
   }
   findNatsServer();
+  let tlsCa: string | undefined;
+  if (options.tls !== undefined) {
+    try {
+      tlsCa = readFileSync(options.tls.ca, 'utf8');
+    } catch (cause) {
+      throw new InvalidArgumentError(`tls.ca: cannot read ${options.tls.ca}`, {
+        cause,
+        details: { name: 'tls.ca', path: options.tls.ca },
+      });
+    }
+  }
   const dir = mkdtempSync(join(tmpdir(), 'cohort-nats-'));
   const storeDir = join(dir, 'jetstream');
   const conf = [
     'listen: 127.0.0.1:-1',
     options.jetstream ? `jetstream { store_dir: ${JSON.stringify(storeDir)} }` : '',
+    options.tls ? renderTlsBlock(options.tls) : '',
     options.users ? renderAuthorization(options.users) : '',
     options.config ?? '',
   ].join('\n');
-  return launch(dir, conf, storeDir, options.startTimeoutMs ?? 10_000);
+  return launch(dir, conf, storeDir, options.startTimeoutMs ?? 10_000, tlsCa);
 }
 
 async function waitRouted(conns: NatsConnection[], deadline: number): Promise<void> {

@@ -1,147 +1,67 @@
-import { readFileSync } from 'node:fs';
 import { setImmediate as nextMacrotask } from 'node:timers/promises';
 import {
   ClosedConnectionError,
-  connect,
   headers as createHeaders,
-  credsAuthenticator,
-  type Msg,
-  type MsgHdrs,
   type NatsConnection,
-  type NodeConnectionOptions,
-  nuid,
   PermissionViolationError,
-  type Subscription,
 } from '@nats-io/transport-node';
 import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
+import { crcHex, FRAME_HEADER_BUDGET, FRAME_HEADERS, MIN_CHUNK_BYTES, splitChunks } from './chunk-frame.ts';
+import type { NatsTransportOptions } from './connect-transport.ts';
 import {
-  crcHex,
-  FRAME_HEADER_BUDGET,
-  FRAME_HEADERS,
-  parseChunkFrame,
-  RESERVED_HEADER_PREFIX,
-  splitChunks,
-} from './chunk-frame.ts';
-import { Reassembler } from './reassembler.ts';
-import { SeenCache } from './seen-cache.ts';
+  CHUNK_ERROR_REASONS,
+  DropCounter,
+  type TransportDropCounts,
+  type TransportDropReason,
+} from './drop-reason.ts';
+import { assertHeaders, userHeaderBytes } from './message-headers.ts';
+import { NatsSubscription } from './nats-subscription.ts';
+import { randomId } from './random-id.ts';
+import { ReplyInbox } from './reply-inbox.ts';
 import { assertSubject } from './subject-check.ts';
 import type {
-  InboundMessage,
   MessageHandler,
   MessageHeaders,
   RequestOptions,
   SubscribeOptions,
-  SubscriptionStats,
   Transport,
   TransportSubscription,
 } from './transport.ts';
-import { TransportError } from './transport-error.ts';
+import { errorMessage, TransportError } from './transport-error.ts';
+import {
+  assertReceiveLimits,
+  type ReceiveLimits,
+  resolveLimits,
+  TRANSPORT_DEFAULTS,
+} from './transport-limits.ts';
 
-/** Options of {@link connectTransport}. */
-export interface NatsTransportOptions {
-  /** Server URLs (`nats://host:port`), tried in order. */
-  readonly servers: readonly string[];
-  /** Connection name shown by the server (e.g. `site-a`). */
-  readonly name: string;
-  /** Reply-inbox prefix (see `FederationSubjects.inboxPrefix`); default `_INBOX`. */
-  readonly inboxPrefix?: string;
-  /** Path of a NATS `.creds` file (JWT + nkey seed). */
-  readonly credentials?: string;
-  /** User name (with `pass`), as in a generated `authorization` block. */
-  readonly user?: string;
-  readonly pass?: string;
-  /** Retries of a request after its first attempt; default 5 (config `nats.maxRetry`). */
-  readonly maxRetry?: number;
-  /** Reply wait per request attempt and publish confirmation wait, ms; default 3000 (`nats.timeoutMs`). */
-  readonly timeoutMs?: number;
-  /** An incomplete chunked message is dropped this long after its first chunk; default 30000 ms. */
-  readonly reassemblyTimeoutMs?: number;
-  /** Largest whole message accepted from the wire; default 256 MiB. */
-  readonly maxMessageBytes?: number;
-  /** Incomplete messages buffered per subscription; default 64. */
-  readonly maxPendingMessages?: number;
-  /** Bytes buffered for incomplete messages per subscription; default 512 MiB. */
-  readonly maxPendingBytes?: number;
-  /** Message ids (with replies) remembered per subscription for de-duplication; default 4096. */
-  readonly seenCacheSize?: number;
-  /** Errors that reach no caller: permission violations, connection errors, subscription errors. */
-  readonly onError?: (err: TransportError) => void;
-}
-
-/** Counters of a whole transport. */
+/** Counters of a whole transport (its reply inbox and every subscription it ever had). */
 export interface NatsTransportStats {
   /** Request attempts after the first. */
   readonly retries: number;
   /** Permission violations reported by the server. */
   readonly permissionErrors: number;
-  /** Corrupt chunks seen on any subscription or the reply inbox. */
+  /** Corrupt chunks seen on any subscription or the reply inbox (`FRAME_MALFORMED`, `CRC_MISMATCH`, `CHUNK_MISMATCH`, `OVERSIZE`). */
   readonly chunkErrors: number;
+  /** Every chunk or message dropped, by reason. */
+  readonly dropped: TransportDropCounts;
 }
 
-type Outcome =
-  | { readonly kind: 'reply'; readonly data: Uint8Array }
-  | { readonly kind: 'remote'; readonly error: string }
-  | { readonly kind: 'noResponders' };
-
-interface PendingRequest {
-  outcome?: Outcome;
-  wake?: () => void;
+/** What a subscription inherits from its transport. @internal */
+export interface ReceiveDefaults {
+  readonly limits: ReceiveLimits;
+  readonly reassemblyTimeoutMs: number;
+  readonly seenCacheSize: number;
 }
 
 interface PublishWatcher {
   error?: TransportError;
 }
 
-const DEFAULTS = {
-  maxRetry: 5,
-  timeoutMs: 3000,
-  reassemblyTimeoutMs: 30_000,
-  maxMessageBytes: 256 * 1024 * 1024,
-  maxPendingMessages: 64,
-  maxPendingBytes: 512 * 1024 * 1024,
-  seenCacheSize: 4096,
-} as const;
-
-function userHeaderBytes(h: MessageHeaders | undefined): number {
-  if (h === undefined) return 0;
-  let n = 0;
-  for (const [k, v] of Object.entries(h)) n += Buffer.byteLength(k) + Buffer.byteLength(v) + 4;
-  return n;
-}
-
-function assertHeaders(name: string, h: unknown): asserts h is MessageHeaders | undefined {
-  if (h === undefined) return;
-  if (typeof h !== 'object' || h === null) {
-    throw new InvalidArgumentError(`${name} must be an object of string values`, { details: { name } });
-  }
-  for (const [k, v] of Object.entries(h)) {
-    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,64}$/.test(k) || k.toLowerCase().startsWith(RESERVED_HEADER_PREFIX)) {
-      throw new InvalidArgumentError(
-        `${name}: header name ${JSON.stringify(k)} is invalid or uses the reserved "Cohort-" prefix`,
-        { details: { name, header: k } },
-      );
-    }
-    if (typeof v !== 'string' || /[\r\n]/.test(v)) {
-      throw new InvalidArgumentError(`${name}: header ${k} must be a single-line string`, {
-        details: { name, header: k },
-      });
-    }
-  }
-}
-
 function assertBytes(name: string, data: unknown): asserts data is Uint8Array {
   if (!(data instanceof Uint8Array)) {
     throw new InvalidArgumentError(`${name} must be a Uint8Array`, { details: { name } });
   }
-}
-
-function readHeaders(h: MsgHdrs | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (h === undefined) return out;
-  for (const k of h.keys()) {
-    if (!k.toLowerCase().startsWith(RESERVED_HEADER_PREFIX)) out[k] = h.get(k);
-  }
-  return out;
 }
 
 function remoteError(subject: string, text: string): TransportError {
@@ -153,16 +73,13 @@ function remoteError(subject: string, text: string): TransportError {
   });
 }
 
-function describe(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
 /**
  * {@link Transport} on a NATS connection (`@nats-io/transport-node`). Payloads over the
  * server's `max_payload` travel as CRC-checked chunks; requests retry with one message id so
  * subscribers answer a retry from their reply cache instead of handling it twice; the server's
  * asynchronous permission violations are turned into `TRANSPORT_PERMISSION` rejections of the
- * publish, request or subscription concerned.
+ * publish, request or subscription concerned. Message ids, reply tokens and the inbox base are
+ * 128-bit random; every inbound chunk is checked cheapest first and every drop is counted.
  */
 export class NatsTransport implements Transport {
   /** The underlying connection, for JetStream, KV and object store clients. */
@@ -170,29 +87,28 @@ export class NatsTransport implements Transport {
   readonly #options: NatsTransportOptions;
   readonly #maxRetry: number;
   readonly #timeoutMs: number;
-  readonly #inboxBase: string;
-  readonly #inboxReassembler: Reassembler;
-  readonly #requests = new Map<string, PendingRequest>();
+  readonly #inbox: ReplyInbox;
   readonly #watchers = new Map<string, Set<PublishWatcher>>();
   readonly #subscriptions = new Set<NatsSubscription>();
+  readonly #dropped = new DropCounter();
   #closed = false;
   #retries = 0;
   #permissionErrors = 0;
-  #chunkErrors = 0;
 
-  /** Use {@link connectTransport}. */
+  /** Use `connectTransport` (connect-transport.ts). */
   constructor(nc: NatsConnection, options: NatsTransportOptions, inboxPrefix: string) {
     this.connection = nc;
     this.#options = options;
-    this.#maxRetry = options.maxRetry ?? DEFAULTS.maxRetry;
-    this.#timeoutMs = options.timeoutMs ?? DEFAULTS.timeoutMs;
-    this.#inboxBase = `${inboxPrefix}.${nuid.next()}`;
-    this.#inboxReassembler = this.newReassembler();
-    nc.subscribe(`${this.#inboxBase}.*`, {
-      callback: (err, msg) => {
-        if (err) this.report(this.translate(err, 'reply inbox'));
-        else this.onInboxMessage(msg);
+    this.#maxRetry = options.maxRetry ?? TRANSPORT_DEFAULTS.maxRetry;
+    this.#timeoutMs = options.timeoutMs ?? TRANSPORT_DEFAULTS.timeoutMs;
+    this.#inbox = new ReplyInbox(nc, inboxPrefix, {
+      limits: resolveLimits(options),
+      reassemblyTimeoutMs: this.receiveDefaults.reassemblyTimeoutMs,
+      onDrop: (reason, subject, fault) => {
+        this.countDrop(reason);
+        if (fault !== undefined) this.report(fault.toError(subject));
       },
+      onError: (err) => this.report(this.translate(err, 'reply inbox')),
     });
     void this.watchStatus();
   }
@@ -204,9 +120,12 @@ export class NatsTransport implements Transport {
 
   /** Transport-wide counters. */
   stats(): NatsTransportStats {
-    let chunkErrors = this.#chunkErrors;
-    for (const s of this.#subscriptions) chunkErrors += s.stats().chunkErrors;
-    return { retries: this.#retries, permissionErrors: this.#permissionErrors, chunkErrors };
+    return {
+      retries: this.#retries,
+      permissionErrors: this.#permissionErrors,
+      chunkErrors: this.#dropped.sum(CHUNK_ERROR_REASONS),
+      dropped: this.#dropped.snapshot(),
+    };
   }
 
   async publish(subject: string, data: Uint8Array, headers?: MessageHeaders): Promise<void> {
@@ -214,7 +133,7 @@ export class NatsTransport implements Transport {
     assertBytes('data', data);
     assertHeaders('headers', headers);
     this.assertOpen();
-    await this.send(subject, data, nuid.next(), headers, undefined, undefined);
+    await this.send(subject, data, randomId(), headers, undefined, undefined);
   }
 
   async request(subject: string, data: Uint8Array, opts: RequestOptions = {}): Promise<Uint8Array> {
@@ -226,11 +145,8 @@ export class NatsTransport implements Transport {
     assertInteger('opts.timeoutMs', timeoutMs, 1, 600_000);
     assertInteger('opts.maxRetry', maxRetry, 0, 100);
     this.assertOpen();
-    const id = nuid.next();
-    const token = nuid.next();
-    const reply = `${this.#inboxBase}.${token}`;
-    const pending: PendingRequest = {};
-    this.#requests.set(token, pending);
+    const id = randomId();
+    const pending = this.#inbox.open();
     let last: 'timeout' | 'noResponders' = 'timeout';
     try {
       for (let attempt = 0; attempt <= maxRetry; attempt++) {
@@ -238,14 +154,14 @@ export class NatsTransport implements Transport {
         this.assertOpen();
         const started = Date.now();
         try {
-          await this.send(subject, data, id, opts.headers, reply, undefined);
+          await this.send(subject, data, id, opts.headers, pending.reply, undefined);
         } catch (err) {
           // Unconfirmed by the server (e.g. while reconnecting): count it as a timed-out attempt.
           if (!(err instanceof TransportError && err.code === 'TRANSPORT_TIMEOUT')) throw err;
           last = 'timeout';
           continue;
         }
-        const outcome = await this.waitOutcome(pending, Math.max(1, timeoutMs - (Date.now() - started)));
+        const outcome = await this.#inbox.wait(pending, Math.max(1, timeoutMs - (Date.now() - started)));
         this.assertOpen();
         if (outcome?.kind === 'reply') return outcome.data;
         if (outcome?.kind === 'remote') throw remoteError(subject, outcome.error);
@@ -260,7 +176,7 @@ export class NatsTransport implements Transport {
         }
       }
     } finally {
-      this.#requests.delete(token);
+      this.#inbox.release(pending);
     }
     const attempts = maxRetry + 1;
     if (last === 'noResponders') {
@@ -287,6 +203,14 @@ export class NatsTransport implements Transport {
         details: { name: 'opts.queue', value: String(opts.queue) },
       });
     }
+    assertReceiveLimits('opts.', opts);
+    for (const name of ['onError', 'onDrop'] as const) {
+      if (opts[name] !== undefined && typeof opts[name] !== 'function') {
+        throw new InvalidArgumentError(`opts.${name} must be a function`, {
+          details: { name: `opts.${name}` },
+        });
+      }
+    }
     this.assertOpen();
     const s = new NatsSubscription(this, subject, handler, opts);
     this.#subscriptions.add(s);
@@ -306,9 +230,8 @@ export class NatsTransport implements Transport {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const p of this.#requests.values()) p.wake?.();
+    this.#inbox.close();
     for (const s of [...this.#subscriptions]) s.end(undefined);
-    this.#inboxReassembler.clear();
     try {
       if (!this.connection.isClosed()) await this.connection.drain();
     } catch {
@@ -318,25 +241,19 @@ export class NatsTransport implements Transport {
 
   // ---- internals shared with NatsSubscription (not part of the Transport interface) ----
 
-  /** @internal */
-  newReassembler(onDrop?: (id: string) => void): Reassembler {
+  /** @internal Limits and settings a new subscription starts from. */
+  get receiveDefaults(): ReceiveDefaults {
     const o = this.#options;
-    return new Reassembler({
-      timeoutMs: o.reassemblyTimeoutMs ?? DEFAULTS.reassemblyTimeoutMs,
-      maxPending: o.maxPendingMessages ?? DEFAULTS.maxPendingMessages,
-      maxPendingBytes: o.maxPendingBytes ?? DEFAULTS.maxPendingBytes,
-      ...(onDrop === undefined ? {} : { onDrop }),
-    });
+    return {
+      limits: o,
+      reassemblyTimeoutMs: o.reassemblyTimeoutMs ?? TRANSPORT_DEFAULTS.reassemblyTimeoutMs,
+      seenCacheSize: o.seenCacheSize ?? TRANSPORT_DEFAULTS.seenCacheSize,
+    };
   }
 
-  /** @internal */
-  get maxMessageBytes(): number {
-    return this.#options.maxMessageBytes ?? DEFAULTS.maxMessageBytes;
-  }
-
-  /** @internal */
-  get seenCacheSize(): number {
-    return this.#options.seenCacheSize ?? DEFAULTS.seenCacheSize;
+  /** @internal Counts one drop in the transport-wide counters. */
+  countDrop(reason: TransportDropReason): void {
+    this.#dropped.add(reason);
   }
 
   /** @internal Publishes one framed message (chunked as needed) and waits until the server processed it. */
@@ -350,7 +267,7 @@ export class NatsTransport implements Transport {
   ): Promise<void> {
     const budget = FRAME_HEADER_BUDGET + userHeaderBytes(userHeaders) + (errorText?.length ?? 0) + 16;
     const chunkSize = this.maxPayload - budget;
-    if (chunkSize < 1024) {
+    if (chunkSize < MIN_CHUNK_BYTES) {
       throw new InvalidArgumentError(`headers too large for the server's max_payload (${this.maxPayload})`, {
         details: { name: 'headers', maxPayload: this.maxPayload, headerBytes: budget },
       });
@@ -392,7 +309,6 @@ export class NatsTransport implements Transport {
 
   /** @internal */
   report(err: TransportError): void {
-    if (err.code === 'TRANSPORT_CHUNK') this.#chunkErrors++;
     try {
       this.#options.onError?.(err);
     } catch {
@@ -416,7 +332,7 @@ export class NatsTransport implements Transport {
         details: { subject },
       });
     }
-    return new TransportError('TRANSPORT_CONNECT', `${subject}: ${describe(err)}`, {
+    return new TransportError('TRANSPORT_CONNECT', `${subject}: ${errorMessage(err)}`, {
       cause: err,
       details: { subject },
     });
@@ -452,50 +368,6 @@ export class NatsTransport implements Transport {
     }
   }
 
-  private waitOutcome(p: PendingRequest, ms: number): Promise<Outcome | undefined> {
-    if (p.outcome !== undefined) return Promise.resolve(p.outcome);
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        p.wake = undefined;
-        resolve(p.outcome);
-      }, ms);
-      p.wake = () => {
-        clearTimeout(timer);
-        p.wake = undefined;
-        resolve(p.outcome);
-      };
-    });
-  }
-
-  private onInboxMessage(msg: Msg): void {
-    const token = msg.subject.slice(this.#inboxBase.length + 1);
-    const pending = this.#requests.get(token);
-    if (msg.data.length === 0 && msg.headers?.code === 503) {
-      if (pending !== undefined && pending.outcome === undefined) {
-        pending.outcome = { kind: 'noResponders' };
-        pending.wake?.();
-      }
-      return;
-    }
-    let whole: Uint8Array | undefined;
-    try {
-      const frame = parseChunkFrame(
-        msg.subject,
-        (k) => msg.headers?.get(k) ?? '',
-        msg.data,
-        this.maxMessageBytes,
-      );
-      whole = this.#inboxReassembler.accept(msg.subject, frame);
-    } catch (err) {
-      this.report(this.translate(err, msg.subject));
-      return;
-    }
-    if (whole === undefined || pending === undefined) return;
-    const error = msg.headers?.get(FRAME_HEADERS.error) ?? '';
-    pending.outcome = error === '' ? { kind: 'reply', data: whole } : { kind: 'remote', error };
-    pending.wake?.();
-  }
-
   private async watchStatus(): Promise<void> {
     for await (const s of this.connection.status()) {
       if (s.type !== 'error') continue;
@@ -509,225 +381,4 @@ export class NatsTransport implements Transport {
       this.report(err);
     }
   }
-}
-
-/** A subscription of a {@link NatsTransport}: reassembly, de-duplication and replies. */
-class NatsSubscription implements TransportSubscription {
-  readonly subject: string;
-  readonly closed: Promise<TransportError | undefined>;
-  readonly #transport: NatsTransport;
-  readonly #handler: MessageHandler;
-  readonly #onError: ((err: TransportError) => void) | undefined;
-  readonly #sub: Subscription;
-  readonly #reassembler: Reassembler;
-  readonly #seen: SeenCache;
-  #resolveClosed!: (v: TransportError | undefined) => void;
-  #ended = false;
-  #error: TransportError | undefined;
-  #delivered = 0;
-  #duplicates = 0;
-  #chunkErrors = 0;
-  #expired = 0;
-
-  constructor(transport: NatsTransport, subject: string, handler: MessageHandler, opts: SubscribeOptions) {
-    this.subject = subject;
-    this.#transport = transport;
-    this.#handler = handler;
-    this.#onError = opts.onError;
-    this.closed = new Promise((resolve) => {
-      this.#resolveClosed = resolve;
-    });
-    this.#reassembler = transport.newReassembler(() => {
-      this.#expired++;
-    });
-    this.#seen = new SeenCache(transport.seenCacheSize);
-    this.#sub = transport.connection.subscribe(subject, {
-      ...(opts.queue === undefined ? {} : { queue: opts.queue }),
-      callback: (err, msg) => {
-        if (err) this.end(transport.translate(err, subject));
-        else this.onMessage(msg);
-      },
-    });
-    void this.#sub.closed.then((v) => {
-      this.end(v instanceof Error ? transport.translate(v, subject) : undefined);
-    });
-  }
-
-  async ready(): Promise<void> {
-    if (this.#error !== undefined) throw this.#error;
-    await this.#transport.flush();
-    await nextMacrotask();
-    if (this.#error !== undefined) throw this.#error;
-  }
-
-  stats(): SubscriptionStats {
-    return {
-      delivered: this.#delivered,
-      duplicates: this.#duplicates,
-      chunkErrors: this.#chunkErrors,
-      expired: this.#expired,
-    };
-  }
-
-  async unsubscribe(): Promise<void> {
-    this.end(undefined);
-  }
-
-  /** Ends the subscription once; `error` is what ended it (undefined: asked to). */
-  end(error: TransportError | undefined): void {
-    if (this.#ended) return;
-    this.#ended = true;
-    this.#error = error;
-    this.#reassembler.clear();
-    if (!this.#sub.isClosed()) this.#sub.unsubscribe();
-    if (error !== undefined) this.fail(error);
-    this.#resolveClosed(error);
-  }
-
-  private fail(err: TransportError): void {
-    if (err.code === 'TRANSPORT_CHUNK') this.#chunkErrors++;
-    try {
-      this.#onError?.(err);
-    } catch {
-      // ignore listener failures
-    }
-  }
-
-  private onMessage(msg: Msg): void {
-    let whole: Uint8Array | undefined;
-    let id: string;
-    try {
-      const frame = parseChunkFrame(
-        msg.subject,
-        (k) => msg.headers?.get(k) ?? '',
-        msg.data,
-        this.#transport.maxMessageBytes,
-      );
-      id = frame.id;
-      whole = this.#reassembler.accept(msg.subject, frame);
-    } catch (err) {
-      this.fail(this.#transport.translate(err, msg.subject));
-      return;
-    }
-    if (whole === undefined) return;
-    const reply = msg.reply ? msg.reply : undefined; // the client reports "no reply" as ''
-    const seen = this.#seen.get(id);
-    if (seen !== undefined) {
-      this.#duplicates++;
-      if (seen.state === 'done' && reply !== undefined) {
-        void this.respond(reply, seen.reply, seen.error);
-      }
-      return;
-    }
-    this.#seen.set(id, { state: 'running' });
-    this.#delivered++;
-    const inbound: InboundMessage = {
-      subject: msg.subject,
-      data: whole,
-      headers: readHeaders(msg.headers),
-      messageId: id,
-      expectsReply: reply !== undefined,
-    };
-    void this.run(inbound, reply);
-  }
-
-  private async run(inbound: InboundMessage, reply: string | undefined): Promise<void> {
-    let out: Uint8Array = new Uint8Array(0);
-    let error: string | undefined;
-    try {
-      const r = await this.#handler(inbound);
-      if (r instanceof Uint8Array) out = r;
-    } catch (err) {
-      const code =
-        typeof (err as { code?: unknown })?.code === 'string' ? (err as { code: string }).code : 'ERROR';
-      error = `${code.replace(/\s/g, '_')} ${describe(err)
-        .replace(/[\r\n]+/g, ' ')
-        .slice(0, 512)}`;
-      if (reply === undefined) {
-        this.fail(
-          new TransportError('TRANSPORT_REMOTE', `handler on ${inbound.subject} failed: ${describe(err)}`, {
-            cause: err,
-            details: { subject: inbound.subject, messageId: inbound.messageId },
-          }),
-        );
-      }
-    }
-    this.#seen.set(
-      inbound.messageId,
-      error === undefined ? { state: 'done', reply: out } : { state: 'done', reply: out, error },
-    );
-    if (reply !== undefined && !this.#ended) await this.respond(reply, out, error);
-  }
-
-  private async respond(reply: string, data: Uint8Array, error: string | undefined): Promise<void> {
-    try {
-      await this.#transport.send(reply, data, nuid.next(), undefined, undefined, error);
-    } catch (err) {
-      this.fail(this.#transport.translate(err, reply));
-    }
-  }
-}
-
-/**
- * Connects to NATS and returns a {@link NatsTransport}. Throws `TRANSPORT_CONNECT` when no
- * server accepts the connection (unreachable, or credentials refused).
- */
-export async function connectTransport(options: NatsTransportOptions): Promise<NatsTransport> {
-  if (!Array.isArray(options.servers) || options.servers.length === 0) {
-    throw new InvalidArgumentError('servers must be a non-empty array of NATS URLs', {
-      details: { name: 'servers' },
-    });
-  }
-  for (const [i, s] of options.servers.entries()) {
-    if (typeof s !== 'string' || !/^(nats|tls|ws|wss):\/\/\S+$/.test(s)) {
-      throw new InvalidArgumentError(`servers[${i}] must be a NATS URL, got ${JSON.stringify(String(s))}`, {
-        details: { name: `servers[${i}]` },
-      });
-    }
-  }
-  if (typeof options.name !== 'string' || options.name.length === 0) {
-    throw new InvalidArgumentError('name must be a non-empty string', { details: { name: 'name' } });
-  }
-  const inboxPrefix = options.inboxPrefix ?? '_INBOX';
-  assertSubject('inboxPrefix', inboxPrefix, false);
-  if (options.maxRetry !== undefined) assertInteger('maxRetry', options.maxRetry, 0, 100);
-  if (options.timeoutMs !== undefined) assertInteger('timeoutMs', options.timeoutMs, 1, 600_000);
-  if ((options.user === undefined) !== (options.pass === undefined)) {
-    throw new InvalidArgumentError('user and pass must be given together', { details: { name: 'user' } });
-  }
-  const opts: NodeConnectionOptions = {
-    servers: [...options.servers],
-    name: options.name,
-    inboxPrefix,
-    timeout: options.timeoutMs ?? DEFAULTS.timeoutMs,
-    maxReconnectAttempts: -1,
-    reconnectTimeWait: 500,
-  };
-  if (options.user !== undefined) {
-    opts.user = options.user;
-    opts.pass = options.pass;
-  }
-  if (options.credentials !== undefined) {
-    let creds: Uint8Array;
-    try {
-      creds = readFileSync(options.credentials);
-    } catch (err) {
-      throw new InvalidArgumentError(`credentials: cannot read ${options.credentials}: ${describe(err)}`, {
-        cause: err,
-        details: { name: 'credentials', path: options.credentials },
-      });
-    }
-    opts.authenticator = credsAuthenticator(creds);
-  }
-  let nc: NatsConnection;
-  try {
-    nc = await connect(opts);
-  } catch (err) {
-    throw new TransportError(
-      'TRANSPORT_CONNECT',
-      `cannot connect to ${options.servers.join(', ')} as ${options.name}: ${describe(err)}`,
-      { cause: err, details: { servers: [...options.servers], name: options.name } },
-    );
-  }
-  return new NatsTransport(nc, options, inboxPrefix);
 }

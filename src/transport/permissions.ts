@@ -1,5 +1,5 @@
+import { fromPublic } from '@nats-io/nkeys';
 import { InvalidArgumentError } from '../errors/index.ts';
-import { hasControlCharacter } from './subject-check.ts';
 import {
   assertSubjectToken,
   federationSubjects,
@@ -13,18 +13,31 @@ export interface NatsPermissionSet {
   readonly deny?: readonly string[];
 }
 
-/** One user of a nats-server `authorization` block. */
-export interface NatsUser {
-  readonly user: string;
-  readonly password: string;
-  readonly publish: NatsPermissionSet;
-  readonly subscribe: NatsPermissionSet;
+/**
+ * nats-server's `allow_responses`: a user that receives a request may publish `max` replies to
+ * its reply subject within `expiresMs`, and nothing else on reply subjects (no `_INBOX.>` right).
+ */
+export interface NatsResponsePermission {
+  readonly max: number;
+  readonly expiresMs: number;
 }
 
-/** A member and the password of its NATS user (plain text or a bcrypt hash, as nats-server accepts). */
+/** One user of a nats-server `authorization` block: an NKEY user, no password. */
+export interface NatsUser {
+  /** Who the user is (a member id): written as a comment and used in error messages. */
+  readonly user: string;
+  /** The user's public NKEY (`U…`); the client proves it holds the seed by signing the server's nonce. */
+  readonly nkey: string;
+  readonly publish: NatsPermissionSet;
+  readonly subscribe: NatsPermissionSet;
+  /** Replies to requests it receives; absent: it may not reply to anything. */
+  readonly allowResponses?: NatsResponsePermission;
+}
+
+/** A member and the public NKEY of its NATS user (`<id>.nk.pub`). */
 export interface MemberCredential {
   readonly id: string;
-  readonly password: string;
+  readonly nkey: string;
 }
 
 /** The members of one federation whose NATS users to generate. */
@@ -34,35 +47,71 @@ export interface FederationAuthorizationSpec {
   /** Aggregators; `children` names the child aggregators whose partials this one sums (tree depth > 1). */
   readonly aggregators?: readonly (MemberCredential & { readonly children?: readonly string[] })[];
   readonly sites?: readonly MemberCredential[];
-  /** Read-only members: they may subscribe to the decision log subject and their inbox, and publish nothing. */
+  /** Read-only members: they may read the log stream and subscribe to their inbox, and publish nothing else. */
   readonly auditors?: readonly MemberCredential[];
+  /**
+   * How long a responder may answer a request it received (`allow_responses.expires`); default
+   * 60000 ms, above the longest request timeout of the services (30 s for a snapshot).
+   */
+  readonly responseExpiresMs?: number;
 }
 
-function assertPassword(name: string, password: unknown): asserts password is string {
-  // Control characters cannot be written safely in a conf string; the rest is escaped.
-  if (
-    typeof password !== 'string' ||
-    password.length < 8 ||
-    password.length > 1024 ||
-    hasControlCharacter(password)
-  ) {
-    throw new InvalidArgumentError(`${name} must be 8-1024 characters without control characters`, {
-      details: { name },
-    });
+/** Default `allow_responses.expires` of {@link federationUsers}. */
+export const DEFAULT_RESPONSE_EXPIRES_MS = 60_000;
+
+/** Throws `INVALID_ARGUMENT` unless `nkey` is a valid public NKEY of a user (`U…`). */
+export function assertUserNkey(name: string, nkey: unknown): asserts nkey is string {
+  let ok = typeof nkey === 'string' && /^U[A-Z2-7]{55}$/.test(nkey);
+  if (ok) {
+    try {
+      fromPublic(nkey as string);
+    } catch {
+      ok = false;
+    }
+  }
+  if (!ok) {
+    throw new InvalidArgumentError(
+      `${name} must be a public user NKEY (U followed by 55 base32 characters)`,
+      {
+        details: { name },
+      },
+    );
   }
 }
 
 /**
- * The NATS users of a federation, least privilege per role (DESIGN §6, §10):
- * - a site publishes only its own update, vote, heartbeat, switched and snapshot subjects and
- *   replies (`_INBOX.>`), and subscribes only to round.open, prepare, decision and its own inbox,
- *   so it never receives another site's update; for catch-up it may read (stream info and
- *   get-message, nothing else) the log and the aggregate and snapshot object stores;
- * - an aggregator subscribes to the updates addressed to it (and its children's partials), and
- *   publishes its partial, its heartbeat and replies;
- * - the coordinator may use every subject of the federation, replies, and the JetStream,
- *   KV and object store APIs (`$JS.>`, `$KV.>`, `$O.>`);
- * - an auditor subscribes to the log subject and its inbox and may only read the log stream.
+ * The JetStream API subjects that the single writer of `stream` needs, and no more: create it and
+ * read its info (`STREAM.CREATE`, `STREAM.INFO`: what `ensureLogStream`, `Kvm.create` and
+ * `Objm.create` send) and read a message (`STREAM.MSG.GET`: the log reader, `kv.get`, the object
+ * store's metadata lookups). Never `STREAM.DELETE`, `STREAM.PURGE`, `STREAM.MSG.DELETE`,
+ * `STREAM.UPDATE` or consumers: the coordinator neither watches nor lists. (Overwriting an object
+ * makes the object store client purge the old chunks; that purge is refused and the client ignores
+ * it, so the coordinator's objects have unique names.)
+ */
+function streamWriterSubjects(stream: string): string[] {
+  return [...readOnlyStreamSubjects(stream), `$JS.API.STREAM.CREATE.${stream}`];
+}
+
+/**
+ * The NATS users of a federation, least privilege per role (DESIGN §6, §10). No role may publish
+ * on `_INBOX.>`: responders answer through `allow_responses` (one reply per request received,
+ * within {@link FederationAuthorizationSpec.responseExpiresMs}), so no member can inject a reply
+ * into another member's inbox.
+ * - a site publishes only its own update, vote, heartbeat, switched and snapshot subjects (the
+ *   coordinator and its aggregator answer its requests), and subscribes only to round.open,
+ *   prepare, decision and its own inbox, so it never receives another site's update; for catch-up
+ *   it may read (stream info and get-message, nothing else) the log and the aggregate and snapshot
+ *   object stores; it answers no request;
+ * - an aggregator subscribes to the updates addressed to it (and its children's partials) and
+ *   answers them; it publishes its partial (a request to its parent) and its heartbeat;
+ * - the coordinator subscribes to the heartbeat, partial, vote, switched and snapshot subjects and
+ *   the rollback request subject, and answers them; it publishes round.open, prepare, decision and
+ *   (as the operator's `cohort versions rollback`) the rollback request, appends to the log
+ *   subject, and uses the JetStream API of its own streams only: the log, the aggregate and
+ *   snapshot object stores and the lease bucket (create, info, get message; never delete, purge,
+ *   update or consumers), plus `$KV.<lease>.>` and `$O.<bucket>.>` of its own buckets and
+ *   `$JS.API.INFO` (the account check of `jetstreamManager`);
+ * - an auditor subscribes to its inbox and may only read the log stream.
  * Member ids must be unique across roles (they name heartbeat subjects and users).
  */
 export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
@@ -70,6 +119,13 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
     throw new InvalidArgumentError('spec must be an object', { details: { name: 'spec' } });
   }
   const s = federationSubjects(spec.federation);
+  const expiresMs = spec.responseExpiresMs ?? DEFAULT_RESPONSE_EXPIRES_MS;
+  if (!Number.isInteger(expiresMs) || expiresMs < 100 || expiresMs > 3_600_000) {
+    throw new InvalidArgumentError(`responseExpiresMs must be an integer in [100, 3600000] ms`, {
+      details: { name: 'responseExpiresMs' },
+    });
+  }
+  const responder: NatsResponsePermission = { max: 1, expiresMs };
   const users: NatsUser[] = [];
   const ids = new Set<string>();
   const add = (
@@ -77,23 +133,63 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
     m: MemberCredential,
     publish: NatsPermissionSet,
     subscribe: NatsPermissionSet,
+    answers: boolean,
   ) => {
     assertSubjectToken(`${role}.id`, m?.id);
-    assertPassword(`${role}[${m.id}].password`, m.password);
+    assertUserNkey(`${role}[${m.id}].nkey`, m.nkey);
     if (ids.has(m.id)) {
       throw new InvalidArgumentError(`${role}.id ${m.id} is used by two members`, {
         details: { name: `${role}.id`, value: m.id },
       });
     }
     ids.add(m.id);
-    users.push({ user: m.id, password: m.password, publish, subscribe });
+    users.push({
+      user: m.id,
+      nkey: m.nkey,
+      publish,
+      subscribe,
+      ...(answers ? { allowResponses: responder } : {}),
+    });
   };
   const ownInbox = (id: string) => `${s.inboxPrefix(id)}.>`;
+  // `cohort.F.heartbeat.*` from `heartbeat(id)`: the subject with its last (member) token a wildcard.
+  const anyMember = (subject: (id: string) => string) => `${subject('_').slice(0, -1)}*`;
+  assertSubjectToken('coordinator.id', spec.coordinator?.id);
+  const coordinatorStreams = [
+    s.logStream,
+    objectStreamName(s.aggregatesBucket),
+    objectStreamName(s.snapshotsBucket),
+    `KV_${s.leaseBucket}`,
+  ];
   add(
     'coordinator',
     spec.coordinator,
-    { allow: [s.all, '_INBOX.>', '$JS.>', '$KV.>', '$O.>'] },
-    { allow: [s.all, '_INBOX.>', '$JS.>', '$KV.>', '$O.>'] },
+    {
+      allow: [
+        s.roundOpen,
+        s.prepare,
+        s.decision,
+        s.rollbackRequest,
+        s.log,
+        '$JS.API.INFO',
+        ...coordinatorStreams.flatMap(streamWriterSubjects),
+        `$KV.${s.leaseBucket}.>`,
+        `$O.${s.aggregatesBucket}.>`,
+        `$O.${s.snapshotsBucket}.>`,
+      ],
+    },
+    {
+      allow: [
+        anyMember(s.heartbeat),
+        anyMember(s.partial),
+        anyMember(s.vote),
+        anyMember(s.switched),
+        anyMember(s.snapshot),
+        s.rollbackRequest,
+        ownInbox(spec.coordinator.id),
+      ],
+    },
+    true,
   );
   for (const a of spec.aggregators ?? []) {
     assertSubjectToken('aggregator.id', a?.id);
@@ -104,8 +200,9 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
     add(
       'aggregator',
       a,
-      { allow: [s.partial(a.id), s.heartbeat(a.id), '_INBOX.>'] },
+      { allow: [s.partial(a.id), s.heartbeat(a.id)] },
       { allow: [s.updatesFor(a.id), ...children, s.roundOpen, s.prepare, s.decision, ownInbox(a.id)] },
+      true,
     );
   }
   for (const site of spec.sites ?? []) {
@@ -120,18 +217,18 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
           s.heartbeat(site.id),
           s.switched(site.id),
           s.snapshot(site.id),
-          '_INBOX.>',
           ...readOnlyStreamSubjects(s.logStream),
           ...readOnlyStreamSubjects(objectStreamName(s.aggregatesBucket)),
           ...readOnlyStreamSubjects(objectStreamName(s.snapshotsBucket)),
         ],
       },
       { allow: [s.roundOpen, s.prepare, s.decision, ownInbox(site.id)] },
+      false,
     );
   }
   for (const au of spec.auditors ?? []) {
     assertSubjectToken('auditor.id', au?.id);
-    add('auditor', au, { allow: readOnlyStreamSubjects(s.logStream) }, { allow: [s.log, ownInbox(au.id)] });
+    add('auditor', au, { allow: readOnlyStreamSubjects(s.logStream) }, { allow: [ownInbox(au.id)] }, false);
   }
   return users;
 }
@@ -148,14 +245,20 @@ function renderSet(set: NatsPermissionSet): string {
   return `{ ${parts.join(', ')} }`;
 }
 
+/** `60000ms`: a Go duration nats-server parses. */
+function duration(ms: number): string {
+  return `${ms}ms`;
+}
+
 /**
- * Renders `users` as a nats-server `authorization { users = [...] }` block, every value
- * quoted, so the text can be embedded in a server configuration as is.
+ * Renders `users` as a nats-server `authorization { users = [...] }` block of NKEY users (no
+ * password), every value quoted, so the text can be embedded in a server configuration as is.
+ * Each user's permissions carry `allow_responses` when it answers requests.
  */
 export function renderAuthorization(users: readonly NatsUser[]): string {
   const lines = ['authorization {', '  users = ['];
+  const keys = new Set<string>();
   for (const u of users) {
-    assertPassword(`password of ${u.user}`, u.password);
     if (typeof u.user !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(u.user)) {
       throw new InvalidArgumentError(
         `user ${JSON.stringify(String(u.user))} must be a subject-token-like name`,
@@ -164,6 +267,13 @@ export function renderAuthorization(users: readonly NatsUser[]): string {
         },
       );
     }
+    assertUserNkey(`nkey of ${u.user}`, u.nkey);
+    if (keys.has(u.nkey)) {
+      throw new InvalidArgumentError(`nkey of ${u.user} is used by another user`, {
+        details: { name: 'nkey', user: u.user },
+      });
+    }
+    keys.add(u.nkey);
     for (const subject of [
       ...(u.publish.allow ?? []),
       ...(u.publish.deny ?? []),
@@ -179,13 +289,33 @@ export function renderAuthorization(users: readonly NatsUser[]): string {
         );
       }
     }
+    const responses = u.allowResponses;
+    if (responses !== undefined) {
+      if (
+        !Number.isInteger(responses.max) ||
+        responses.max < 1 ||
+        responses.max > 1_000_000 ||
+        !Number.isInteger(responses.expiresMs) ||
+        responses.expiresMs < 1 ||
+        responses.expiresMs > 86_400_000
+      ) {
+        throw new InvalidArgumentError(`allowResponses of ${u.user} must have integer max and expiresMs`, {
+          details: { name: 'allowResponses', user: u.user },
+        });
+      }
+    }
     lines.push(
+      `    # ${u.user}`,
       '    {',
-      `      user: ${quote(u.user)}`,
-      `      password: ${quote(u.password)}`,
+      `      nkey: ${quote(u.nkey)}`,
       '      permissions: {',
       `        publish: ${renderSet(u.publish)}`,
       `        subscribe: ${renderSet(u.subscribe)}`,
+      ...(responses === undefined
+        ? []
+        : [
+            `        allow_responses: { max: ${responses.max}, expires: ${quote(duration(responses.expiresMs))} }`,
+          ]),
       '      }',
       '    }',
     );

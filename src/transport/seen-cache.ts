@@ -1,11 +1,38 @@
-/** What a subscription remembers of a message id it has seen. */
+import { createHash } from 'node:crypto';
+import type { MessageHeaders } from './transport.ts';
+
+/** What a subscription remembers of a message it has seen. */
 export type SeenEntry =
   | { readonly state: 'running' }
   | { readonly state: 'done'; readonly reply: Uint8Array; readonly error?: string };
 
 /**
- * Bounded LRU of message ids a subscription has handled, with the reply sent for each, so a
- * retried request is answered from the cache instead of running the handler again.
+ * The de-duplication key of one whole message: its subject (which names the sender under the
+ * federation's permissions), the sender-chosen id and the SHA-256 of its bytes (application
+ * headers included). Another sender, or other bytes under a known id, give another key: a
+ * message id alone is never trusted.
+ */
+export function seenKey(subject: string, id: string, data: Uint8Array, headers: MessageHeaders): string {
+  const h = createHash('sha256');
+  const names = Object.keys(headers).sort();
+  const len = Buffer.alloc(4);
+  for (const k of names) {
+    for (const part of [k, headers[k] ?? '']) {
+      const b = Buffer.from(part, 'utf8');
+      len.writeUInt32BE(b.length);
+      h.update(len).update(b);
+    }
+  }
+  len.writeUInt32BE(names.length);
+  h.update(len).update(data);
+  // Subjects and ids never hold spaces, so the key is unambiguous.
+  return `${subject} ${id} ${h.digest('base64url')}`;
+}
+
+/**
+ * Bounded LRU of messages a subscription has handled, with the reply (or error) sent for each,
+ * so a retried request (same subject, id and bytes, see {@link seenKey}) is answered from the
+ * cache instead of running the handler again.
  */
 export class SeenCache {
   readonly #capacity: number;
@@ -19,20 +46,20 @@ export class SeenCache {
     return this.#entries.size;
   }
 
-  /** The entry of `id` (refreshed as most recently used), or `undefined`. */
-  get(id: string): SeenEntry | undefined {
-    const e = this.#entries.get(id);
+  /** The entry of `key` (refreshed as most recently used), or `undefined`. */
+  get(key: string): SeenEntry | undefined {
+    const e = this.#entries.get(key);
     if (e !== undefined) {
-      this.#entries.delete(id);
-      this.#entries.set(id, e);
+      this.#entries.delete(key);
+      this.#entries.set(key, e);
     }
     return e;
   }
 
-  /** Records `entry` for `id`, evicting the least recently used ids beyond capacity. */
-  set(id: string, entry: SeenEntry): void {
-    this.#entries.delete(id);
-    this.#entries.set(id, entry);
+  /** Records `entry` for `key`, evicting the least recently used keys beyond capacity. */
+  set(key: string, entry: SeenEntry): void {
+    this.#entries.delete(key);
+    this.#entries.set(key, entry);
     while (this.#entries.size > this.#capacity) {
       const oldest = this.#entries.keys().next();
       if (oldest.done) break;

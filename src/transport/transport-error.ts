@@ -37,3 +37,8 @@ export class TransportError extends CohortError {
     super(code, message, options);
   }
 }
+
+/** The message of `err` (an `Error`'s message, else its string form), for error texts. */
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,3 +1,5 @@
+import type { TransportDropCounts, TransportDropReason } from './drop-reason.ts';
+import type { RateLimitOptions } from './rate-limiter.ts';
 import type { TransportError } from './transport-error.ts';
 
 /** Application headers of a message: names must not start with `Cohort-` (reserved for framing). */
@@ -11,7 +13,11 @@ export interface InboundMessage {
   readonly data: Uint8Array;
   /** Application headers as published. */
   readonly headers: MessageHeaders;
-  /** Sender-chosen id, the same on every retry of one request (de-duplication key). */
+  /**
+   * Sender-chosen id, the same on every retry of one request. Not trusted: any sender may pick
+   * any id, so the transport de-duplicates by subject + id + SHA-256 of the bytes, never by id
+   * alone, and a handler must not treat it as proof of anything.
+   */
   readonly messageId: string;
   /** Whether the sender waits for a reply (a `request`). */
   readonly expectsReply: boolean;
@@ -43,18 +49,48 @@ export interface SubscribeOptions {
   readonly queue?: string;
   /** Called for errors no caller can see: corrupt chunks, a handler throwing on a publish. */
   readonly onError?: (err: TransportError) => void;
+  /**
+   * Called once for every chunk or message this subscription drops, with the reason and the
+   * subject it came on (feed rejection counters with it). A throwing listener is ignored.
+   */
+  readonly onDrop?: (reason: TransportDropReason, subject: string) => void;
+  /**
+   * Largest declared message length accepted (bytes); a larger message is dropped as `OVERSIZE`
+   * on its first chunk, before its CRC is checked or anything is buffered. Default: the
+   * transport's `maxMessageBytes` (64 MiB + 12 bytes). A heartbeat subscription can take a few KiB.
+   */
+  readonly maxMessageBytes?: number;
+  /** Incomplete messages buffered at once; default: the transport's `maxPendingMessages` (64). */
+  readonly maxPendingMessages?: number;
+  /** Bytes buffered for incomplete messages; default: the transport's `maxPendingBytes` (128 MiB). */
+  readonly maxPendingBytes?: number;
+  /**
+   * Per-sender token bucket, charged one token per chunk after the framing and size checks and
+   * before the CRC; a chunk finding the bucket empty is dropped as `RATE_LIMITED`. At most 4096
+   * senders are tracked (least recently used forgotten). Default: no limit.
+   */
+  readonly rateLimit?: RateLimitOptions;
 }
 
 /** Counters of one subscription. */
 export interface SubscriptionStats {
   /** Whole messages handed to the handler. */
   readonly delivered: number;
-  /** Messages seen again (request retries) and answered from the reply cache or dropped. */
+  /**
+   * Whole messages seen again with the same subject, id and bytes (request retries), answered
+   * from the reply cache or dropped while the first is still running.
+   */
   readonly duplicates: number;
-  /** Chunks or messages refused as corrupt (`TRANSPORT_CHUNK`). */
+  /** Chunks refused as corrupt or inconsistent (`FRAME_MALFORMED`, `CRC_MISMATCH`, `CHUNK_MISMATCH`, `OVERSIZE`), each also reported as `TRANSPORT_CHUNK`. */
   readonly chunkErrors: number;
   /** Incomplete messages dropped after the reassembly timeout or to bound memory. */
   readonly expired: number;
+  /** Every drop by reason (`duplicates` plus duplicate chunks are under `DUPLICATE`). */
+  readonly dropped: TransportDropCounts;
+  /** Incomplete messages buffered now. */
+  readonly pendingMessages: number;
+  /** Bytes buffered now for incomplete messages (payload plus 128 per chunk). */
+  readonly pendingBytes: number;
 }
 
 /** A live subscription. */

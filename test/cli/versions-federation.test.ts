@@ -26,6 +26,7 @@ import {
   createLocalDeployment,
   type LocalDeployment,
   type MemberContext,
+  memberConnectOptions,
   openMember,
 } from '../../src/services/index.ts';
 import {
@@ -69,11 +70,7 @@ beforeAll(async () => {
     overrides: { round: { deadlineMs: 100, voteTimeoutMs: 100 } },
   });
   const keysDir = join(dir, 'keys');
-  nc = await connect({
-    servers: dep.nats.url,
-    user: 'coordinator',
-    pass: readFileSync(join(keysDir, 'coordinator.nats'), 'utf8').trim(),
-  });
+  nc = await connect(memberConnectOptions(dep.config, 'coordinator'));
   await ensureLogStream(await jetstreamManager(nc), { federation: FED, replicas: 1, maxBytes: 1 << 26 });
   writer = await openLogWriter(nc, {
     federation: FED,
@@ -430,7 +427,8 @@ describe('cohort versions on a tampered log', () => {
       expect(r.stdout).toBe('');
       expect(r.stderr).toMatch(
         new RegExp(
-          `^error \\[LOG_ENTRY_INVALID\\]: log COHORT_VFED entry ${position.sequence + 1}: signed by "site-1"`,
+          // The signer is compared with the coordinator before any signature is checked.
+          `^error \\[LOG_ENTRY_INVALID\\]: log COHORT_VFED entry ${position.sequence + 1}: not a signed log record: log-record signed by "site-1", only "coordinator" may send it here`,
         ),
       );
     }

@@ -59,6 +59,9 @@ describe('loadConfig', () => {
         missedHeartbeats: 5,
         epsilon: 0.25,
         clipMultiplier: 6,
+        minContributors: 3,
+        maxSiteExamples: 10_000_000,
+        clockSkewMs: 30_000,
       },
       learning: {
         model: '2nn',

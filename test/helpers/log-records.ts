@@ -28,6 +28,7 @@ export function emptyDecision(
     aggregate: null,
     rollbackTarget: EMPTY,
     stateHash: EMPTY,
+    attempt: EMPTY,
     missing: [],
     exclusions: [],
     nextClip: 0,

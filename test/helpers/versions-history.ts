@@ -58,13 +58,15 @@ export class HistoryScript {
         round,
         version: head.height,
         baseCommit: head.hash,
-        assignments: [{ site: 'site-1', aggregator: 'agg-1' }],
+        assignments: [{ site: 'site-1', aggregator: 'agg-1', examples: 600 }],
         bits: 8,
         clip: 1,
         maxContributors: 16,
         crcChunkBytes: 4096,
         deadlineUnixMs: 1_700_000_000_000 + round,
         totalExamples: 600,
+        totalParams: 7850,
+        attempt: new Uint8Array(16).fill(round & 0xff),
       },
     });
   }

@@ -13,6 +13,7 @@ import {
   decodeAggregate,
   decodeBlockBody,
   type EncodedUpdate,
+  encodeAggregate,
   encodeBlockBody,
   encodeUpdate,
   FRAME_KIND,
@@ -185,6 +186,7 @@ describe('BlockVerifier rejects each bad input with its own reason', () => {
             updateDigest: block.digest,
             signature: block.latticeSignature,
             contributorList: [],
+            siteManifests: [],
           }),
         ),
       );
@@ -254,8 +256,87 @@ describe('BlockVerifier rejects each bad input with its own reason', () => {
     expect(rejection(() => sumUpdates(fx.ctx, updates))).toBe('LANE_OVERFLOW');
     const two = sumUpdates(fx.ctx, updates.slice(0, 2));
     const understated: Aggregate = { ...two, contributors: 1 };
-    expect(rejection(() => decodeAggregate(fx.keyset, understated))).toBe('LANE_OVERFLOW');
-    expect(decodeAggregate(fx.keyset, two).contributors).toBe(2);
+    expect(rejection(() => decodeAggregate(fx.keyset, understated, fx.context))).toBe('LANE_OVERFLOW');
+    expect(decodeAggregate(fx.keyset, two, fx.context).contributors).toBe(2);
+  });
+
+  it('a block over the size any ciphertext allows → OVERSIZE before its protobuf is decoded', () => {
+    // A 16 MiB repeated CRC field: decoding it would cost hundreds of MiB of heap.
+    const padded = forge(fx, small.blocks[0]!, (b) => {
+      b.crc32 = new Array(4 * 1024 * 1024).fill(0xffffffff);
+    });
+    const v = new BlockVerifier({
+      context: fx.context,
+      ckksParamsId: fx.ctx.paramsId,
+      keys: (s) => fx.signers.get(s),
+      allowedAlgorithms: ['falcon-512'],
+      maxCiphertextBytes: fx.ctx.maxCiphertextBytes,
+    });
+    const heap = process.memoryUsage().heapUsed;
+    expect(rejection(() => v.verifyBlock(padded))).toBe('OVERSIZE');
+    expect(process.memoryUsage().heapUsed - heap).toBeLessThan(64 * 1024 * 1024);
+    // A ciphertext longer than any at the last level, in a block of acceptable size.
+    const fat = forge(fx, small.blocks[0]!, (b) => {
+      b.ciphertext = new Uint8Array(fx.ctx.maxCiphertextBytes + 1);
+    });
+    expect(rejection(() => v.verifyBlock(fat))).toBe('OVERSIZE');
+    expect(v.counters.get('OVERSIZE')).toBe(2);
+  });
+
+  it('the size and weight RoundOpen pinned → NOT_PINNED before any signature work', () => {
+    const pinned = (totalParams: number, weight: number | undefined) =>
+      new BlockVerifier({
+        context: fx.context,
+        ckksParamsId: fx.ctx.paramsId,
+        keys: (s) => fx.signers.get(s),
+        allowedAlgorithms: ['falcon-512'],
+        kind: 'site-update',
+        pinned: { totalParams, weightOf: () => weight },
+      });
+    expect(pinned(1000, 10).verifyBlock(small.blocks[0]!).signer).toBe('site-0');
+    expect(rejection(() => pinned(1001, 10).verifyBlock(small.blocks[0]!))).toBe('NOT_PINNED');
+    expect(rejection(() => pinned(1000, 11).verifyManifest(small.manifest))).toBe('NOT_PINNED');
+    expect(rejection(() => pinned(1000, undefined).verifyBlock(small.blocks[0]!))).toBe('NOT_PINNED');
+  });
+
+  it("a partial aggregate's signature is not a site update's, nor the reverse", () => {
+    const partial = encodeAggregate(
+      sumUpdates(fx.ctx, [
+        assembleUpdate(fx.verifier().verifyManifest(small.manifest), [
+          fx.verifier().verifyBlock(small.blocks[0]!),
+        ]),
+      ]),
+      { signer: 'site-2', signing: fx.signers.get('site-2')! },
+      fx.context,
+      { crcChunkBytes: DEFAULT_CODEC_OPTIONS.crcChunkBytes },
+    );
+    const asPartial = new BlockVerifier({
+      context: fx.context,
+      ckksParamsId: fx.ctx.paramsId,
+      keys: (s) => fx.signers.get(s),
+      allowedAlgorithms: ['falcon-512'],
+      kind: 'partial',
+    });
+    expect(asPartial.verifyManifest(partial.manifest).contributors).toBe(1);
+    expect(rejection(() => asPartial.verifyBlock(small.blocks[0]!))).toBe('BAD_HEADER');
+    const asSite = new BlockVerifier({
+      context: fx.context,
+      ckksParamsId: fx.ctx.paramsId,
+      keys: (s) => fx.signers.get(s),
+      allowedAlgorithms: ['falcon-512'],
+      kind: 'site-update',
+    });
+    expect(rejection(() => asSite.verifyBlock(partial.blocks[0]!))).toBe('BAD_HEADER');
+    // Signed under the site-update domain while claiming to be a partial: the signature fails.
+    const crossed = decodeBlockBody(unframe(partial.blocks[0]!, FRAME_KIND.block));
+    crossed.latticeSignature = sign(
+      fx.signers.get('site-2')!,
+      UPDATE_SIGNATURE_DOMAIN,
+      updateStatement(crossed, merkleRoot([blockLeaf(crossed, crossed.ciphertext)])),
+    );
+    expect(rejection(() => asPartial.verifyBlock(frame(FRAME_KIND.block, encodeBlockBody(crossed))))).toBe(
+      'BAD_SIGNATURE',
+    );
   });
 
   it('fuzz: random bytes and mutated blocks only ever yield typed rejections', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { generateSigningKeyPair } from '../../crypto/signature/index.ts';
 import { BlockRejectedError } from '../../src/errors/index.ts';
-import { openControl, sealControl } from '../../src/protocol/index.ts';
+import { CONTROL_MAX_BYTES, openControl, sealControl } from '../../src/protocol/index.ts';
 
 const coordinator = generateSigningKeyPair('falcon-512');
 const other = generateSigningKeyPair('falcon-512');
@@ -13,8 +13,8 @@ const open = {
   version: 2,
   baseCommit: new Uint8Array(32).fill(1),
   assignments: [
-    { site: 'site-1', aggregator: 'agg-1' },
-    { site: 'site-2', aggregator: 'agg-2' },
+    { site: 'site-1', aggregator: 'agg-1', examples: 600 },
+    { site: 'site-2', aggregator: 'agg-2', examples: 600 },
   ],
   bits: 8,
   clip: Math.fround(0.02),
@@ -22,6 +22,8 @@ const open = {
   crcChunkBytes: 16384,
   deadlineUnixMs: 1_800_000_000_000,
   totalExamples: 1200,
+  totalParams: 199_210,
+  attempt: new Uint8Array(16).fill(7),
 };
 
 function reason(fn: () => unknown): string {
@@ -61,5 +63,38 @@ describe('signed control messages', () => {
       reason(() => openControl(flipped, 'round-open', keys)),
     );
     expect(reason(() => openControl(sealed.subarray(0, 20), 'round-open', keys))).toBe('TRUNCATED');
+  });
+
+  it('compares the signer with the one expected before verifying any signature', () => {
+    let lookups = 0;
+    const counting = (s: string) => {
+      lookups++;
+      return keys(s);
+    };
+    const sealed = sealControl('round-open', open, 'coordinator', coordinator);
+    expect(reason(() => openControl(sealed, 'round-open', counting, { signer: 'site-1' }))).toBe(
+      'WRONG_SIGNER',
+    );
+    expect(lookups).toBe(0); // refused before the key was even looked up
+    expect(openControl(sealed, 'round-open', counting, { signer: 'coordinator' }).body.round).toBe(3);
+  });
+
+  it('refuses a message over its type cap before decoding it', () => {
+    const heartbeat = {
+      federation: 'fed',
+      member: 'coordinator',
+      role: 'site',
+      sentUnixMs: 1,
+      head: new Uint8Array(CONTROL_MAX_BYTES.heartbeat), // a padded body: far over a heartbeat's size
+      examples: 1,
+      state: 'READY',
+      height: 0,
+    };
+    const sealed = sealControl('heartbeat', heartbeat, 'coordinator', coordinator);
+    expect(sealed.length).toBeGreaterThan(CONTROL_MAX_BYTES.heartbeat);
+    expect(reason(() => openControl(sealed, 'heartbeat', keys))).toBe('OVERSIZE');
+    // Junk of the same size is refused the same way, whatever it holds.
+    expect(reason(() => openControl(new Uint8Array(64 << 20), 'heartbeat', keys))).toBe('OVERSIZE');
+    expect(reason(() => openControl(sealed, 'heartbeat', keys, { maxBytes: 1 << 20 }))).toBe('accepted');
   });
 });

@@ -18,6 +18,8 @@ export function recoveryOverrides(
       deadlineMs: 60_000,
       voteTimeoutMs: 8000,
       quorum,
+      // These tests kill sites mid-round: a round of the two left must still commit here.
+      minContributors: 2,
     },
     learning: { model: 'logreg', trainLimit: 800, testLimit: 200, epochs: 1, batchSize: 20 },
     history: { leaseMs: 1500, snapshotEvery: 2, decisionTimeoutMs: 3000 },

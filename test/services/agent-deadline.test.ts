@@ -10,6 +10,7 @@ import {
   BlockVerifier,
   type ControlBodies,
   codecEncoding,
+  encodeUpdate,
   FRAME_KIND,
   openControl,
   sealControl,
@@ -20,13 +21,21 @@ import {
 import { type AgentService, startAgent } from '../../src/services/agent/index.ts';
 import { aggregateDigest } from '../../src/services/coordinator/index.ts';
 import {
+  ensureLogStream,
+  type FederationLogWriter,
+  LOG_ORIGIN,
+  openLogWriter,
+} from '../../src/services/federation-log/index.ts';
+import {
   createLocalDeployment,
   type LocalDeployment,
+  loadSiteCkks,
   type MemberContext,
   openMember,
 } from '../../src/services/index.ts';
 import type { Commit } from '../../src/versions/index.ts';
 import { waitFor } from '../helpers/federation.ts';
+import { emptyDecision } from '../helpers/log-records.ts';
 
 const F = 'slowsite';
 const codec = { bits: 8 as const, clip: 0.05, maxContributors: 32, crcChunkBytes: 16_384 };
@@ -38,6 +47,9 @@ describe('a slow site (many local epochs)', () => {
   let aggregator: MemberContext;
   let site: MemberContext;
   let agent: AgentService;
+  /** The test plays the coordinator: RoundOpens go to the real log before they are announced. */
+  let logWriter: FederationLogWriter;
+  let lastOpened: number | null = null;
   const votes: ControlBodies['vote'][] = [];
   const heartbeats: { at: number; state: string }[] = [];
   let updates: VerifiedUpdate[] = [];
@@ -54,7 +66,8 @@ describe('a slow site (many local epochs)', () => {
       overrides: {
         // 400 epochs of 2000 rows: far longer than any round below.
         learning: { model: 'logreg', trainLimit: 2000, epochs: 400 },
-        round: { heartbeatMs: 100 },
+        // One site: an aggregate of one is refused by default (it is that site's update).
+        round: { heartbeatMs: 100, minContributors: 1 },
         log: { level: 'warn' },
       },
     });
@@ -76,6 +89,18 @@ describe('a slow site (many local epochs)', () => {
       }),
     ];
     await Promise.all(subs.map((s) => s.ready()));
+    const nc = coordinator.transport.connection;
+    await ensureLogStream(await (await import('@nats-io/jetstream')).jetstreamManager(nc), {
+      federation: F,
+      replicas: 1,
+      maxBytes: 64 << 20,
+    });
+    logWriter = await openLogWriter(nc, {
+      federation: F,
+      signer: 'coordinator',
+      signing: coordinator.signing,
+      start: LOG_ORIGIN,
+    });
     site = await openMember(dep.config, 'site-1');
     agent = await startAgent(site);
   });
@@ -101,11 +126,20 @@ describe('a slow site (many local epochs)', () => {
       round,
       version: head.height,
       baseCommit: head.hash,
-      assignments: [{ site: 'site-1', aggregator: 'agg-1' }],
+      assignments: [{ site: 'site-1', aggregator: 'agg-1', examples: 2000 }],
       ...codec,
       deadlineUnixMs,
       totalExamples: 2000,
+      totalParams: 7850,
+      attempt: new Uint8Array(16).fill(round),
     };
+    if (lastOpened !== null) {
+      // The log allows one open round: the previous one is aborted first, as the coordinator would.
+      const abort = { ...emptyDecision(F, lastOpened, head), reason: 'test: next round' };
+      await logWriter.append({ decision: { ...abort, attempt: new Uint8Array(16).fill(lastOpened) } });
+    }
+    lastOpened = round;
+    await logWriter.append({ roundOpen: body });
     await coordinator.transport.publish(
       coordinator.subjects.roundOpen,
       sealControl('round-open', body, 'coordinator', coordinator.signing),
@@ -122,7 +156,30 @@ describe('a slow site (many local epochs)', () => {
 
   it('stops training when PREPARE arrives, and votes at once', async () => {
     const head = agent.head()!;
-    const previous = sumUpdates(aggregator.ckks, updates);
+    // An aggregate of round 2 (its integrity lanes carry round 2's tag): site-1's round-1 step, re-encoded.
+    const context = { federation: F, round: 2, baseCommit: head.hash, version: head.height };
+    const keyset = loadSiteCkks(site.ckks, dep.config.members!.keysDir, 'site-1', F);
+    const e = encodeUpdate({
+      update: new Float32Array(7850).fill(0.001),
+      residual: null,
+      credentials: { signer: 'site-1', ckks: keyset, signing: site.signing },
+      context,
+      options: codec,
+      exampleWeight: 2000,
+    });
+    keyset.delete();
+    const v = new BlockVerifier({
+      context,
+      ckksParamsId: aggregator.ckks.paramsId,
+      keys: aggregator.keys,
+      allowedAlgorithms: dep.config.crypto.signature.allowed,
+    });
+    const previous = sumUpdates(aggregator.ckks, [
+      assembleUpdate(
+        v.verifyManifest(e.manifest),
+        e.blocks.map((b) => v.verifyBlock(b)),
+      ),
+    ]);
     await open(2, head, Date.now() + 120_000);
     await waitFor('training', () => agent.state === 'TRAINING');
     const prepare: ControlBodies['prepare'] = {
@@ -142,6 +199,7 @@ describe('a slow site (many local epochs)', () => {
       kind: 'round',
       rollbackTarget: new Uint8Array(0),
       aggregateObject: '',
+      attempt: new Uint8Array(16).fill(2),
     };
     await coordinator.transport.publish(
       coordinator.subjects.prepare,

@@ -10,6 +10,7 @@ import {
   BlockVerifier,
   type ControlBodies,
   codecEncoding,
+  encodeUpdate,
   FRAME_KIND,
   openControl,
   sealControl,
@@ -29,6 +30,7 @@ import {
 import {
   createLocalDeployment,
   type LocalDeployment,
+  loadSiteCkks,
   type MemberContext,
   openMember,
 } from '../../src/services/index.ts';
@@ -37,6 +39,10 @@ import { waitFor } from '../helpers/federation.ts';
 
 const FEDERATION = 'agenttest';
 const PARAMS = new TextEncoder().encode('round params: fedavg, 8 bits');
+/** Parameters of the 2NN (784·200 + 200 + 200·200 + 200 + 200·10 + 10). */
+const PARAMETER_COUNT = 199_210;
+/** The attempt id of `round`'s one opening in these tests. */
+const attemptOf = (round: number) => new Uint8Array(16).fill(round & 0xff);
 
 interface AggregatorRound {
   readonly verifier: BlockVerifier;
@@ -56,7 +62,45 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
   const heartbeats: ControlBodies['heartbeat'][] = [];
   let goodEnvelope: Uint8Array | undefined;
   let aggRound: AggregatorRound | null = null;
-  let lastAggregate: Aggregate | null = null;
+  /** One aggregate per round: a PREPARE's aggregate must carry its own round's tag in the integrity lanes. */
+  const aggregatesOf = new Map<number, Aggregate>();
+
+  /**
+   * An aggregate of `round` on `head`: site-1's update of that round (a small, fixed step), encoded
+   * with site-1's keys as the site would, and summed as an aggregator would. The same on every call.
+   */
+  function aggregateOf(round: number, head: Pick<Commit, 'hash' | 'height'>): Aggregate {
+    const known = aggregatesOf.get(round);
+    if (known !== undefined) return known;
+    const context = { federation: FEDERATION, round, baseCommit: head.hash, version: head.height };
+    const keyset = loadSiteCkks(aggregator.ckks, deployment.config.members!.keysDir, 'site-1', FEDERATION);
+    try {
+      const e = encodeUpdate({
+        update: new Float32Array(PARAMETER_COUNT).fill(0.001),
+        residual: null,
+        credentials: { signer: 'site-1', ckks: keyset, signing: sites[0]!.signing },
+        context,
+        options: codec,
+        exampleWeight: 1000,
+        roundingSeed: { key0: 1, key1: 1 }, // the same levels every round: only the round tag differs
+      });
+      const v = new BlockVerifier({
+        context,
+        ckksParamsId: aggregator.ckks.paramsId,
+        keys: aggregator.keys,
+        allowedAlgorithms: deployment.config.crypto.signature.allowed,
+      });
+      const update = assembleUpdate(
+        v.verifyManifest(e.manifest),
+        e.blocks.map((b) => v.verifyBlock(b)),
+      );
+      const aggregate = sumUpdates(aggregator.ckks, [update]);
+      aggregatesOf.set(round, aggregate);
+      return aggregate;
+    } finally {
+      keyset.delete();
+    }
+  }
 
   const codec = { bits: 8 as const, clip: 0.05, maxContributors: 32, crcChunkBytes: 16_384 };
   /** The test plays the coordinator: it writes the real federation log and broadcasts its entries. */
@@ -73,7 +117,8 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
       sites: 2,
       overrides: {
         learning: { trainLimit: 2000, testLimit: 500 },
-        round: { heartbeatMs: 200, deadlineMs: 20_000, voteTimeoutMs: 10_000 },
+        // Two sites: an aggregate of fewer than the default three is refused, and the test needs them.
+        round: { heartbeatMs: 200, deadlineMs: 20_000, voteTimeoutMs: 10_000, minContributors: 1 },
         history: { decisionTimeoutMs: 1500 },
         log: { level: 'warn' },
       },
@@ -141,10 +186,12 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
       round,
       version: head.height,
       baseCommit: head.hash,
-      assignments: assigned.map((site) => ({ site, aggregator: 'agg-1' })),
+      assignments: assigned.map((site) => ({ site, aggregator: 'agg-1', examples: 1000 })),
       ...codec,
       deadlineUnixMs: Date.now() + 20_000,
       totalExamples: 1000 * assigned.length,
+      totalParams: PARAMETER_COUNT,
+      attempt: attemptOf(round),
     };
   }
 
@@ -222,6 +269,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
           kind: 'round',
           rollbackTarget: new Uint8Array(0),
           aggregateObject: byReference ? `round-${round}` : '',
+          attempt: attemptOf(round),
         },
         'coordinator',
         coordinator.signing,
@@ -259,6 +307,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
         missing: [],
         exclusions: [],
         nextClip: codec.clip,
+        attempt: attemptOf(round),
       },
     });
     if (announce) await coordinator.transport.publish(coordinator.subjects.decision, entry.bytes);
@@ -345,8 +394,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     expect(aggRound!.updates[0]!.signer).toBe('site-1');
     await waitFor('site-1 back to READY', () => agents[0]!.state === 'READY');
 
-    lastAggregate = sumUpdates(aggregator.ckks, aggRound!.updates);
-    const digest = await prepare(2, head, lastAggregate);
+    const digest = await prepare(2, head, sumUpdates(aggregator.ckks, aggRound!.updates));
     await waitFor('two votes', () => votes.filter((v) => v.round === 2).length === 2);
     const byMember = new Map(votes.filter((v) => v.round === 2).map((v) => [v.member, v]));
     expect(byMember.get('site-1')!.yes).toBe(true);
@@ -375,7 +423,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     };
     // Round 3: site-1 prepares (the aggregate of round 2 is reused: PREPARE carries it inline), crashes, comes back.
     const head = agents[0]!.head()!;
-    const digest = await prepare(3, head, lastAggregate!);
+    const digest = await prepare(3, head, aggregateOf(3, head));
     await waitFor('two votes', () => votes.filter((v) => v.round === 3).length === 2);
     const yes3 = votes.find((v) => v.round === 3 && v.member === 'site-1')!;
     expect(yes3.yes, yes3.reason).toBe(true);
@@ -392,7 +440,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
 
     // Round 4: prepared, crash, and the decision is missed; RoundOpen 5 makes it read the log.
     const head3 = agents[0]!.head()!;
-    const digest4 = await prepare(4, head3, lastAggregate!);
+    const digest4 = await prepare(4, head3, aggregateOf(4, head3));
     await waitFor('site-1 vote of round 4', () => votes.some((v) => v.round === 4 && v.member === 'site-1'));
     const yes4 = votes.find((v) => v.round === 4 && v.member === 'site-1')!;
     expect(yes4.yes).toBe(true);
@@ -411,7 +459,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
 
   it('a prepared agent whose decision is never announced reads it from the log after the decision timeout', async () => {
     const head = agents[0]!.head()!;
-    const digest = await prepare(6, head, lastAggregate!);
+    const digest = await prepare(6, head, aggregateOf(6, head));
     await waitFor('site-1 vote of round 6', () => votes.some((v) => v.round === 6 && v.member === 'site-1'));
     const yes6 = votes.find((v) => v.round === 6 && v.member === 'site-1')!;
     expect(agents[0]!.state).toBe('PREPARED');
@@ -425,11 +473,11 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
 
   it('answers a repeated PREPARE with the same vote, and a different PREPARE for the same round with NO', async () => {
     const head = agents[0]!.head()!;
-    const digest = await prepare(7, head, lastAggregate!);
+    const digest = await prepare(7, head, aggregateOf(7, head));
     await waitFor('site-1 vote of round 7', () => votes.some((v) => v.round === 7 && v.member === 'site-1'));
     const first = votes.find((v) => v.round === 7 && v.member === 'site-1')!;
     expect(first.yes).toBe(true);
-    await prepare(7, head, lastAggregate!);
+    await prepare(7, head, aggregateOf(7, head));
     await waitFor(
       'a second vote',
       () => votes.filter((v) => v.round === 7 && v.member === 'site-1').length === 2,
@@ -437,7 +485,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     const repeat = votes.filter((v) => v.round === 7 && v.member === 'site-1')[1]!;
     expect(repeat.yes).toBe(true);
     expect(bytesToHex(repeat.commitHash)).toBe(bytesToHex(first.commitHash));
-    await prepare(7, head, lastAggregate!, new TextEncoder().encode('other round params'));
+    await prepare(7, head, aggregateOf(7, head), new TextEncoder().encode('other round params'));
     await waitFor(
       'a third vote',
       () => votes.filter((v) => v.round === 7 && v.member === 'site-1').length === 3,
@@ -453,13 +501,13 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
 
   it('reads an aggregate sent by reference (a large model) from the store to the same candidate', async () => {
     const head = agents[0]!.head()!;
-    const inline = await prepare(8, head, lastAggregate!);
+    const inline = await prepare(8, head, aggregateOf(8, head));
     await waitFor('site-1 vote of round 8', () => votes.some((v) => v.round === 8 && v.member === 'site-1'));
     const yesInline = votes.find((v) => v.round === 8 && v.member === 'site-1')!;
     await decide(8, head, false, yesInline, inline);
     await waitFor('site-1 READY', () => agents[0]!.state === 'READY');
     // The same aggregate by reference gives the same candidate (its commit differs by the round only).
-    const digest = await prepare(9, head, lastAggregate!, PARAMS, true);
+    const digest = await prepare(9, head, aggregateOf(9, head), PARAMS, true);
     await waitFor('site-1 vote of round 9', () => votes.some((v) => v.round === 9 && v.member === 'site-1'));
     const yes = votes.find((v) => v.round === 9 && v.member === 'site-1')!;
     expect(yes.yes, yes.reason).toBe(true);

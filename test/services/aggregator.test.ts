@@ -59,6 +59,11 @@ function context(round: number): RoundContext {
   };
 }
 
+/** `site` assigned to `aggregator` with the weight its updates declare (100 · (index + 1)). */
+function assigned(site: string, aggregator: string): Assignment {
+  return { site, aggregator, examples: 100 * (dep.sites.indexOf(site) + 1) };
+}
+
 async function openRound(round: number, assignments: Assignment[], deadlineMs: number): Promise<void> {
   const c = context(round);
   const body = {
@@ -73,6 +78,8 @@ async function openRound(round: number, assignments: Assignment[], deadlineMs: n
     crcChunkBytes: CODEC.crcChunkBytes,
     deadlineUnixMs: Date.now() + deadlineMs,
     totalExamples: 600,
+    totalParams: PARAMS,
+    attempt: new Uint8Array(16).fill(round),
   };
   await coordinator.transport.publish(
     coordinator.subjects.roundOpen,
@@ -154,7 +161,7 @@ async function partialOf(round: number, timeoutMs: number) {
     totalWeight: update.exampleWeight,
     ciphertexts: update.ciphertexts,
   };
-  return { manifest, decoded: decodeAggregate(keysets[0]!, aggregate) };
+  return { manifest, decoded: decodeAggregate(keysets[0]!, aggregate, context(round)) };
 }
 
 function expectSumOf(laneSums: Float64Array, updates: EncodedUpdate[]): void {
@@ -217,7 +224,7 @@ describe('aggregator service over NATS', () => {
 
   it('sums the updates of its three sites into a signed partial that decrypts to the exact sum', async () => {
     for (let i = 0; i < 3; i++) round1.push(encode(i, 1));
-    const all = dep.sites.map((site) => ({ site, aggregator: 'agg-1' }));
+    const all = dep.sites.map((site) => assigned(site, 'agg-1'));
     await openRound(1, all, 15_000);
 
     // A block whose ciphertext was altered in transit: refused, and the sender hears so.
@@ -251,7 +258,7 @@ describe('aggregator service over NATS', () => {
   });
 
   it('cuts a straggler at the deadline and refuses a block of an earlier round', async () => {
-    const all = dep.sites.map((site) => ({ site, aggregator: 'agg-1' }));
+    const all = dep.sites.map((site) => assigned(site, 'agg-1'));
     const round2 = [encode(0, 2), encode(1, 2)];
     await openRound(2, all, 1_500);
     const before = service.stats().rejections['WRONG_CONTEXT'] ?? 0;
@@ -286,6 +293,8 @@ describe('aggregator service over NATS', () => {
         crcChunkBytes: 16_384,
         deadlineUnixMs: Date.now() + 1000,
         totalExamples: 1,
+        totalParams: PARAMS,
+        attempt: new Uint8Array(16),
       },
       'site-1',
       sites[0]!.signing,
@@ -297,11 +306,7 @@ describe('aggregator service over NATS', () => {
     const u = encode(2, 3);
     await openRound(
       3,
-      [
-        { site: 'site-1', aggregator: 'agg-1' },
-        { site: 'site-2', aggregator: 'agg-1' },
-        { site: 'site-3', aggregator: 'agg-2' },
-      ],
+      [assigned('site-1', 'agg-1'), assigned('site-2', 'agg-1'), assigned('site-3', 'agg-2')],
       800,
     );
     const before = service.stats();
@@ -323,7 +328,7 @@ describe('aggregator service over NATS', () => {
     const u = encode(0, 4);
     const early = send(0, u.blocks[0]!); // the aggregator has not seen round 4 yet
     await new Promise((r) => setTimeout(r, 100));
-    await openRound(4, [{ site: 'site-1', aggregator: 'agg-1' }], 10_000);
+    await openRound(4, [assigned('site-1', 'agg-1')], 10_000);
     expect([...(await early)]).toEqual([...ACK]);
     for (const frame of [...u.blocks.slice(1), u.manifest])
       expect([...(await send(0, frame))]).toEqual([...ACK]);

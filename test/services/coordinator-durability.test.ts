@@ -5,6 +5,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { sha256 } from '../../crypto/digest/index.ts';
 import { type ControlBodies, sealControl } from '../../src/protocol/index.ts';
@@ -24,6 +25,8 @@ let dir: string;
 let dep: LocalDeployment;
 let coord: MemberContext;
 let site: MemberContext;
+/** The operator's connection: the coordinator may not delete its log stream. */
+let admin: NatsConnection;
 let beat: NodeJS.Timeout | undefined;
 
 beforeAll(async () => {
@@ -33,6 +36,7 @@ beforeAll(async () => {
     federation: F,
     aggregators: 1,
     sites: 2,
+    admin: true,
     overrides: {
       round: { heartbeatMs: 100, missedHeartbeats: 20 },
       learning: { model: 'logreg', trainLimit: 200 },
@@ -42,17 +46,19 @@ beforeAll(async () => {
   });
   coord = await openMember(dep.config, 'coordinator');
   site = await openMember(dep.config, 'site-1');
+  admin = await connect(dep.admin);
 });
 
 afterEach(async () => {
   clearInterval(beat);
-  const jsm = await jetstreamManager(coord.transport.connection);
+  const jsm = await jetstreamManager(admin);
   await jsm.streams.delete(coord.subjects.logStream).catch(() => undefined);
   rmSync(join(dep.config.paths.dataDir, 'coordinator'), { recursive: true, force: true });
 });
 
 afterAll(async () => {
   for (const m of [site, coord]) await m?.close();
+  await admin?.close();
   await dep?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });

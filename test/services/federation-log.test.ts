@@ -52,6 +52,7 @@ import {
   startNatsCluster,
   startNatsServer,
 } from '../helpers/nats-server.ts';
+import { nkeyUser } from '../helpers/nkey-user.ts';
 
 // Signing is randomized (hedged): two seals of one record differ. One test needs a second writer
 // to produce the very bytes the first stored (as a retried publish does), so signatures can be
@@ -135,8 +136,8 @@ function openRecord(federation: string, round: number, base: Commit): ControlBod
     version: base.height,
     baseCommit: base.hash,
     assignments: [
-      { site: 'site-a', aggregator: 'agg-1' },
-      { site: 'site-b', aggregator: 'agg-1' },
+      { site: 'site-a', aggregator: 'agg-1', examples: 50 },
+      { site: 'site-b', aggregator: 'agg-1', examples: 50 },
     ],
     bits: 8,
     clip: 1,
@@ -144,6 +145,8 @@ function openRecord(federation: string, round: number, base: Commit): ControlBod
     crcChunkBytes: 4096,
     deadlineUnixMs: T0 + round * 1000,
     totalExamples: 100,
+    totalParams: 7850,
+    attempt: new Uint8Array(16).fill(round),
   };
 }
 
@@ -973,24 +976,21 @@ describe('federation log on JetStream', () => {
     let auditor: NatsConnection;
     let written: LogEntry[];
 
-    const users: NatsUser[] = [
-      {
-        user: 'coordinator',
-        password: 'coordinator-secret',
-        publish: { allow: [S.all, '_INBOX.>', '$JS.>'] },
-        subscribe: { allow: [S.all, '_INBOX.>'] },
-      },
-      {
-        user: 'auditor',
-        password: 'auditor-secret',
-        publish: { allow: readOnlyStreamSubjects(stream) },
-        subscribe: { allow: [`${S.inboxPrefix('auditor')}.>`] },
-      },
-    ];
+    const coordinatorUser = nkeyUser(
+      'coordinator',
+      { allow: [S.all, '_INBOX.>', '$JS.>'] },
+      { allow: [S.all, '_INBOX.>'] },
+    );
+    const auditorUser = nkeyUser(
+      'auditor',
+      { allow: readOnlyStreamSubjects(stream) },
+      { allow: [`${S.inboxPrefix('auditor')}.>`] },
+    );
+    const users: NatsUser[] = [coordinatorUser.user, auditorUser.user];
 
     beforeAll(async () => {
       authServer = await startNatsServer({ jetstream: true, users });
-      admin = await connect({ servers: authServer.url, user: 'coordinator', pass: 'coordinator-secret' });
+      admin = await connect({ servers: authServer.url, authenticator: coordinatorUser.authenticator });
       await ensureLogStream(await jetstreamManager(admin), settings(F));
       const w = await openLogWriter(admin, {
         federation: F,
@@ -1002,8 +1002,7 @@ describe('federation log on JetStream', () => {
       for (const record of script(F).slice(0, 5)) written.push(await w.append(record));
       auditor = await connect({
         servers: authServer.url,
-        user: 'auditor',
-        pass: 'auditor-secret',
+        authenticator: auditorUser.authenticator,
         inboxPrefix: S.inboxPrefix('auditor'),
       });
     });

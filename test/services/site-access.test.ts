@@ -61,6 +61,8 @@ beforeAll(async () => {
       crcChunkBytes: 16384,
       deadlineUnixMs: Date.now(),
       totalExamples: 0,
+      totalParams: 7850,
+      attempt: new Uint8Array(16),
     },
   });
   for (const bucket of [coord.subjects.aggregatesBucket, coord.subjects.snapshotsBucket]) {

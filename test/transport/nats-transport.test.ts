@@ -130,6 +130,20 @@ describe('NatsTransport on one server (max_payload 256 KiB)', () => {
     await echo.unsubscribe();
   });
 
+  it('keeps the application headers of a chunked message (they travel on chunk 0)', async () => {
+    const got: InboundMessage[] = [];
+    const sub = b.subscribe('t.big-headers', async (m) => {
+      got.push(m);
+    });
+    await sub.ready();
+    const payload = new Uint8Array(randomBytes(3 * MAX_PAYLOAD));
+    await a.request('t.big-headers', payload, { headers: { 'X-Round': '9' } });
+    expect(got).toHaveLength(1);
+    expect(got[0]!.headers).toEqual({ 'X-Round': '9' });
+    expect(Buffer.compare(got[0]!.data, payload)).toBe(0);
+    await sub.unsubscribe();
+  });
+
   it('retries a slow request with one message id; the handler runs once', async () => {
     let calls = 0;
     const ids = new Set<string>();

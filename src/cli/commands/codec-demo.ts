@@ -146,7 +146,7 @@ async function runDemo(
     const aggMs = performance.now() - t;
 
     t = performance.now();
-    const decoded = decodeAggregate(keyset, aggregate);
+    const decoded = decodeAggregate(keyset, aggregate, context);
     const decMs = performance.now() - t;
 
     let exact = true;

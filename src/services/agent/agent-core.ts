@@ -42,6 +42,8 @@ export interface AgentStats {
   readonly blocksSent: number;
   /** RoundOpens naming this site that it skipped (wrong base, no key, busy, deadline). */
   readonly roundsSkipped: number;
+  /** RoundOpens and PREPAREs refused as replays (a decided round, another attempt). */
+  readonly replaysRefused: number;
   readonly votesYes: number;
   readonly votesNo: number;
   readonly commits: number;
@@ -92,7 +94,18 @@ export interface AgentCore {
   /** The round whose candidate is prepared (state PREPARED), else null. */
   preparedRound: number | null;
   /** This site's update in the current round: RMS and bytes for its vote, digest for the residual. */
-  lastUpdate: { round: number; rms: number; bytes: number; digest: Uint8Array } | null;
+  /**
+   * The update this site last delivered (every block and the manifest acknowledged): its round,
+   * RMS, bytes, digest, the aggregator it went to and the other sites assigned there.
+   */
+  lastUpdate: {
+    round: number;
+    rms: number;
+    bytes: number;
+    digest: Uint8Array;
+    aggregator: string;
+    peers: readonly string[];
+  } | null;
   /** Measured time of the last upload, ms (the next round leaves that much before its deadline). */
   lastUploadMs: number;
 }

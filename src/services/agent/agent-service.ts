@@ -73,6 +73,7 @@ class SiteAgent implements AgentService {
     updatesSent: 0,
     blocksSent: 0,
     roundsSkipped: 0,
+    replaysRefused: 0,
     votesYes: 0,
     votesNo: 0,
     commits: 0,
@@ -252,15 +253,12 @@ class SiteAgent implements AgentService {
     if (this.#stopping) return;
     let opened: ReturnType<typeof openControl<T>>;
     try {
-      opened = openControl(msg.data, type as ControlType, this.#ctx.keys) as ReturnType<
-        typeof openControl<T>
-      >;
+      // Only the coordinator's: any other signer is refused before the signature is checked.
+      opened = openControl(msg.data, type as ControlType, this.#ctx.keys, {
+        signer: this.#ctx.members.coordinator,
+      }) as ReturnType<typeof openControl<T>>;
     } catch (err) {
       this.#ctx.log.warn({ subject: msg.subject, err: describe(err) }, `${type} refused`);
-      return;
-    }
-    if (opened.signer !== this.#ctx.members.coordinator) {
-      this.#ctx.log.warn({ signer: opened.signer }, `${type} not signed by the coordinator: ignored`);
       return;
     }
     const body = opened.body as { federation: string; round: number };

@@ -135,7 +135,7 @@ async function replayCommit(core: AgentCore, cc: ChainCommit, base: ModelState):
       'REPLAY_MISMATCH',
     );
     try {
-      next = applyAggregate(core, base.parameters, base.strategyState, info, ciphertexts);
+      next = applyAggregate(core, base.parameters, base.strategyState, info, ciphertexts, d);
     } catch (cause) {
       // Every voter decoded and applied this aggregate; failing to is a divergence, not bad luck.
       throw new AgentError(

@@ -5,6 +5,7 @@ import { type CodecBits, type ControlBodies, encodeUpdate } from '../../protocol
 import { bytesToHex } from '../../versions/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import type { AgentSteps } from './agent-steps.ts';
+import { replayProblem } from './round-attempt.ts';
 import { describe } from './voter.ts';
 
 /**
@@ -21,6 +22,12 @@ export async function onRoundOpen(
   begin: (round: number) => { signal: AbortSignal; done: () => void },
 ): Promise<void> {
   const log = core.ctx.log.child({ round: open.round });
+  const replay = await replayProblem(core, 'round-open', open.round, open.attempt);
+  if (replay !== undefined) {
+    core.counters.replaysRefused++;
+    log.warn({ reason: replay }, 'round-open refused');
+    return;
+  }
   if (core.machine.state === 'PREPARED' && core.preparedRound !== null && core.preparedRound < open.round) {
     await steps.settlePrepared('a later round opened');
   }
@@ -49,6 +56,14 @@ export async function onRoundOpen(
     );
   }
   if (core.keyset === null) return skip(`cannot encrypt: ${core.keysetError}`);
+  if (assignment.examples !== core.shard.count) {
+    return skip(`RoundOpen pins ${assignment.examples} examples for this site, it has ${core.shard.count}`);
+  }
+  if (open.totalParams !== core.genesis.parameters.length) {
+    return skip(
+      `RoundOpen pins ${open.totalParams} parameters, the model has ${core.genesis.parameters.length}`,
+    );
+  }
   if (Date.now() >= open.deadlineUnixMs) return skip('deadline already passed');
   const training = begin(open.round);
   try {
@@ -166,6 +181,10 @@ export async function trainAndSend(
       rms,
       bytes: encoded.manifest.length + encoded.blocks.reduce((a, b) => a + b.length, 0),
       digest: encoded.digest,
+      aggregator,
+      peers: open.assignments
+        .filter((a) => a.aggregator === aggregator && a.site !== core.member)
+        .map((a) => a.site),
     };
     log.info(
       {

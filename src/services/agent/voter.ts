@@ -16,6 +16,7 @@ import type { AgentSteps } from './agent-steps.ts';
 import { fetchAggregate } from './aggregate-fetch.ts';
 import { applyAggregate } from './apply-aggregate.ts';
 import { materialize } from './catch-up.ts';
+import { replayProblem } from './round-attempt.ts';
 import { VoteNo } from './voter-error.ts';
 
 export { VoteNo };
@@ -51,6 +52,7 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
   if (p.kind !== 'round' && p.kind !== '')
     throw new VoteNo(`PREPARE of unknown kind ${JSON.stringify(p.kind)}`);
   if (core.keyset === null) throw new VoteNo(`cannot decrypt: ${core.keysetError}`);
+  checkContributors(core, p);
   let ciphertexts = p.ciphertexts;
   if (ciphertexts.length === 0 && p.aggregateObject !== '') {
     ciphertexts = await fetchAggregate(core, p.aggregateObject, p.totalParams, p.aggregateDigest, 'vote-no');
@@ -73,6 +75,7 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
       objectBytes: 0,
     },
     ciphertexts,
+    p,
   );
   const commit = roundCommit(head, {
     round: p.round,
@@ -81,6 +84,34 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
     params: p.params,
   });
   return { commit, parameters: next.parameters, strategyState: next.strategyState };
+}
+
+/**
+ * What a site checks of an aggregate's contributor list before decrypting it (`applyAggregate`
+ * then refuses fewer than `round.minContributors` sites): its own update, when it delivered one
+ * this round, listed with the digest and weight it signed. An aggregator that dropped it, or
+ * listed another update under its name, is caught here.
+ */
+function checkContributors(core: AgentCore, p: ControlBodies['prepare']): void {
+  const sent = core.lastUpdate?.round === p.round ? core.lastUpdate : null;
+  const listed = p.contributors.find((c) => c.site === core.member);
+  // My aggregator's partial is in (another of its sites is listed) but my acknowledged update is
+  // not: it was dropped. A partial cut whole (late, refused) lists none of its sites: no offence.
+  if (sent !== null && listed === undefined && p.contributors.some((c) => sent.peers.includes(c.site))) {
+    throw new VoteNo(
+      `my update of round ${p.round} was acknowledged by ${sent.aggregator}, whose partial is in the aggregate without it`,
+    );
+  }
+  if (listed !== undefined && sent !== null && !bytesEqual(listed.digest, sent.digest)) {
+    throw new VoteNo(
+      `the aggregate lists another update under my name (digest ${bytesToHex(listed.digest).slice(0, 12)})`,
+    );
+  }
+  if (listed !== undefined && listed.weight !== core.shard.count) {
+    throw new VoteNo(
+      `the aggregate lists my weight as ${listed.weight}, I have ${core.shard.count} examples`,
+    );
+  }
 }
 
 /** Whether `p` is the PREPARE `candidate` was made from (a repeat may be answered with the same vote). */
@@ -111,6 +142,12 @@ export async function onPrepare(
   if (failpoint('agent.prepare', p.round) === 'skip') return; // a site that never votes
   const { machine, store } = core;
   const log = core.ctx.log.child({ round: p.round });
+  const replay = await replayProblem(core, 'prepare', p.round, p.attempt);
+  if (replay !== undefined) {
+    core.counters.replaysRefused++;
+    log.warn({ reason: replay }, 'prepare refused');
+    return;
+  }
   if (machine.state === 'PREPARED' && core.preparedRound !== null && core.preparedRound < p.round) {
     await steps.settlePrepared('a later PREPARE arrived');
   }
@@ -118,11 +155,11 @@ export async function onPrepare(
     const r = core.preparedRound;
     const candidate = r === null ? null : store.prepared(r);
     if (candidate !== null && r === p.round && samePrepare(candidate, p)) {
-      await vote(core, p.round, true, '', candidate); // a repeated PREPARE
+      await vote(core, p, true, '', candidate); // a repeated PREPARE
     } else if (r === p.round) {
-      await vote(core, p.round, false, `a different PREPARE for round ${p.round} than the one prepared`);
+      await vote(core, p, false, `a different PREPARE for round ${p.round} than the one prepared`);
     } else {
-      await vote(core, p.round, false, `still prepared for round ${r}, whose decision is not in the log`);
+      await vote(core, p, false, `still prepared for round ${r}, whose decision is not in the log`);
     }
     return;
   }
@@ -132,7 +169,7 @@ export async function onPrepare(
   }
   const state = machine.state;
   if (state !== 'READY') {
-    await vote(core, p.round, false, `busy (${state})`);
+    await vote(core, p, false, `busy (${state})`);
     return;
   }
   let candidate: PreparedCandidate;
@@ -142,24 +179,28 @@ export async function onPrepare(
   } catch (err) {
     const reason = describe(err);
     log.warn({ reason }, 'voting NO');
-    await vote(core, p.round, false, reason);
+    await vote(core, p, false, reason);
     return;
   }
   core.preparedRound = p.round;
   machine.transition('PREPARED', `PREPARE r${p.round} ${bytesToHex(candidate.commit.hash).slice(0, 12)}`);
   steps.armDecisionTimer(p.round);
-  await vote(core, p.round, true, '', candidate);
+  await vote(core, p, true, '', candidate);
   failpoint('agent.voted', p.round);
 }
 
-/** Sends a signed vote (a request: the coordinator acknowledges it); failures are logged. */
+/**
+ * Sends a signed vote on PREPARE `p` (a request: the coordinator acknowledges it), naming the
+ * round's attempt; failures are logged.
+ */
 export async function vote(
   core: AgentCore,
-  round: number,
+  p: Pick<ControlBodies['prepare'], 'round' | 'attempt'>,
   yes: boolean,
   reason: string,
   candidate?: PreparedCandidate,
 ): Promise<void> {
+  const round = p.round;
   const sent = core.lastUpdate?.round === round ? core.lastUpdate : null;
   const commit: Commit | undefined = candidate?.commit;
   const body: ControlBodies['vote'] = {
@@ -173,6 +214,7 @@ export async function vote(
     meanUpdateRms: sent?.rms ?? 0,
     bytesSent: sent?.bytes ?? 0,
     stateHash: candidate ? strategyStateHash(candidate.strategyState) : new Uint8Array(0),
+    attempt: p.attempt,
   };
   if (yes) core.counters.votesYes++;
   else core.counters.votesNo++;

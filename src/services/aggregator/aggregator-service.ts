@@ -5,12 +5,15 @@ import {
   decodeManifestBody,
   encodeAggregate,
   FRAME_KIND,
+  maxBlockFrameBytes,
+  maxManifestFrameBytes,
   openControl,
   RejectionCounters,
   sealControl,
   unframe,
 } from '../../protocol/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
+import { intakeLimits } from '../intake-limits.ts';
 import type { MemberContext } from '../member-context.ts';
 import { RoundCollector, type RoundOpenBody } from './round-collector.ts';
 
@@ -51,10 +54,12 @@ export interface AggregatorStats {
   readonly manifestsAccepted: number;
   /** Site updates added to a round's sum. */
   readonly updatesAdded: number;
-  /** Blocks and manifests refused (each answered with an error to its sender). */
+  /** Blocks and manifests refused (each answered with an error to its sender), and transport drops. */
   readonly rejected: number;
   /** Refusals by reason (`BlockRejectedError.reason`). */
   readonly rejections: Readonly<Record<string, number>>;
+  /** Chunks or messages the transport dropped before any handler ran, by `TransportDropReason`. */
+  readonly transportDrops: Readonly<Record<string, number>>;
   readonly partialsSent: number;
   readonly partialsFailed: number;
   /** Rounds closed with no complete update (nothing sent). */
@@ -121,6 +126,7 @@ export async function startAggregator(
     heartbeatsSent: 0,
   };
   let lastPartial: PartialReport | null = null;
+  const transportDrops: Record<string, number> = {};
 
   // ---- heartbeat -------------------------------------------------------------------------
   const heartbeat = () => {
@@ -201,8 +207,8 @@ export async function startAggregator(
     if (collector.closed || stopped) return;
     if (collector === current) clearTimeout(deadlineTimer);
     const missing = collector.missing();
-    const aggregate = collector.close();
-    if (!aggregate) {
+    const closed = collector.close();
+    if (!closed) {
       n.emptyRounds++;
       if (collector === current) state = 'idle';
       log.warn(
@@ -211,11 +217,12 @@ export async function startAggregator(
       );
       return;
     }
+    const { aggregate, siteManifests } = closed;
     const encoded = encodeAggregate(
       aggregate,
       { signer: ctx.member, signing: ctx.signing },
       collector.context,
-      { crcChunkBytes: collector.open.crcChunkBytes },
+      { crcChunkBytes: collector.open.crcChunkBytes, siteManifests },
     );
     const sites = aggregate.sites.map((c) => c.site);
     log.info(
@@ -264,13 +271,7 @@ export async function startAggregator(
   // ---- subscriptions ---------------------------------------------------------------------
   const onRoundOpen = async (msg: InboundMessage): Promise<undefined> => {
     try {
-      const opened = openControl(msg.data, 'round-open', ctx.keys);
-      if (opened.signer !== ctx.members.coordinator) {
-        throw new BlockRejectedError(
-          'WRONG_SIGNER',
-          `round-open signed by ${JSON.stringify(opened.signer)}, not the coordinator`,
-        );
-      }
+      const opened = openControl(msg.data, 'round-open', ctx.keys, { signer: ctx.members.coordinator });
       const open = opened.body;
       if (open.federation !== federation) {
         throw new BlockRejectedError(
@@ -311,6 +312,10 @@ export async function startAggregator(
       refuse('MALFORMED', `frame kind ${String(kind)} is neither a block nor a manifest`);
     }
     const what = kind === FRAME_KIND.block ? 'block' : 'manifest';
+    // Size first: nothing is decoded from a message longer than one ciphertext's block can be.
+    const cap =
+      kind === FRAME_KIND.block ? maxBlockFrameBytes(ctx.ckks.maxCiphertextBytes) : maxManifestFrameBytes(0);
+    if (msg.data.length > cap) refuse('OVERSIZE', `${what} of ${msg.data.length} bytes, at most ${cap}`);
     // Header only, to route it (round, signer) before any signature work; verified below.
     let header: { round: number; signer: string };
     try {
@@ -351,12 +356,19 @@ export async function startAggregator(
     throw new BlockRejectedError(reason, message);
   }
 
+  // Transport drops count as rejections too (TRANSPORT_OVERSIZE, TRANSPORT_RATE_LIMITED…).
+  const onDrop = (reason: string) => {
+    n.rejected++;
+    transportDrops[reason] = (transportDrops[reason] ?? 0) + 1;
+  };
   const subs: TransportSubscription[] = [
     ctx.transport.subscribe(subjects.roundOpen, onRoundOpen, {
       onError: (err) => log.warn({ code: err.code, msg: err.message }, 'round-open subscription error'),
+      ...intakeLimits(ctx, 'round-open', onDrop),
     }),
     ctx.transport.subscribe(subjects.updatesFor(ctx.member), onUpdate, {
       onError: (err) => log.warn({ code: err.code, msg: err.message }, 'update subscription error'),
+      ...intakeLimits(ctx, 'site-update', onDrop),
     }),
   ];
   try {
@@ -392,6 +404,7 @@ export async function startAggregator(
       round: current ? current.round : null,
       ...n,
       rejections: counters.snapshot(),
+      transportDrops: { ...transportDrops },
       lastPartial,
     };
   }

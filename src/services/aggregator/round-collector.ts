@@ -2,6 +2,7 @@ import type { CkksContext } from '../../../crypto/ckks/index.ts';
 import type { SignatureAlgorithm } from '../../../crypto/signature/index.ts';
 import { BlockRejectedError, type BlockRejectReason } from '../../errors/index.ts';
 import {
+  type Aggregate,
   AggregateBuilder,
   BlockVerifier,
   type ControlBodies,
@@ -34,6 +35,9 @@ export class RoundCollector {
   readonly #counters: RejectionCounters;
   readonly #builder: AggregateBuilder;
   readonly #inbox = new Map<string, UpdateInbox>();
+  /** Each site's framed manifest, kept to forward with the partial (the parent checks each). */
+  readonly #manifests = new Map<string, Uint8Array>();
+  readonly #weights: ReadonlyMap<string, number>;
   readonly #settled = new Map<string, SiteOutcome>();
   #closed = false;
   #disposed = false;
@@ -61,19 +65,28 @@ export class RoundCollector {
       maxContributors: open.maxContributors,
       crcChunkBytes: open.crcChunkBytes,
     });
+    const mine = open.assignments.filter((a) => a.aggregator === options.member);
+    this.#weights = new Map(mine.map((a) => [a.site, a.examples]));
+    // Only sites assigned here, with the size and weights RoundOpen pinned.
     this.#verifier = new BlockVerifier({
       context: this.context,
       ckksParamsId: options.ckks.paramsId,
       encoding,
-      keys: options.keys,
+      keys: (signer) => (this.#weights.has(signer) ? options.keys(signer) : undefined),
       allowedAlgorithms: options.allowedAlgorithms,
       counters: options.counters,
+      kind: 'site-update',
+      maxCiphertextBytes: options.ckks.maxCiphertextBytes,
+      pinned: { totalParams: open.totalParams, weightOf: (site) => this.#weights.get(site) },
     });
     this.#counters = options.counters;
-    this.assigned = new Set(
-      open.assignments.filter((a) => a.aggregator === options.member).map((a) => a.site),
-    );
-    this.#builder = new AggregateBuilder(options.ckks);
+    this.assigned = new Set(mine.map((a) => a.site));
+    this.#builder = new AggregateBuilder(options.ckks, { encoding, totalParams: open.totalParams });
+  }
+
+  /** Longest framed block or manifest a site may send this round (checked before decoding). */
+  get maxMessageBytes(): number {
+    return Math.max(this.#verifier.maxBlockBytes, this.#verifier.maxManifestBytes);
   }
 
   get round(): number {
@@ -151,22 +164,26 @@ export class RoundCollector {
     }
     const inbox = this.#inboxOf(site);
     if (this.#counted(() => inbox.addManifest(manifest)) === 'repeat') return 'repeat';
+    this.#manifests.set(site, bytes);
     return this.#tryAdd(site, inbox);
   }
 
   /**
-   * Closes the round and hands back what was summed (null when no update is complete). SEAL
-   * memory is freed either way.
+   * Closes the round and hands back what was summed with each summed site's framed manifest in
+   * the same order (null when no update is complete). SEAL memory is freed either way.
    */
-  close(): ReturnType<AggregateBuilder['finish']> | null {
+  close(): { aggregate: Aggregate; siteManifests: Uint8Array[] } | null {
     this.#closed = true;
     this.#inbox.clear();
     if (this.#disposed) return null;
     this.#disposed = true;
     try {
-      return this.#builder.contributors > 0 ? this.#builder.finish() : null;
+      if (this.#builder.contributors === 0) return null;
+      const aggregate = this.#builder.finish();
+      return { aggregate, siteManifests: aggregate.sites.map((c) => this.#manifests.get(c.site)!) };
     } finally {
       this.#builder.dispose();
+      this.#manifests.clear();
     }
   }
 

@@ -4,6 +4,7 @@ import { CohortError } from '../../errors/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { snapshotWriter } from '../federation-log/index.ts';
+import { type IntakeKind, intakeLimits } from '../intake-limits.ts';
 import type { MemberContext } from '../member-context.ts';
 import { lazyObjectStore } from '../store/index.ts';
 import { type CoordinatorLog, openCoordinatorLog } from './coordinator-log.ts';
@@ -70,6 +71,7 @@ class Coordinator implements IntakeHost {
   /** Until the first round of this run opens, a site ahead of the log means the log was lost. */
   #starting = true;
   #rejected = 0;
+  readonly #rejectedBy = new Map<string, number>();
   #runPromise: Promise<CoordinatorSummary> | undefined;
 
   constructor(ctx: MemberContext, options: CoordinatorOptions) {
@@ -149,6 +151,7 @@ class Coordinator implements IntakeHost {
       committed: this.#summaries.filter((s) => s.commit).length,
       aborted: this.#summaries.filter((s) => !s.commit).length,
       rejected: this.#rejected,
+      rejectedByReason: Object.fromEntries(this.#rejectedBy),
       snapshots: this.#snapshots?.stored ?? 0,
     };
   }
@@ -284,6 +287,7 @@ class Coordinator implements IntakeHost {
       const summary = await abortOpenRound(
         this,
         round,
+        open.roundOpen.attempt,
         `the coordinator restarted before deciding round ${round}`,
       );
       this.#summaries.push(summary);
@@ -333,8 +337,10 @@ class Coordinator implements IntakeHost {
   #subscribe(): void {
     const ctx = this.ctx;
     const s = ctx.subjects;
+    const onDrop = (reason: string) => this.#countRefusal(`TRANSPORT_${reason}`);
     const sub = (
       pattern: (token: string) => string,
+      kind: IntakeKind,
       handler: (id: string, msg: InboundMessage) => unknown,
     ) => {
       const prefix = pattern('_').slice(0, -1);
@@ -350,28 +356,33 @@ class Coordinator implements IntakeHost {
               throw err;
             }
           },
-          { onError: () => undefined },
+          { onError: () => undefined, ...intakeLimits(ctx, kind, onDrop) },
         ),
       );
     };
     sub(
       (t) => s.heartbeat(t),
+      'heartbeat',
       (id, msg) => this.#intake.heartbeat(id, msg.data),
     );
     sub(
       (t) => s.partial(t),
+      'partial',
       (id, msg) => this.#intake.partial(id, msg.data),
     );
     sub(
       (t) => s.vote(t),
+      'vote',
       (id, msg) => this.#intake.vote(id, msg.data),
     );
     sub(
       (t) => s.switched(t),
+      'switched',
       (id, msg) => this.#intake.switched(id, msg.data),
     );
     sub(
       (t) => s.snapshot(t),
+      'snapshot',
       (id, msg) => this.#snapshots!.accept(id, msg.data),
     );
     this.#subscriptions.push(
@@ -385,16 +396,22 @@ class Coordinator implements IntakeHost {
             throw err;
           }
         },
-        { onError: () => undefined },
+        { onError: () => undefined, ...intakeLimits(ctx, 'rollback-request', onDrop) },
       ),
     );
   }
 
   #refused(from: string, subject: string, err: unknown): void {
-    this.#rejected++;
     const reason = err instanceof CohortError ? err.code : 'ERROR';
+    this.#countRefusal(reason);
     this.emit({ type: 'rejected', round: this.current?.round ?? this.#roundNumber, from, reason });
     this.ctx.log.warn({ subject, reason, detail: (err as Error).message }, 'refused');
+  }
+
+  /** Counts one refused message under `reason` (a `CohortError` code or a transport drop reason). */
+  #countRefusal(reason: string): void {
+    this.#rejected++;
+    this.#rejectedBy.set(reason, (this.#rejectedBy.get(reason) ?? 0) + 1);
   }
 
   // ---- plumbing ----

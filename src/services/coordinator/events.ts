@@ -148,8 +148,10 @@ export interface CoordinatorStats {
   readonly excluded: readonly string[];
   readonly committed: number;
   readonly aborted: number;
-  /** Refused heartbeats, partials, votes, switches, snapshots and requests. */
+  /** Refused heartbeats, partials, votes, switches, snapshots and requests, and transport drops. */
   readonly rejected: number;
+  /** {@link rejected} by reason: a `CohortError` code (`BLOCK_OVERSIZE`, `VOTE_REFUSED`…) or a transport drop reason. */
+  readonly rejectedByReason: Readonly<Record<string, number>>;
   /** Snapshots stored by this run. */
   readonly snapshots: number;
 }

@@ -25,6 +25,8 @@ export interface IntakeHost extends RoundHost {
  */
 export class MemberIntake {
   readonly #host: IntakeHost;
+  /** `sentUnixMs` of each member's last accepted heartbeat: an older or equal one is a replay. */
+  readonly #lastHeartbeat = new Map<string, number>();
 
   constructor(host: IntakeHost) {
     this.#host = host;
@@ -43,6 +45,27 @@ export class MemberIntake {
         `heartbeat of ${id} says role ${JSON.stringify(hb.role)}, it is a ${role}`,
       );
     }
+    const round = host.ctx.config.round;
+    const skew = hb.sentUnixMs - host.now();
+    if (!Number.isSafeInteger(hb.sentUnixMs) || Math.abs(skew) > round.clockSkewMs) {
+      throw new BlockRejectedError(
+        'WRONG_CONTEXT',
+        `heartbeat of ${id} is stamped ${skew} ms from this clock (at most ±${round.clockSkewMs})`,
+      );
+    }
+    const last = this.#lastHeartbeat.get(id);
+    if (last !== undefined && hb.sentUnixMs <= last) {
+      throw new BlockRejectedError(
+        'DUPLICATE',
+        `heartbeat of ${id} stamped ${hb.sentUnixMs}, not after its last one (${last}): a replay`,
+      );
+    }
+    if (!Number.isFinite(hb.examples) || hb.examples < 0 || hb.examples > round.maxSiteExamples) {
+      throw new BlockRejectedError(
+        'BAD_HEADER',
+        `heartbeat of ${id} claims ${hb.examples} examples (round.maxSiteExamples ${round.maxSiteExamples})`,
+      );
+    }
     const head = host.log.history.head.commit;
     if (role === 'site' && hb.height > head.height) {
       const problem = `${id} reports head ${bytesToHex(hb.head).slice(0, 12)} at height ${hb.height}, beyond the log's head at height ${head.height}`;
@@ -57,6 +80,7 @@ export class MemberIntake {
       }
       throw new BlockRejectedError('WRONG_CONTEXT', problem);
     }
+    this.#lastHeartbeat.set(id, hb.sentUnixMs);
     const { joined } = host.membership.heartbeat(id, role, hb);
     if (joined) host.emit({ type: 'member', member: id, role, joined: true });
     host.wake();
@@ -88,6 +112,12 @@ export class MemberIntake {
       throw new CohortError(
         'VOTE_REFUSED',
         `vote of ${site} for round ${vote.round}: round ${state?.round ?? host.roundNumber()} is not collecting votes`,
+      );
+    }
+    if (!bytesEqual(vote.attempt, state.attempt)) {
+      throw new BlockRejectedError(
+        'WRONG_CONTEXT',
+        `vote of ${site} for round ${vote.round} names another attempt of the round (a replay)`,
       );
     }
     const earlier = state.votes.get(site);
@@ -122,9 +152,10 @@ export class MemberIntake {
     id: string,
     data: Uint8Array,
   ): ControlBodies[T] {
-    const m = openControl(data, type, this.#host.ctx.keys);
+    // The signer must be the subject's member: checked before the signature is.
+    const m = openControl(data, type, this.#host.ctx.keys, { signer: id });
     const body = m.body as ControlBodies[T] & { federation: string; member: string };
-    if (m.signer !== id || body.member !== id) {
+    if (body.member !== id) {
       throw new BlockRejectedError(
         'WRONG_SIGNER',
         `${type} on the subject of ${JSON.stringify(id)} is signed by ${JSON.stringify(m.signer)} for ${JSON.stringify(body.member)}`,

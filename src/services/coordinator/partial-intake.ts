@@ -1,15 +1,18 @@
 import type { CkksContext } from '../../../crypto/ckks/index.ts';
+import { bytesEqual } from '../../../crypto/digest/index.ts';
 import type { PublicSigningKey } from '../../../crypto/signature/index.ts';
 import type { SignatureAlgorithm } from '../../config/index.ts';
 import { BlockRejectedError, CohortError } from '../../errors/index.ts';
 import {
   AggregateBuilder,
+  type Assignment,
   BlockVerifier,
   type Contributor,
   type Encoding,
   FRAME_KIND,
   type RoundContext,
   UpdateInbox,
+  type VerifiedManifest,
 } from '../../protocol/index.ts';
 
 interface PartialInbox {
@@ -26,9 +29,11 @@ export interface AcceptedPartial {
 
 /**
  * The partial aggregates of one round at the coordinator (docs/round-protocol.md step 4): each
- * assigned aggregator's blocks and manifest are verified with that aggregator's key only, checked
- * to list only sites assigned to it, and the whole partial is added to the round's sum (a site
- * counted twice is refused by `AggregateBuilder`).
+ * assigned aggregator's blocks and manifest are verified with that aggregator's key only (under the
+ * partial-aggregate signature domain, at the size RoundOpen pinned), checked to list only sites
+ * assigned to it, each listed site backed by its own signed manifest for this round (forwarded by
+ * the aggregator: same digest, the weight RoundOpen pinned), and the whole partial is added to the
+ * round's sum (a site counted twice is refused by `AggregateBuilder`).
  *
  * A refused block or manifest fails that aggregator's partial for the round: the round goes on
  * with the others instead of waiting for the deadline, and later messages of that partial are
@@ -40,6 +45,10 @@ export class PartialIntake {
   readonly #context: RoundContext;
   readonly #encoding: Encoding;
   readonly #assignment: ReadonlyMap<string, string>;
+  readonly #weights: ReadonlyMap<string, number>;
+  readonly #totalParams: number;
+  readonly #maxCiphertextBytes: number;
+  readonly #siteVerifier: BlockVerifier;
   readonly #aggregators: ReadonlySet<string>;
   readonly #keys: (id: string) => PublicSigningKey | undefined;
   readonly #ckksParamsId: Uint8Array;
@@ -53,18 +62,34 @@ export class PartialIntake {
     ckks: CkksContext;
     context: RoundContext;
     encoding: Encoding;
-    /** site → aggregator. */
-    assignment: ReadonlyMap<string, string>;
+    /** The RoundOpen's assignments: each site's aggregator and pinned example weight. */
+    assignments: readonly Assignment[];
+    /** Parameters of every update, pinned in RoundOpen. */
+    totalParams: number;
     keys: (id: string) => PublicSigningKey | undefined;
     allowedAlgorithms: readonly SignatureAlgorithm[];
   }) {
     this.#context = input.context;
     this.#encoding = input.encoding;
-    this.#assignment = input.assignment;
-    this.#aggregators = new Set(input.assignment.values());
+    this.#assignment = new Map(input.assignments.map((a) => [a.site, a.aggregator]));
+    this.#weights = new Map(input.assignments.map((a) => [a.site, a.examples]));
+    this.#totalParams = input.totalParams;
+    this.#maxCiphertextBytes = input.ckks.maxCiphertextBytes;
+    this.#aggregators = new Set(this.#assignment.values());
     this.#keys = input.keys;
     this.#ckksParamsId = input.ckks.paramsId;
     this.#allowed = input.allowedAlgorithms;
+    // Sites' own manifests, forwarded inside partials: any assigned site's key, its pinned weight.
+    this.#siteVerifier = new BlockVerifier({
+      context: this.#context,
+      ckksParamsId: this.#ckksParamsId,
+      encoding: this.#encoding,
+      keys: (signer) => (this.#assignment.has(signer) ? this.#keys(signer) : undefined),
+      allowedAlgorithms: this.#allowed,
+      kind: 'site-update',
+      maxCiphertextBytes: this.#maxCiphertextBytes,
+      pinned: { totalParams: this.#totalParams, weightOf: (site) => this.#weights.get(site) },
+    });
     this.builder = new AggregateBuilder(input.ckks);
   }
 
@@ -140,6 +165,9 @@ export class PartialIntake {
           // Only this aggregator's key: a partial on its subject signed by anyone else is WRONG_SIGNER.
           keys: (signer) => (signer === aggregator ? key : undefined),
           allowedAlgorithms: this.#allowed,
+          kind: 'partial',
+          maxCiphertextBytes: this.#maxCiphertextBytes,
+          pinned: { totalParams: this.#totalParams },
         }),
         update: new UpdateInbox(),
       };
@@ -164,11 +192,43 @@ export class PartialIntake {
         `the partial of ${aggregator} lists ${foreign.map((c) => c.site).join(', ')}, not assigned to it in round ${this.#context.round}`,
       );
     }
+    this.#checkSiteManifests(aggregator, manifest);
     inbox.update.addManifest(manifest);
     const update = inbox.update.assemble();
     this.builder.add(update);
     this.#delivered.add(aggregator);
     this.#inboxes.delete(aggregator);
     return { aggregator, sites: update.sites };
+  }
+
+  /**
+   * Every site a partial lists must be backed by that site's own signed manifest for this round,
+   * forwarded by the aggregator: it names the listed digest and the weight RoundOpen pinned. An
+   * aggregator cannot list a site that sent nothing, nor another update than the site signed, nor
+   * a weight of its own choosing.
+   */
+  #checkSiteManifests(aggregator: string, manifest: VerifiedManifest): void {
+    const list = manifest.contributorList;
+    if (manifest.siteManifests.length !== list.length) {
+      throw new BlockRejectedError(
+        'BAD_HEADER',
+        `the partial of ${aggregator} lists ${list.length} sites and forwards ${manifest.siteManifests.length} site manifests`,
+      );
+    }
+    list.forEach((c, i) => {
+      const own = this.#siteVerifier.verifyManifest(manifest.siteManifests[i]!);
+      if (own.signer !== c.site) {
+        throw new BlockRejectedError(
+          'WRONG_SIGNER',
+          `the partial of ${aggregator} lists ${c.site} with the manifest of ${own.signer}`,
+        );
+      }
+      if (!bytesEqual(own.updateDigest, c.digest) || own.exampleWeight !== c.weight) {
+        throw new BlockRejectedError(
+          'DIGEST_MISMATCH',
+          `the partial of ${aggregator} lists ${c.site} with another digest or weight than ${c.site} signed`,
+        );
+      }
+    });
   }
 }

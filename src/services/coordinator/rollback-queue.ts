@@ -62,14 +62,8 @@ export class RollbackQueue {
     history: LogHistory,
     now: number,
   ): Promise<Uint8Array> {
-    const opened = openControl(data, 'rollback-request', ctx.keys);
-    if (opened.signer !== ctx.member) {
-      throw new BlockRejectedError(
-        'WRONG_SIGNER',
-        `rollback requested by ${opened.signer}, not signed with the coordinator's key`,
-      );
-    }
-    const body = opened.body;
+    // Signed with the coordinator's own key (an operator on its host): any other signer is refused first.
+    const body = openControl(data, 'rollback-request', ctx.keys, { signer: ctx.member }).body;
     if (body.federation !== ctx.config.federation.id) {
       throw new BlockRejectedError(
         'WRONG_CONTEXT',

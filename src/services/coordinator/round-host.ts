@@ -10,6 +10,8 @@ import type { SwitchTracker } from './switch-tracker.ts';
 /** The round in progress, as the message handlers see it. */
 export interface ActiveRound {
   readonly round: number;
+  /** The RoundOpen's attempt id: votes must name it. */
+  readonly attempt: Uint8Array;
   /** Training rounds: the partials' intake (closed once PREPARE is out). */
   readonly intake: PartialIntake | undefined;
   phase: 'collecting' | 'voting' | 'decided';

@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import {
   type AggregateInfo,
   type Assignment,
+  ATTEMPT_BYTES,
   type ControlBodies,
   codecEncoding,
   type DecisionBody,
@@ -95,11 +97,13 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   const capacity = new Map(cfg.members!.aggregators.map((a) => [a.id, a.capacity]));
   const ring = createRing(aggregators.map((id) => ({ id, capacity: capacity.get(id) ?? 1 })));
   const assignment = assignBounded(ring, sites, cfg.round.epsilon);
+  // Each site's weight is pinned here: its update must declare exactly this many examples.
   const assignments: Assignment[] = [...assignment]
-    .map(([site, aggregator]) => ({ site, aggregator }))
+    .map(([site, aggregator]) => ({ site, aggregator, examples: host.membership.view(site)?.examples ?? 0 }))
     .sort((a, b) => (a.site < b.site ? -1 : a.site > b.site ? 1 : 0));
   const clip = Math.fround(host.clip);
-  const totalExamples = sites.reduce((n, s) => n + (host.membership.view(s)?.examples ?? 0), 0);
+  const totalExamples = assignments.reduce((n, a) => n + a.examples, 0);
+  const attempt = new Uint8Array(randomBytes(ATTEMPT_BYTES));
   const context: RoundContext = {
     federation: cfg.federation.id,
     round,
@@ -125,6 +129,8 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     crcChunkBytes: cfg.codec.crcChunkBytes,
     deadlineUnixMs,
     totalExamples,
+    totalParams: host.parameterCount,
+    attempt,
   };
   await logOpen(host, open);
   failpoint('coordinator.round-open-logged', round);
@@ -132,11 +138,12 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     ckks: ctx.ckks,
     context,
     encoding,
-    assignment,
+    assignments,
+    totalParams: host.parameterCount,
     keys: (id) => ctx.keys(id),
     allowedAlgorithms: cfg.crypto.signature.allowed,
   });
-  const state: ActiveRound = { round, intake, phase: 'collecting', votes: new Map() };
+  const state: ActiveRound = { round, attempt, intake, phase: 'collecting', votes: new Map() };
   host.current = state;
   host.setPhase('collecting');
   try {
@@ -176,10 +183,16 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     params,
     rollbackTarget: EMPTY,
   };
-  if (intake.builder.contributors === 0) {
+  const minimum = cfg.round.minContributors;
+  if (intake.builder.contributors < minimum) {
+    const k = intake.builder.contributors;
     intake.builder.dispose();
-    const facts = { ...base, contributors: 0, digest: EMPTY, aggregate: null };
-    return decide(host, state, facts, noVotes('no contributions'));
+    const facts = { ...base, contributors: k, digest: EMPTY, aggregate: null };
+    const why =
+      k === 0
+        ? 'no contributions'
+        : `${k} contribution(s), round.minContributors is ${minimum}: an aggregate this small would show individual updates`;
+    return decide(host, state, facts, noVotes(why));
   }
   const aggregate = intake.builder.finish();
   const object = encodeAggregateObject(aggregate.ciphertexts);
@@ -221,6 +234,7 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     kind: 'round',
     rollbackTarget: EMPTY,
     aggregateObject: object.length <= INLINE_AGGREGATE_BYTES ? '' : objectName,
+    attempt,
   };
   host.emit({
     type: 'prepare',
@@ -253,6 +267,7 @@ export async function runRollbackRound(
   const started = host.now();
   const head = host.log.history.head.commit;
   const clip = Math.fround(host.clip);
+  const attempt = new Uint8Array(randomBytes(ATTEMPT_BYTES));
   await logOpen(host, {
     federation: cfg.federation.id,
     round,
@@ -265,8 +280,10 @@ export async function runRollbackRound(
     crcChunkBytes: cfg.codec.crcChunkBytes,
     deadlineUnixMs: started,
     totalExamples: 0,
+    totalParams: host.parameterCount,
+    attempt,
   });
-  const state: ActiveRound = { round, intake: undefined, phase: 'voting', votes: new Map() };
+  const state: ActiveRound = { round, attempt, intake: undefined, phase: 'voting', votes: new Map() };
   host.current = state;
   const params = target.commit.params;
   const prepare: ControlBodies['prepare'] = {
@@ -291,6 +308,7 @@ export async function runRollbackRound(
     kind: 'rollback',
     rollbackTarget: target.commit.hash,
     aggregateObject: '',
+    attempt,
   };
   ctx.log.info(
     { round, target: bytesToHex(target.commit.hash), height: target.commit.height, reason },
@@ -415,6 +433,7 @@ async function decide(
     missing: [...verdict.missing],
     exclusions: table,
     nextClip: Math.fround(nextClip),
+    attempt: state.attempt,
   };
   const entry = await host.log.append({ decision });
   failpoint('coordinator.decision-logged', facts.round);
@@ -470,8 +489,13 @@ async function decide(
  * RoundOpen and its decision: before, during or after PREPARE). Agents prepared for it discard
  * their candidate at once, and the round number is never used again.
  */
-export async function abortOpenRound(host: RoundHost, round: number, reason: string): Promise<RoundSummary> {
-  const state: ActiveRound = { round, intake: undefined, phase: 'voting', votes: new Map() };
+export async function abortOpenRound(
+  host: RoundHost,
+  round: number,
+  attempt: Uint8Array,
+  reason: string,
+): Promise<RoundSummary> {
+  const state: ActiveRound = { round, attempt, intake: undefined, phase: 'voting', votes: new Map() };
   const facts: RoundFacts = {
     round,
     kind: 'round',

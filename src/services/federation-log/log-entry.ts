@@ -57,12 +57,9 @@ export function openLogEntry(
     });
   let opened: ReturnType<typeof openControl<'log-record'>>;
   try {
-    opened = openControl(bytes, 'log-record', opts.keys);
+    opened = openControl(bytes, 'log-record', opts.keys, { signer: opts.coordinator });
   } catch (err) {
     throw invalid(`not a signed log record: ${(err as Error).message}`, err);
-  }
-  if (opened.signer !== opts.coordinator) {
-    throw invalid(`signed by ${JSON.stringify(opened.signer)}, not the coordinator ${opts.coordinator}`);
   }
   const record = opened.body;
   if (record.federation !== opts.federation) {

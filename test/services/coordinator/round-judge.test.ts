@@ -37,6 +37,7 @@ function yes(member: string, over: Partial<Vote> = {}): Vote {
     meanUpdateRms: 0.01,
     bytesSent: 1000,
     stateHash: STATE,
+    attempt: new Uint8Array(16),
     ...over,
   };
 }

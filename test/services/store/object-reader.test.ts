@@ -8,6 +8,7 @@ import { objectStreamName, readOnlyStreamSubjects } from '../../../src/transport
 import { renderAuthorization } from '../../../src/transport/permissions.ts';
 import { rejection } from '../../helpers/error-code.ts';
 import { type NatsServerHandle, startNatsServer } from '../../helpers/nats-server.ts';
+import { nkeyUser } from '../../helpers/nkey-user.ts';
 
 const storeError = (promise: Promise<unknown>) => rejection(promise, StoreError);
 
@@ -15,7 +16,12 @@ const BUCKET = 'reads';
 const STREAM = objectStreamName(BUCKET);
 const CHUNK = 1024;
 const READER_INBOX = '_INBOX.reader';
-const PASS = { admin: 'admin-secret-1', reader: 'reader-secret-1' };
+const ADMIN = nkeyUser('admin', { allow: ['>'] }, { allow: ['>'] });
+const READER = nkeyUser(
+  'reader',
+  { allow: readOnlyStreamSubjects(STREAM) },
+  { allow: [`${READER_INBOX}.>`] },
+);
 const LIMIT = { maxBytes: 1 << 20, timeoutMs: 2000 };
 
 const b64urlPadded = (s: string) =>
@@ -67,32 +73,14 @@ describe('readObject', () => {
   beforeAll(async () => {
     server = await startNatsServer({
       jetstream: true,
-      users: [
-        { user: 'admin', password: PASS.admin, publish: { allow: ['>'] }, subscribe: { allow: ['>'] } },
-        {
-          user: 'reader',
-          password: PASS.reader,
-          publish: { allow: readOnlyStreamSubjects(STREAM) },
-          subscribe: { allow: [`${READER_INBOX}.>`] },
-        },
-      ],
+      users: [ADMIN.user, READER.user],
     });
     // The helper renders users with renderAuthorization; check it renders the reader as intended.
-    expect(
-      renderAuthorization([
-        {
-          user: 'reader',
-          password: PASS.reader,
-          publish: { allow: readOnlyStreamSubjects(STREAM) },
-          subscribe: { allow: [`${READER_INBOX}.>`] },
-        },
-      ]),
-    ).toContain('"$JS.API.STREAM.MSG.GET.OBJ_reads"');
-    admin = await connect({ servers: server.url, user: 'admin', pass: PASS.admin });
+    expect(renderAuthorization([READER.user])).toContain('"$JS.API.STREAM.MSG.GET.OBJ_reads"');
+    admin = await connect({ servers: server.url, authenticator: ADMIN.authenticator });
     reader = await connect({
       servers: server.url,
-      user: 'reader',
-      pass: PASS.reader,
+      authenticator: READER.authenticator,
       inboxPrefix: READER_INBOX,
     });
     js = jetstream(admin);

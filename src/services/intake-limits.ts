@@ -1,0 +1,51 @@
+import {
+  CONTROL_MAX_BYTES,
+  type ControlType,
+  maxBlockFrameBytes,
+  maxManifestFrameBytes,
+} from '../protocol/index.ts';
+import type { SubscribeOptions, TransportDropReason } from '../transport/index.ts';
+import type { MemberContext } from './member-context.ts';
+
+/** What a subscription of a member's intake carries: control messages of one type, or update frames. */
+export type IntakeKind = ControlType | 'site-update' | 'partial' | 'snapshot';
+
+/**
+ * Chunks per second and burst a sender may push into one subscription. A heartbeat or vote is one
+ * chunk a second or less; an update or partial is one chunk per block (a 10M-parameter model's
+ * update is a few hundred blocks), sent as fast as the acknowledgements come back.
+ */
+const RATES: Readonly<Record<'control' | 'frames', { perSecond: number; burst: number }>> = {
+  control: { perSecond: 50, burst: 100 },
+  frames: { perSecond: 2000, burst: 4000 },
+};
+
+/**
+ * Transport-level limits of a subscription that takes `kind` from other members (DESIGN §10:
+ * every byte from the network is capped before it is decoded and counted when refused): the
+ * largest message of that kind, a per-sender token bucket, and drops reported to `onDrop` (every
+ * reason but `DUPLICATE`, which is a request's own retry, not a refusal).
+ */
+export function intakeLimits(
+  ctx: MemberContext,
+  kind: IntakeKind,
+  onDrop: (reason: TransportDropReason, subject: string) => void,
+): Pick<SubscribeOptions, 'maxMessageBytes' | 'rateLimit' | 'onDrop'> {
+  const block = maxBlockFrameBytes(ctx.ckks.maxCiphertextBytes);
+  const maxMessageBytes =
+    kind === 'site-update'
+      ? Math.max(block, maxManifestFrameBytes(0))
+      : kind === 'partial'
+        ? Math.max(block, maxManifestFrameBytes(ctx.config.codec.maxContributors))
+        : kind === 'snapshot'
+          ? undefined // an encrypted model: up to the transport's frame cap
+          : CONTROL_MAX_BYTES[kind];
+  const frames = kind === 'site-update' || kind === 'partial' || kind === 'snapshot';
+  return {
+    ...(maxMessageBytes === undefined ? {} : { maxMessageBytes }),
+    rateLimit: frames ? RATES.frames : RATES.control,
+    onDrop: (reason, subject) => {
+      if (reason !== 'DUPLICATE') onDrop(reason, subject);
+    },
+  };
+}

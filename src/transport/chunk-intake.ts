@@ -1,0 +1,98 @@
+import type { Msg, MsgHdrs } from '@nats-io/transport-node';
+import { checkChunkCrc, checkDeclaredSize, FrameFault, readChunkHeader } from './chunk-frame.ts';
+import type { TransportDropReason } from './drop-reason.ts';
+import { RateLimiter, type RateLimitOptions } from './rate-limiter.ts';
+import { Reassembler } from './reassembler.ts';
+import type { ResolvedLimits } from './transport-limits.ts';
+
+/** Options of a {@link ChunkIntake}. */
+export interface ChunkIntakeOptions {
+  readonly limits: ResolvedLimits;
+  /** An incomplete message is dropped this long after its first chunk. */
+  readonly reassemblyTimeoutMs: number;
+  /** Per-sender token buckets, charged one token per chunk. */
+  readonly rateLimit?: RateLimitOptions;
+  /** Every drop, with the fault when the input was corrupt or inconsistent. */
+  readonly onDrop: (reason: TransportDropReason, subject: string, fault?: FrameFault) => void;
+}
+
+/** A whole message out of a {@link ChunkIntake}. */
+export interface IntakeMessage {
+  /** Sender-chosen id (not trusted). */
+  readonly id: string;
+  readonly data: Uint8Array;
+  /** Headers of the message's first chunk (where application headers travel). */
+  readonly headers: MsgHdrs | undefined;
+}
+
+/**
+ * The checks every inbound chunk goes through, cheapest first: framing headers, declared length
+ * against the cap, the sender's rate limit, CRC32, then reassembly. A chunk refused at one step
+ * costs nothing of the next; each refusal is reported once through `onDrop`.
+ */
+export class ChunkIntake {
+  readonly #limits: ResolvedLimits;
+  readonly #onDrop: ChunkIntakeOptions['onDrop'];
+  readonly #rate: RateLimiter | undefined;
+  readonly #reassembler: Reassembler<MsgHdrs | undefined>;
+
+  constructor(options: ChunkIntakeOptions) {
+    this.#limits = options.limits;
+    this.#onDrop = options.onDrop;
+    this.#rate = options.rateLimit === undefined ? undefined : new RateLimiter(options.rateLimit);
+    this.#reassembler = new Reassembler({
+      timeoutMs: options.reassemblyTimeoutMs,
+      maxPending: options.limits.maxPendingMessages,
+      maxPendingBytes: options.limits.maxPendingBytes,
+      onDrop: (subject, _id, reason) => this.#onDrop(reason, subject),
+    });
+  }
+
+  /** Bytes buffered for incomplete messages. */
+  get pendingBytes(): number {
+    return this.#reassembler.pendingBytes;
+  }
+
+  /** Incomplete messages buffered. */
+  get pendingMessages(): number {
+    return this.#reassembler.pendingCount;
+  }
+
+  /** Takes one chunk; returns the whole message once complete, else `undefined`. */
+  accept(msg: Msg): IntakeMessage | undefined {
+    const subject = msg.subject;
+    const h = msg.headers;
+    const header = readChunkHeader((k) => h?.get(k) ?? '', msg.data.length);
+    if (header instanceof FrameFault) return this.#refuse(subject, header);
+    const size = checkDeclaredSize(header, this.#limits.maxMessageBytes);
+    if (size !== undefined) return this.#refuse(subject, size);
+    if (this.#rate !== undefined && !this.#rate.take(subject)) {
+      this.#onDrop('RATE_LIMITED', subject);
+      return undefined;
+    }
+    const crc = checkChunkCrc(header, msg.data);
+    if (crc !== undefined) return this.#refuse(subject, crc);
+    const r = this.#reassembler.accept(subject, { ...header, data: msg.data }, h);
+    switch (r.status) {
+      case 'complete':
+        return { id: header.id, data: r.data, headers: r.meta };
+      case 'pending':
+        return undefined;
+      case 'duplicate':
+        this.#onDrop('DUPLICATE', subject);
+        return undefined;
+      case 'refused':
+        return this.#refuse(subject, r.fault);
+    }
+  }
+
+  /** Drops every incomplete message (no drop is reported). */
+  clear(): void {
+    this.#reassembler.clear();
+  }
+
+  #refuse(subject: string, fault: FrameFault): undefined {
+    this.#onDrop(fault.reason, subject, fault);
+    return undefined;
+  }
+}

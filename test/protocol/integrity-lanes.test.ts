@@ -1,0 +1,114 @@
+// An aggregator sums ciphertexts it cannot read, so the sites that decrypt check what it did: the
+// integrity lanes must show exactly the listed contributions, all of this round.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { BlockRejectedError } from '../../src/errors/index.ts';
+import {
+  type Aggregate,
+  assembleUpdate,
+  DEFAULT_CODEC_OPTIONS,
+  decodeAggregate,
+  encodeUpdate,
+  integrityLaneCount,
+  integrityLevels,
+  sumUpdates,
+  type VerifiedUpdate,
+} from '../../src/protocol/index.ts';
+import { type CodecFixture, codecFixture, randomUpdate, roundContext } from '../helpers/codec-fixture.ts';
+
+function reason(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof BlockRejectedError) return err.reason;
+    throw err;
+  }
+  return 'accepted';
+}
+
+describe('integrity lanes', () => {
+  let fx: CodecFixture;
+  const updates: VerifiedUpdate[] = [];
+  let older: VerifiedUpdate;
+
+  beforeAll(async () => {
+    fx = await codecFixture(3);
+    const encode = (site: number, round: number) => {
+      const context = roundContext(round);
+      const e = encodeUpdate({
+        update: randomUpdate(5000, 11 + site, 0.04),
+        residual: null,
+        credentials: fx.sites[site]!,
+        context,
+        options: DEFAULT_CODEC_OPTIONS,
+        exampleWeight: 10,
+      });
+      const v = fx.verifier({ context });
+      return assembleUpdate(
+        v.verifyManifest(e.manifest),
+        e.blocks.map((b) => v.verifyBlock(b)),
+      );
+    };
+    for (let s = 0; s < 3; s++) updates.push(encode(s, 7));
+    older = encode(2, 6);
+  });
+
+  /** The sum of `added` ciphertexts presented as the sum of `listed` (what a lying aggregator sends). */
+  function lyingSum(added: readonly VerifiedUpdate[], listed: readonly VerifiedUpdate[]): Aggregate {
+    const ctx = fx.ctx;
+    const sums = added[0]!.ciphertexts.map((c) => ctx.loadCiphertext(c));
+    for (const u of added.slice(1)) {
+      u.ciphertexts.forEach((c, b) => {
+        const ct = ctx.loadCiphertext(c);
+        ctx.addInPlace(sums[b]!, ct);
+        ct.delete();
+      });
+    }
+    const ciphertexts = sums.map((s) => {
+      const bytes = ctx.serialize(s);
+      s.delete();
+      return bytes;
+    });
+    const sites = listed.flatMap((u) => u.sites);
+    return {
+      encoding: listed[0]!.encoding,
+      totalParams: listed[0]!.totalParams,
+      sites,
+      contributors: sites.length,
+      totalWeight: listed.reduce((w, u) => w + u.exampleWeight, 0),
+      ciphertexts,
+    };
+  }
+
+  it('an honest sum decodes; the lanes hold a count and a 32-bit round tag', () => {
+    const context = roundContext(7);
+    expect(decodeAggregate(fx.keyset, sumUpdates(fx.ctx, updates), context).contributors).toBe(3);
+    expect(integrityLaneCount(8)).toBe(5);
+    expect(integrityLaneCount(1)).toBe(33);
+    expect(integrityLevels(8, context)[0]).toBe(1);
+    // The tag is the round's: another round (or federation) gives other levels.
+    expect(Array.from(integrityLevels(8, context))).not.toEqual(
+      Array.from(integrityLevels(8, roundContext(8))),
+    );
+    expect(Array.from(integrityLevels(8, context))).not.toEqual(
+      Array.from(integrityLevels(8, roundContext(7, 'other-fed'))),
+    );
+  });
+
+  it("a site's ciphertext added twice while listed once → INTEGRITY_MISMATCH", () => {
+    // Refused either way: a parameter lane beyond 3·255 (unpacking checks those first), or the count lane.
+    const twice = lyingSum([...updates, updates[1]!], updates);
+    expect(['LANE_OVERFLOW', 'INTEGRITY_MISMATCH']).toContain(
+      reason(() => decodeAggregate(fx.keyset, twice, roundContext(7))),
+    );
+  });
+
+  it('a listed site left out of the sum → INTEGRITY_MISMATCH', () => {
+    const dropped = lyingSum(updates.slice(0, 2), updates);
+    expect(reason(() => decodeAggregate(fx.keyset, dropped, roundContext(7)))).toBe('INTEGRITY_MISMATCH');
+  });
+
+  it("an older round's ciphertext substituted for a site's → INTEGRITY_MISMATCH", () => {
+    const substituted = lyingSum([updates[0]!, updates[1]!, older], updates);
+    expect(reason(() => decodeAggregate(fx.keyset, substituted, roundContext(7)))).toBe('INTEGRITY_MISMATCH');
+  });
+});

@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { SeenCache, seenKey } from '../../src/transport/seen-cache.ts';
+
+describe('seenKey and SeenCache', () => {
+  it('keys by subject, id, bytes and headers, never by id alone', () => {
+    const data = new Uint8Array([1, 2, 3]);
+    const k = seenKey('s.a', 'id1', data, { A: '1' });
+    expect(seenKey('s.a', 'id1', new Uint8Array([1, 2, 3]), { A: '1' })).toBe(k);
+    expect(seenKey('s.b', 'id1', data, { A: '1' })).not.toBe(k);
+    expect(seenKey('s.a', 'id2', data, { A: '1' })).not.toBe(k);
+    expect(seenKey('s.a', 'id1', new Uint8Array([1, 2, 4]), { A: '1' })).not.toBe(k);
+    expect(seenKey('s.a', 'id1', data, { A: '2' })).not.toBe(k);
+    expect(seenKey('s.a', 'id1', data, {})).not.toBe(k);
+    // Header boundaries are unambiguous.
+    expect(seenKey('s', 'i', data, { ab: 'c' })).not.toBe(seenKey('s', 'i', data, { a: 'bc' }));
+  });
+
+  it('keeps at most `capacity` entries, least recently used evicted', () => {
+    const c = new SeenCache(2);
+    c.set('a', { state: 'running' });
+    c.set('b', { state: 'running' });
+    c.get('a');
+    c.set('c', { state: 'done', reply: new Uint8Array(0) });
+    expect(c.size).toBe(2);
+    expect(c.get('b')).toBeUndefined();
+    expect(c.get('a')).toEqual({ state: 'running' });
+  });
+});
