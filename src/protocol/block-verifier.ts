@@ -60,6 +60,8 @@ export interface BlockVerifierOptions {
   readonly maxCiphertextBytes?: number;
   /** What the round's RoundOpen pinned; a header that differs is `NOT_PINNED` before any signature work. */
   readonly pinned?: PinnedUpdate;
+  /** Presence lanes of the round (RoundOpen's assignments), which set the blocks' geometry; default 1. */
+  readonly participants?: number;
 }
 
 /** The update size and example weights a RoundOpen pins. */
@@ -115,6 +117,7 @@ export class BlockVerifier {
   readonly #allowedIds: Set<number>;
   readonly #verified = new Map<string, true>();
   readonly #cacheSize: number;
+  readonly #participants: number;
 
   constructor(options: BlockVerifierOptions) {
     assertRoundContext(options.context);
@@ -125,6 +128,7 @@ export class BlockVerifier {
     this.counters = options.counters ?? new RejectionCounters();
     this.#allowedIds = new Set(options.allowedAlgorithms.map((a) => SIGNATURE_ALGORITHM_IDS[a]));
     this.#cacheSize = options.signatureCacheSize ?? 4096;
+    this.#participants = options.participants ?? 1;
   }
 
   /** Longest framed block accepted: one ciphertext plus header, CRC list and Merkle path. */
@@ -158,7 +162,7 @@ export class BlockVerifier {
         );
       }
       const per = block.encoding.paramsPerBlock;
-      const lanes = encodedLaneCount(block.totalParams, block.encoding.bits);
+      const lanes = encodedLaneCount(block.totalParams, block.encoding.bits, this.#participants);
       const expectedCount = Math.min(per, lanes - block.blockIndex * per);
       if (block.paramOffset !== block.blockIndex * per || block.paramCount !== expectedCount) {
         throw new BlockRejectedError(
@@ -267,11 +271,12 @@ export class BlockVerifier {
     if (
       h.blockCount < 1 ||
       h.totalParams < 1 ||
-      Math.ceil(encodedLaneCount(h.totalParams, e.bits) / e.paramsPerBlock) !== h.blockCount
+      Math.ceil(encodedLaneCount(h.totalParams, e.bits, this.#participants) / e.paramsPerBlock) !==
+        h.blockCount
     ) {
       throw new BlockRejectedError(
         'BLOCK_COUNT_MISMATCH',
-        `${what} declares ${h.blockCount} blocks for ${h.totalParams} parameters (and ${integrityLaneCount(e.bits)} integrity lanes) at ${e.paramsPerBlock} per block`,
+        `${what} declares ${h.blockCount} blocks for ${h.totalParams} parameters (and ${integrityLaneCount(e.bits, this.#participants)} integrity lanes) at ${e.paramsPerBlock} per block`,
       );
     }
     if (!Number.isFinite(h.exampleWeight) || h.exampleWeight < 0) {

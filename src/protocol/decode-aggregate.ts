@@ -26,6 +26,7 @@ export function decodeAggregate(
   keyset: CkksKeyset,
   aggregate: Aggregate,
   context: Pick<RoundContext, 'federation' | 'round'>,
+  participants: readonly string[] = [],
 ): DecodedAggregate {
   const e = aggregate.encoding;
   const ctx = keyset.ctx;
@@ -42,7 +43,22 @@ export function decodeAggregate(
       'aggregate lane layout differs from the CKKS parameters',
     );
   }
-  const lanes = encodedLaneCount(aggregate.totalParams, e.bits);
+  // With the round's participants (RoundOpen's assignments, in order) each has its presence lane;
+  // without, one lane counts the contributions.
+  const presence = participants.length === 0 ? [aggregate.contributors] : participants.map(() => 0);
+  if (participants.length > 0) {
+    for (const c of aggregate.sites) {
+      const i = participants.indexOf(c.site);
+      if (i < 0) {
+        throw new BlockRejectedError(
+          'INTEGRITY_MISMATCH',
+          `the aggregate lists ${JSON.stringify(c.site)}, not a participant of round ${context.round}`,
+        );
+      }
+      presence[i]!++;
+    }
+  }
+  const lanes = encodedLaneCount(aggregate.totalParams, e.bits, presence.length);
   const expectedBlocks = Math.ceil(lanes / e.paramsPerBlock);
   if (aggregate.ciphertexts.length !== expectedBlocks) {
     throw new BlockRejectedError(
@@ -66,7 +82,9 @@ export function decodeAggregate(
       throw err;
     }
   });
-  checkIntegrityLanes(all.subarray(aggregate.totalParams), e.bits, aggregate.contributors, context);
+  checkIntegrityLanes(all.subarray(aggregate.totalParams), e.bits, presence, context, (lane) =>
+    participants.length === 0 ? 'any site' : JSON.stringify(participants[lane]),
+  );
   const laneSums = all.subarray(0, aggregate.totalParams);
   return {
     sum: dequantizeSum(laneSums, aggregate.contributors, e.bits as 1 | 2 | 4 | 8, e.clip),

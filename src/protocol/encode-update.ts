@@ -6,7 +6,7 @@ import { SIGNATURE_ALGORITHM_IDS, type SigningKeyPair, sign } from '../../crypto
 import { quantize } from '../../federation/index.ts';
 import { assertFiniteArray, InvalidArgumentError } from '../errors/index.ts';
 import { type CodecOptions, codecEncoding } from './codec-options.ts';
-import { encodedLaneCount, integrityLevels } from './integrity-lanes.ts';
+import { encodedLaneCount, integrityLevels, type LanePosition, SOLE_POSITION } from './integrity-lanes.ts';
 import {
   type Contributor,
   encodeBlockBody,
@@ -45,6 +45,11 @@ export interface EncodeUpdateInput {
    * Fixing it makes the emitted integers reproducible (and comparable with the GPU quantizer).
    */
   readonly roundingSeed?: { readonly key0: number; readonly key1: number };
+  /**
+   * The site's presence lane: its index in the RoundOpen's assignments and their number (see
+   * `integrityLaneCount`). Default {@link SOLE_POSITION}: one lane shared by every update.
+   */
+  readonly position?: LanePosition;
 }
 
 /** Output of {@link encodeUpdate}. */
@@ -87,7 +92,8 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
   const shardCount = options.shardCount ?? 1;
   const totalParams = update.length;
   const perBlock = encoding.paramsPerBlock;
-  const lanes = encodedLaneCount(totalParams, encoding.bits);
+  const position = input.position ?? SOLE_POSITION;
+  const lanes = encodedLaneCount(totalParams, encoding.bits, position.participants);
   const blockCount = Math.ceil(lanes / perBlock);
   const seed = input.roundingSeed ?? { key0: randomBytes(4).readUInt32BE(0), key1: context.round >>> 0 };
 
@@ -102,10 +108,10 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
     maxLaneSum: encoding.maxContributors * (2 ** encoding.bits - 1),
   };
 
-  // The parameters' levels, then the integrity lanes (a count and the round's tag).
+  // The parameters' levels, then the integrity lanes (presence and the round's tag).
   const levels = new Uint8Array(lanes);
   levels.set(q.levels, 0);
-  levels.set(integrityLevels(encoding.bits, context), totalParams);
+  levels.set(integrityLevels(encoding.bits, context, position), totalParams);
   const slots = new Float64Array(encoding.slots);
   const ciphertexts: Uint8Array[] = [];
   for (let b = 0; b < blockCount; b++) {
@@ -123,6 +129,8 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
     ciphertexts,
     shardCount,
     [],
+    [],
+    position.participants,
   );
   return { ...signed, residual: q.residual, levels: q.levels };
 }
@@ -149,6 +157,7 @@ export function signBlocks(
   shardCount: number,
   contributorList: Contributor[],
   siteManifests: readonly Uint8Array[] = [],
+  participants = 1,
 ): SignedBlocks {
   const header: UpdateHeader = {
     federation: context.federation,
@@ -164,7 +173,7 @@ export function signBlocks(
     ...fields,
   };
   const perBlock = header.encoding.paramsPerBlock;
-  const lanes = encodedLaneCount(header.totalParams, header.encoding.bits);
+  const lanes = encodedLaneCount(header.totalParams, header.encoding.bits, participants);
   const geometry = ciphertexts.map((_, b) => ({
     blockIndex: b,
     shardId: b % shardCount,

@@ -50,6 +50,8 @@ export {
   encodedLaneCount,
   integrityLaneCount,
   integrityLevels,
+  type LanePosition,
+  SOLE_POSITION,
 } from './integrity-lanes.ts';
 export {
   type Contributor,

@@ -7,19 +7,34 @@ import type { RoundContext } from './round-context.ts';
 const TAG_BITS = 32;
 
 /**
- * Lanes appended after a site's quantized parameters: one count lane holding 1, then the round
- * tag, `bits` per lane. Summed over K honest contributions of round r the count lane reads K and
- * each tag lane K·tag_r(i). An aggregator that adds a ciphertext twice while listing it once
- * shows K+1 in the count lane; one that substitutes an update of another round shows another
- * tag (caught with probability 1 − 2^−32). Both are checked by every site that decrypts.
+ * Where a site's update marks its presence: lane `index` of `participants` presence lanes (its
+ * place in the RoundOpen's assignments, and their number). Tools and tests that sum updates outside
+ * a round use {@link SOLE_POSITION}: one presence lane that then counts the contributions.
  */
-export function integrityLaneCount(bits: number): number {
-  return 1 + Math.ceil(TAG_BITS / bits);
+export interface LanePosition {
+  readonly index: number;
+  readonly participants: number;
+}
+
+/** One presence lane shared by every update: it reads the number of contributions. */
+export const SOLE_POSITION: LanePosition = Object.freeze({ index: 0, participants: 1 });
+
+/**
+ * Lanes appended after a site's quantized parameters: `participants` presence lanes (1 in the
+ * site's own, 0 elsewhere), then the round tag, `bits` per lane. Summed over the contributions of
+ * round r, presence lane i reads how many times participant i's update is in the sum and each tag
+ * lane K·tag_r(i). An aggregator that adds an update twice, leaves a listed one out, or puts another
+ * site's update (of any round) in a listed site's place changes a presence lane; one that
+ * substitutes an update of another round changes the tag (caught with probability 1 − 2^−32).
+ * Every site that decrypts checks both.
+ */
+export function integrityLaneCount(bits: number, participants = 1): number {
+  return participants + Math.ceil(TAG_BITS / bits);
 }
 
 /** Lanes an update of `totalParams` parameters occupies: the parameters, then the integrity lanes. */
-export function encodedLaneCount(totalParams: number, bits: number): number {
-  return totalParams + integrityLaneCount(bits);
+export function encodedLaneCount(totalParams: number, bits: number, participants = 1): number {
+  return totalParams + integrityLaneCount(bits, participants);
 }
 
 /** The round tag's levels, `bits` per lane: from SHA-256 of the federation and the round. */
@@ -34,44 +49,62 @@ function tagLevels(bits: number, context: Pick<RoundContext, 'federation' | 'rou
   return out;
 }
 
-/** The integrity lanes' levels of one site's update in `context`: [1, tag…]. */
+/** The integrity lanes' levels of one site's update in `context`: presence (1 at its index), then the tag. */
 export function integrityLevels(
   bits: number,
   context: Pick<RoundContext, 'federation' | 'round'>,
+  position: LanePosition = SOLE_POSITION,
 ): Uint8Array {
+  const { index, participants } = position;
+  if (
+    !Number.isInteger(participants) ||
+    participants < 1 ||
+    !Number.isInteger(index) ||
+    index < 0 ||
+    index >= participants
+  ) {
+    throw new BlockRejectedError('BAD_HEADER', `lane position ${index} of ${participants} participants`);
+  }
   const tag = tagLevels(bits, context);
-  const out = new Uint8Array(1 + tag.length);
-  out[0] = 1;
-  out.set(tag, 1);
+  const out = new Uint8Array(participants + tag.length);
+  out[index] = 1;
+  out.set(tag, participants);
   return out;
 }
 
 /**
- * Checks the decrypted integrity lanes of an aggregate that lists `contributors` sites of
- * `context`'s round: the count lane must read exactly `contributors`, each tag lane exactly
- * `contributors` times the round's tag. Throws `INTEGRITY_MISMATCH` otherwise.
+ * Checks the decrypted integrity lanes of an aggregate of `context`'s round: presence lane i must
+ * read exactly `presence[i]` (how many listed contributors hold position i: 1 for each listed
+ * participant, 0 for the others; with one shared lane, the number of contributions), and each tag
+ * lane the number of contributions times the round's tag. Throws `INTEGRITY_MISMATCH` otherwise,
+ * naming the lane through `describe` when given.
  *
  * @param laneSums the integer lane sums of the integrity lanes (length {@link integrityLaneCount}).
  */
 export function checkIntegrityLanes(
   laneSums: ArrayLike<number>,
   bits: number,
-  contributors: number,
+  presence: readonly number[],
   context: Pick<RoundContext, 'federation' | 'round'>,
+  describe: (lane: number) => string = (lane) => `participant ${lane}`,
 ): void {
-  const expected = integrityLevels(bits, context);
-  if (laneSums[0] !== contributors) {
-    throw new BlockRejectedError(
-      'INTEGRITY_MISMATCH',
-      `the aggregate holds ${laneSums[0]} contributions, its contributor list ${contributors}: one was added twice or left out`,
-    );
-  }
-  for (let i = 1; i < expected.length; i++) {
-    if (laneSums[i] !== contributors * expected[i]!) {
+  const contributions = presence.reduce((a, b) => a + b, 0);
+  presence.forEach((expected, lane) => {
+    const got = laneSums[lane];
+    if (got !== expected) {
+      throw new BlockRejectedError(
+        'INTEGRITY_MISMATCH',
+        `the aggregate holds ${got} update(s) of ${describe(lane)}, its contributor list ${expected}: one was added twice, left out or swapped`,
+      );
+    }
+  });
+  const tag = tagLevels(bits, context);
+  tag.forEach((t, i) => {
+    if (laneSums[presence.length + i] !== contributions * t) {
       throw new BlockRejectedError(
         'INTEGRITY_MISMATCH',
         `the aggregate's round tag is not round ${context.round}'s: it holds an update of another round`,
       );
     }
-  }
+  });
 }

@@ -5,6 +5,7 @@ import { BlockRejectedError } from '../../src/errors/index.ts';
 import {
   type Aggregate,
   assembleUpdate,
+  BlockVerifier,
   DEFAULT_CODEC_OPTIONS,
   decodeAggregate,
   encodeUpdate,
@@ -25,6 +26,9 @@ function reason(fn: () => unknown): string {
   return 'accepted';
 }
 
+/** The round's participants, in RoundOpen order: their presence lanes. */
+const PARTICIPANTS = ['site-0', 'site-1', 'site-2'];
+
 describe('integrity lanes', () => {
   let fx: CodecFixture;
   const updates: VerifiedUpdate[] = [];
@@ -41,8 +45,15 @@ describe('integrity lanes', () => {
         context,
         options: DEFAULT_CODEC_OPTIONS,
         exampleWeight: 10,
+        position: { index: site, participants: 3 },
       });
-      const v = fx.verifier({ context });
+      const v = new BlockVerifier({
+        context,
+        ckksParamsId: fx.ctx.paramsId,
+        keys: (signer) => fx.signers.get(signer),
+        allowedAlgorithms: ['falcon-512'],
+        participants: 3,
+      });
       return assembleUpdate(
         v.verifyManifest(e.manifest),
         e.blocks.map((b) => v.verifyBlock(b)),
@@ -81,9 +92,15 @@ describe('integrity lanes', () => {
 
   it('an honest sum decodes; the lanes hold a count and a 32-bit round tag', () => {
     const context = roundContext(7);
-    expect(decodeAggregate(fx.keyset, sumUpdates(fx.ctx, updates), context).contributors).toBe(3);
+    expect(decodeAggregate(fx.keyset, sumUpdates(fx.ctx, updates), context, PARTICIPANTS).contributors).toBe(
+      3,
+    );
     expect(integrityLaneCount(8)).toBe(5);
     expect(integrityLaneCount(1)).toBe(33);
+    expect(integrityLaneCount(8, 3)).toBe(7);
+    expect(Array.from(integrityLevels(8, context, { index: 1, participants: 3 }).subarray(0, 3))).toEqual([
+      0, 1, 0,
+    ]);
     expect(integrityLevels(8, context)[0]).toBe(1);
     // The tag is the round's: another round (or federation) gives other levels.
     expect(Array.from(integrityLevels(8, context))).not.toEqual(
@@ -98,17 +115,29 @@ describe('integrity lanes', () => {
     // Refused either way: a parameter lane beyond 3·255 (unpacking checks those first), or the count lane.
     const twice = lyingSum([...updates, updates[1]!], updates);
     expect(['LANE_OVERFLOW', 'INTEGRITY_MISMATCH']).toContain(
-      reason(() => decodeAggregate(fx.keyset, twice, roundContext(7))),
+      reason(() => decodeAggregate(fx.keyset, twice, roundContext(7), PARTICIPANTS)),
     );
   });
 
   it('a listed site left out of the sum → INTEGRITY_MISMATCH', () => {
     const dropped = lyingSum(updates.slice(0, 2), updates);
-    expect(reason(() => decodeAggregate(fx.keyset, dropped, roundContext(7)))).toBe('INTEGRITY_MISMATCH');
+    expect(reason(() => decodeAggregate(fx.keyset, dropped, roundContext(7), PARTICIPANTS))).toBe(
+      'INTEGRITY_MISMATCH',
+    );
+  });
+
+  it("another listed site's update in a listed site's place → INTEGRITY_MISMATCH naming it", () => {
+    const swapped = lyingSum([updates[0]!, updates[1]!, updates[1]!], updates);
+    expect(() => decodeAggregate(fx.keyset, swapped, roundContext(7), PARTICIPANTS)).toThrow(/"site-1"/);
+    expect(reason(() => decodeAggregate(fx.keyset, swapped, roundContext(7), PARTICIPANTS))).toBe(
+      'INTEGRITY_MISMATCH',
+    );
   });
 
   it("an older round's ciphertext substituted for a site's → INTEGRITY_MISMATCH", () => {
     const substituted = lyingSum([updates[0]!, updates[1]!, older], updates);
-    expect(reason(() => decodeAggregate(fx.keyset, substituted, roundContext(7)))).toBe('INTEGRITY_MISMATCH');
+    expect(reason(() => decodeAggregate(fx.keyset, substituted, roundContext(7), PARTICIPANTS))).toBe(
+      'INTEGRITY_MISMATCH',
+    );
   });
 });

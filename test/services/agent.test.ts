@@ -83,12 +83,14 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
         options: codec,
         exampleWeight: 1000,
         roundingSeed: { key0: 1, key1: 1 }, // the same levels every round: only the round tag differs
+        position: { index: 0, participants: deployment.sites.length }, // site-1 of the RoundOpen's sites
       });
       const v = new BlockVerifier({
         context,
         ckksParamsId: aggregator.ckks.paramsId,
         keys: aggregator.keys,
         allowedAlgorithms: deployment.config.crypto.signature.allowed,
+        participants: deployment.sites.length,
       });
       const update = assembleUpdate(
         v.verifyManifest(e.manifest),
@@ -212,6 +214,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
         encoding: codecEncoding(aggregator.ckks, codec),
         keys: aggregator.keys,
         allowedAlgorithms: deployment.config.crypto.signature.allowed,
+        participants: deployment.sites.length,
       }),
       blocks: new Map(),
       updates: [],

@@ -88,6 +88,9 @@ async function openRound(round: number, assignments: Assignment[], deadlineMs: n
   await until(() => service.stats().round === round, 5_000);
 }
 
+/** Round 4 assigns site-1 alone; rounds 1-3 all three sites, in their order. */
+const participantsOf = (round: number) => (round === 4 ? ['site-1'] : dep.sites);
+
 function encode(siteIndex: number, round: number): EncodedUpdate {
   const site = sites[siteIndex]!;
   const update = new Float32Array(PARAMS);
@@ -99,6 +102,10 @@ function encode(siteIndex: number, round: number): EncodedUpdate {
     context: context(round),
     options: CODEC,
     exampleWeight: 100 * (siteIndex + 1),
+    position: {
+      index: participantsOf(round).indexOf(site.member),
+      participants: participantsOf(round).length,
+    },
   });
 }
 
@@ -147,6 +154,7 @@ async function partialOf(round: number, timeoutMs: number) {
     ckksParamsId: coordinator.ckks.paramsId,
     keys: coordinator.keys,
     allowedAlgorithms: dep.config.crypto.signature.allowed,
+    participants: participantsOf(round).length,
   });
   const blocks: VerifiedBlock[] = frames
     .filter((f) => f[5] === FRAME_KIND.block)
@@ -161,7 +169,10 @@ async function partialOf(round: number, timeoutMs: number) {
     totalWeight: update.exampleWeight,
     ciphertexts: update.ciphertexts,
   };
-  return { manifest, decoded: decodeAggregate(keysets[0]!, aggregate, context(round)) };
+  return {
+    manifest,
+    decoded: decodeAggregate(keysets[0]!, aggregate, context(round), participantsOf(round)),
+  };
 }
 
 function expectSumOf(laneSums: Float64Array, updates: EncodedUpdate[]): void {

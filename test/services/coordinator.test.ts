@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Objm } from '@nats-io/obj';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CkksKeyset } from '../../crypto/ckks/index.ts';
@@ -34,6 +33,7 @@ import {
   type MemberContext,
   openMember,
 } from '../../src/services/index.ts';
+import { readObject } from '../../src/services/store/index.ts';
 import { bytesToHex, commitHash } from '../../src/versions/index.ts';
 
 const F = 'ctest';
@@ -89,6 +89,7 @@ function playAggregator(agg: MemberContext): void {
       ckksParamsId: agg.ckks.paramsId,
       keys: agg.keys,
       allowedAlgorithms: ['falcon-512'],
+      participants: open.assignments.length,
     });
     const builder = new AggregateBuilder(agg.ckks);
     const siteManifests: Uint8Array[] = [];
@@ -103,6 +104,10 @@ function playAggregator(agg: MemberContext): void {
         context,
         options,
         exampleWeight: EXAMPLES,
+        position: {
+          index: open.assignments.findIndex((a) => a.site === site),
+          participants: open.assignments.length,
+        },
       });
       const blocks = enc.blocks.map((b) => verifier.verifyBlock(b));
       builder.add(assembleUpdate(verifier.verifyManifest(enc.manifest), blocks));
@@ -111,6 +116,7 @@ function playAggregator(agg: MemberContext): void {
     const partial = encodeAggregate(builder.finish(), { signer: agg.member, signing: agg.signing }, context, {
       crcChunkBytes: open.crcChunkBytes,
       siteManifests,
+      participants: open.assignments.length,
     });
     const blocks = partial.blocks.map((b, i) => {
       if (tamperRound !== open.round || i > 0) return b;
@@ -286,8 +292,11 @@ describe('coordinator', () => {
     expect(prep1.totalParams).toBe(PARAMS);
     expect(hex(prep1.aggregateDigest)).toBe(hex(aggregateDigest(prep1.ciphertexts)));
     expect(decodeRoundParams(prep1.params)).toMatchObject({ round: 1, bits: 8, strategy: 'fedavg' });
-    const store = await new Objm(coord.transport.connection).open(`cohort-${F}-aggregates`);
-    const stored = await store.getBlob('round-1');
+    // Read as a site reads it (stream info and single messages: the coordinator may create no consumer).
+    const stored = await readObject(coord.transport.connection, `cohort-${F}-aggregates`, 'round-1', {
+      maxBytes: 64 << 20,
+      timeoutMs: 3000,
+    });
     expect(hex(sha256(stored!))).toBe(hex(prep1.aggregateDigest));
     const decoded = decodeAggregate(
       keysets.get('site-1')!,
@@ -300,6 +309,7 @@ describe('coordinator', () => {
         ciphertexts: prep1.ciphertexts,
       },
       prep1,
+      open1.assignments.map((a) => a.site),
     );
     const u1 = updates.get('1/site-1')!;
     const u2 = updates.get('1/site-2')!;

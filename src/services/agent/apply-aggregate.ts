@@ -13,7 +13,8 @@ export interface AppliedRound {
  * The deterministic step every site takes from a round's aggregate (DESIGN §2 step 7): decrypt
  * the summed ciphertexts, unpack the lanes (refusing overflow), dequantize, form FedAvg's mean
  * Δ̄ = sum · N / (m · W) (the sum holds Σ_k n_k·Δ_k · m/N), and apply the server strategy to
- * `model` and `state`; `context` names the round, whose tag the integrity lanes must show. The same function serves PREPARE (a candidate to vote on) and catch-up
+ * `model` and `state`; `context` names the round, whose tag the integrity lanes must show, and
+ * `participants` its RoundOpen's assignments in order, whose presence lanes they must show. The same function serves PREPARE (a candidate to vote on) and catch-up
  * (a commit to replay), so a replayed model is bit-identical to the voted one.
  *
  * @throws when the site has no CKKS key, the numbers cannot average, or the aggregate does not decode.
@@ -25,6 +26,7 @@ export function applyAggregate(
   info: AggregateInfo,
   ciphertexts: readonly Uint8Array[],
   context: { readonly federation: string; readonly round: number },
+  participants: readonly string[],
 ): AppliedRound {
   if (core.keyset === null) throw new InvalidArgumentError(`cannot decrypt: ${core.keysetError}`);
   if (info.totalParams !== model.length) {
@@ -55,6 +57,7 @@ export function applyAggregate(
       ciphertexts,
     },
     context,
+    participants,
   );
   const meanDelta = meanFromSum(decoded.sum, (m * W) / N);
   const next = core.strategy.apply(model, meanDelta, state);

@@ -135,7 +135,9 @@ async function replayCommit(core: AgentCore, cc: ChainCommit, base: ModelState):
       'REPLAY_MISMATCH',
     );
     try {
-      next = applyAggregate(core, base.parameters, base.strategyState, info, ciphertexts, d);
+      const participants =
+        core.follower.history.decisionOf(d.round)?.open.assignments.map((a) => a.site) ?? [];
+      next = applyAggregate(core, base.parameters, base.strategyState, info, ciphertexts, d, participants);
     } catch (cause) {
       // Every voter decoded and applied this aggregate; failing to is a divergence, not bad luck.
       throw new AgentError(

@@ -162,6 +162,11 @@ export async function trainAndSend(
         crcChunkBytes: open.crcChunkBytes,
       },
       exampleWeight: core.shard.count,
+      // Its presence lane: its place among the round's participants (checked by every decrypting site).
+      position: {
+        index: open.assignments.findIndex((a) => a.site === core.member),
+        participants: open.assignments.length,
+      },
     });
     core.store.stageResidual(open.round, encoded.residual);
     const subject = core.ctx.subjects.update(aggregator, core.member);

@@ -59,6 +59,10 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
   } else if (!bytesEqual(aggregateDigest(ciphertexts), p.aggregateDigest)) {
     throw new VoteNo('the ciphertexts do not hash to the aggregate digest PREPARE names');
   }
+  // The round's participants, in RoundOpen's order, name the presence lanes (the log has the round open).
+  const open = core.follower.history.openRound?.roundOpen;
+  if (open === undefined || open.round !== p.round)
+    throw new VoteNo(`the log does not show round ${p.round} open`);
   const w = core.store.readModel(head);
   const next = applyAggregate(
     core,
@@ -76,6 +80,7 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
     },
     ciphertexts,
     p,
+    open.assignments.map((a) => a.site),
   );
   const commit = roundCommit(head, {
     round: p.round,

@@ -222,7 +222,11 @@ export async function startAggregator(
       aggregate,
       { signer: ctx.member, signing: ctx.signing },
       collector.context,
-      { crcChunkBytes: collector.open.crcChunkBytes, siteManifests },
+      {
+        crcChunkBytes: collector.open.crcChunkBytes,
+        siteManifests,
+        participants: collector.open.assignments.length,
+      },
     );
     const sites = aggregate.sites.map((c) => c.site);
     log.info(

@@ -77,6 +77,7 @@ export class RoundCollector {
       counters: options.counters,
       kind: 'site-update',
       maxCiphertextBytes: options.ckks.maxCiphertextBytes,
+      participants: open.assignments.length,
       pinned: { totalParams: open.totalParams, weightOf: (site) => this.#weights.get(site) },
     });
     this.#counters = options.counters;

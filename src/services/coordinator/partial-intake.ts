@@ -88,6 +88,7 @@ export class PartialIntake {
       allowedAlgorithms: this.#allowed,
       kind: 'site-update',
       maxCiphertextBytes: this.#maxCiphertextBytes,
+      participants: input.assignments.length,
       pinned: { totalParams: this.#totalParams, weightOf: (site) => this.#weights.get(site) },
     });
     this.builder = new AggregateBuilder(input.ckks);
@@ -167,6 +168,7 @@ export class PartialIntake {
           allowedAlgorithms: this.#allowed,
           kind: 'partial',
           maxCiphertextBytes: this.#maxCiphertextBytes,
+          participants: this.#assignment.size,
           pinned: { totalParams: this.#totalParams },
         }),
         update: new UpdateInbox(),
