@@ -12,12 +12,14 @@ export type IntakeKind = ControlType | 'site-update' | 'partial' | 'snapshot';
 
 /**
  * Chunks per second and burst a sender may push into one subscription. A heartbeat or vote is one
- * chunk a second or less; an update or partial is one chunk per block (a 10M-parameter model's
- * update is a few hundred blocks), sent as fast as the acknowledgements come back.
+ * chunk a second or less; an update or partial is one chunk per block, once a round (the 2NN's is
+ * about 15 blocks, a 10M-parameter model's about 600: within the burst). `npm run bench -- hostile`
+ * measured an aggregator refusing junk blocks at the size cap at about 1,900/s before its loop
+ * saturates, so a sender may not come near that.
  */
 const RATES: Readonly<Record<'control' | 'frames', { perSecond: number; burst: number }>> = {
   control: { perSecond: 50, burst: 100 },
-  frames: { perSecond: 2000, burst: 4000 },
+  frames: { perSecond: 200, burst: 1000 },
 };
 
 /**

@@ -61,15 +61,17 @@ export class ChunkIntake {
   /** Takes one chunk; returns the whole message once complete, else `undefined`. */
   accept(msg: Msg): IntakeMessage | undefined {
     const subject = msg.subject;
+    // The sender's bucket first: every chunk costs a token, junk included, so a flood of any kind
+    // is dropped after one map lookup, before its headers are even read.
+    if (this.#rate !== undefined && !this.#rate.take(subject)) {
+      this.#onDrop('RATE_LIMITED', subject);
+      return undefined;
+    }
     const h = msg.headers;
     const header = readChunkHeader((k) => h?.get(k) ?? '', msg.data.length);
     if (header instanceof FrameFault) return this.#refuse(subject, header);
     const size = checkDeclaredSize(header, this.#limits.maxMessageBytes);
     if (size !== undefined) return this.#refuse(subject, size);
-    if (this.#rate !== undefined && !this.#rate.take(subject)) {
-      this.#onDrop('RATE_LIMITED', subject);
-      return undefined;
-    }
     const crc = checkChunkCrc(header, msg.data);
     if (crc !== undefined) return this.#refuse(subject, crc);
     const r = this.#reassembler.accept(subject, { ...header, data: msg.data }, h);

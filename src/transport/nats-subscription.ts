@@ -130,8 +130,10 @@ export class NatsSubscription implements TransportSubscription {
     if (whole === undefined) return;
     const reply = msg.reply ? msg.reply : undefined; // the client reports "no reply" as ''
     const headers = readHeaders(whole.headers);
-    const key = seenKey(msg.subject, whole.id, whole.data, headers);
-    const seen = this.#seen.get(key);
+    // Only requests are retried (same id and bytes): a publish is handled without hashing it for
+    // the reply cache, so a flood of junk publishes costs no SHA-256 of each message.
+    const key = reply === undefined ? undefined : seenKey(msg.subject, whole.id, whole.data, headers);
+    const seen = key === undefined ? undefined : this.#seen.get(key);
     if (seen !== undefined) {
       // The same sender's subject, id and bytes: a retry. Answer it from the cache (when done).
       this.#duplicates++;
@@ -139,7 +141,7 @@ export class NatsSubscription implements TransportSubscription {
       if (seen.state === 'done' && reply !== undefined) void this.#respond(reply, seen.reply, seen.error);
       return;
     }
-    this.#seen.set(key, { state: 'running' });
+    if (key !== undefined) this.#seen.set(key, { state: 'running' });
     this.#delivered++;
     const inbound: InboundMessage = {
       subject: msg.subject,
@@ -151,7 +153,7 @@ export class NatsSubscription implements TransportSubscription {
     void this.#run(inbound, key, reply);
   }
 
-  async #run(inbound: InboundMessage, key: string, reply: string | undefined): Promise<void> {
+  async #run(inbound: InboundMessage, key: string | undefined, reply: string | undefined): Promise<void> {
     let out: Uint8Array = new Uint8Array(0);
     let error: string | undefined;
     try {
@@ -176,10 +178,12 @@ export class NatsSubscription implements TransportSubscription {
         );
       }
     }
-    this.#seen.set(
-      key,
-      error === undefined ? { state: 'done', reply: out } : { state: 'done', reply: out, error },
-    );
+    if (key !== undefined) {
+      this.#seen.set(
+        key,
+        error === undefined ? { state: 'done', reply: out } : { state: 'done', reply: out, error },
+      );
+    }
     if (reply !== undefined && !this.#ended) await this.#respond(reply, out, error);
   }
 

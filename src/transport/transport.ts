@@ -65,8 +65,8 @@ export interface SubscribeOptions {
   /** Bytes buffered for incomplete messages; default: the transport's `maxPendingBytes` (128 MiB). */
   readonly maxPendingBytes?: number;
   /**
-   * Per-sender token bucket, charged one token per chunk after the framing and size checks and
-   * before the CRC; a chunk finding the bucket empty is dropped as `RATE_LIMITED`. At most 4096
+   * Per-sender token bucket, charged one token per chunk before anything else (junk included),
+   * so a flood costs one lookup per chunk; a chunk finding the bucket empty is dropped as `RATE_LIMITED`. At most 4096
    * senders are tracked (least recently used forgotten). Default: no limit.
    */
   readonly rateLimit?: RateLimitOptions;

@@ -6,10 +6,23 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CohortConfigInput } from '../../src/config/index.ts';
-import { type ControlBodies, encodeUpdate, openControl, sealControl } from '../../src/protocol/index.ts';
+import {
+  assembleUpdate,
+  BlockVerifier,
+  type ControlBodies,
+  decodeBlockBody,
+  decodeManifestBody,
+  encodeAggregate,
+  encodeUpdate,
+  FRAME_KIND,
+  openControl,
+  sealControl,
+  unframe,
+} from '../../src/protocol/index.ts';
 import type { AggregatorService } from '../../src/services/aggregator/index.ts';
 import type {
   CoordinatorEvent,
@@ -376,6 +389,159 @@ describe('a hostile site against a live federation', () => {
       },
     );
   }, 180_000);
+
+  it('7: an aggregator that adds a site’s update twice while listing it once is caught by every site', async () => {
+    // agg-2 turns hostile: its service stops, and its own credentials play it from here.
+    await aggregators.get('agg-2')!.stop();
+    const evil = await f.member('agg-2');
+    const beat = setInterval(() => {
+      const hb = sealControl(
+        'heartbeat',
+        {
+          federation: F,
+          member: 'agg-2',
+          role: 'aggregator',
+          sentUnixMs: Date.now(),
+          head: new Uint8Array(0),
+          examples: 0,
+          height: 0,
+          state: 'idle',
+        },
+        'agg-2',
+        evil.signing,
+      );
+      void evil.transport.publish(s().heartbeat('agg-2'), hb).catch(() => undefined);
+    }, 200);
+    const frames = new Map<string, Uint8Array[]>(); // `${round}/${site}` → the site's frames
+    const sub = evil.transport.subscribe(s().updatesFor('agg-2'), async (m) => {
+      const site = m.subject.split('.').at(-1)!;
+      const round = (m.data[5] === FRAME_KIND.block ? decodeBlockBody : decodeManifestBody)(
+        unframe(m.data, m.data[5] as 1 | 2),
+      ).round;
+      const key = `${round}/${site}`;
+      frames.set(key, [...(frames.get(key) ?? []), m.data]);
+    });
+    await sub.ready();
+    let attacked = 0;
+    try {
+      const since = opens.length;
+      await waitFor(
+        'a RoundOpen giving agg-2 two sites',
+        () =>
+          opens.slice(since).some((o) => o.assignments.filter((a) => a.aggregator === 'agg-2').length >= 2),
+        60_000,
+      );
+      const open = opens
+        .slice(since)
+        .find((o) => o.assignments.filter((a) => a.aggregator === 'agg-2').length >= 2)!;
+      attacked = open.round;
+      const mine = open.assignments.filter((a) => a.aggregator === 'agg-2').map((a) => a.site);
+      const whole = (site: string) =>
+        (frames.get(`${open.round}/${site}`) ?? []).some((b) => b[5] === FRAME_KIND.manifest);
+      await waitFor('the updates of agg-2’s sites', () => mine.every(whole), 30_000);
+      const context = {
+        federation: F,
+        round: open.round,
+        baseCommit: open.baseCommit,
+        version: open.version,
+      };
+      const verifier = new BlockVerifier({
+        context,
+        ckksParamsId: evil.ckks.paramsId,
+        keys: evil.keys,
+        allowedAlgorithms: f.dep.config.crypto.signature.allowed,
+        participants: open.assignments.length,
+      });
+      const updates = mine.map((site) => {
+        const all = frames.get(`${open.round}/${site}`)!;
+        const manifest = all.find((b) => b[5] === FRAME_KIND.manifest)!;
+        const blocks = all.filter((b) => b[5] === FRAME_KIND.block).map((b) => verifier.verifyBlock(b));
+        return { update: assembleUpdate(verifier.verifyManifest(manifest), blocks), manifest };
+      });
+      // The sum holds the first site's update twice; the list names each site once, with its own manifest.
+      const ctx = evil.ckks;
+      const first = updates[0]!.update;
+      const sums = first.ciphertexts.map((c) => ctx.loadCiphertext(c));
+      for (const u of [first, ...updates.slice(1).map((x) => x.update)]) {
+        u.ciphertexts.forEach((c, b) => {
+          const ct = ctx.loadCiphertext(c);
+          ctx.addInPlace(sums[b]!, ct);
+          ct.delete();
+        });
+      }
+      const ciphertexts = sums.map((x) => {
+        const bytes = ctx.serialize(x);
+        x.delete();
+        return bytes;
+      });
+      const sites = updates.flatMap((u) => u.update.sites);
+      const partial = encodeAggregate(
+        {
+          encoding: first.encoding,
+          totalParams: first.totalParams,
+          sites,
+          contributors: sites.length,
+          totalWeight: sites.reduce((w, c) => w + c.weight, 0),
+          ciphertexts,
+        },
+        { signer: 'agg-2', signing: evil.signing },
+        context,
+        {
+          crcChunkBytes: open.crcChunkBytes,
+          siteManifests: updates.map((u) => u.manifest),
+          participants: open.assignments.length,
+        },
+      );
+      for (const frame of [...partial.blocks, partial.manifest]) {
+        await evil.transport.request(s().partial('agg-2'), frame);
+      }
+      await waitFor('the decision of the round', () => decisions.some((d) => d.round === open.round), 60_000);
+      expect(decisions.find((d) => d.round === open.round)!.commit).toBe(false);
+      const noes = events.filter((e) => e.type === 'vote' && e.round === open.round && !e.yes);
+      expect(noes.length).toBeGreaterThanOrEqual(3);
+      expect(noes.every((e) => e.type === 'vote' && /INTEGRITY_MISMATCH/.test(e.reason))).toBe(true);
+    } finally {
+      clearInterval(beat);
+      await sub.unsubscribe();
+      aggregators.set('agg-2', await f.startAggregator('agg-2'));
+    }
+    await waitFor(
+      'honest rounds commit again',
+      () => committedAfter(lastRound() - 1) && decisions.at(-1)!.commit,
+      90_000,
+    );
+    rows.push({
+      defect: 7,
+      attack:
+        'a hostile aggregator (agg-2’s credentials) sums one site’s update twice, lists it once and forwards every site’s real manifest',
+      outcome:
+        'every site decrypting finds the presence lanes wrong (`INTEGRITY_MISMATCH`) and votes NO: the round aborts, nothing is committed',
+    });
+  }, 240_000);
+
+  it('8: the coordinator’s own credentials cannot read updates or delete the log', async () => {
+    const coordinator = f.coord.transport;
+    const subscribe = await coordinator
+      .subscribe(`cohort.${F}.update.>`, async () => undefined)
+      .ready()
+      .then(
+        () => 'accepted',
+        (err: { code?: string }) => err.code ?? 'error',
+      );
+    expect(subscribe).toBe('TRANSPORT_PERMISSION');
+    const jsm = await jetstreamManager(coordinator.connection);
+    const deleted = await jsm.streams.delete(f.coord.subjects.logStream).then(
+      () => 'deleted',
+      () => 'refused',
+    );
+    expect(deleted).toBe('refused');
+    rows.push({
+      defect: 8,
+      attack: 'with the coordinator’s credentials: subscribe to every update; delete the log stream',
+      outcome:
+        'both refused by nats-server: the coordinator holds only the subjects and stream calls it uses',
+    });
+  });
 
   it('2: with fewer than round.minContributors contributions the coordinator aborts before PREPARE', async () => {
     await f.agents.get('site-3')!.stop();

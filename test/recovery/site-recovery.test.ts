@@ -62,7 +62,15 @@ describe('sites behind, silent, late, and a rollback (real processes)', () => {
       overrides: recoveryOverrides(4, {
         history: { leaseMs: 1500, snapshotEvery: 6, decisionTimeoutMs: 3000 },
         // A site restarted mid-round leaves its round waiting for this deadline.
-        round: { heartbeatMs: 200, missedHeartbeats: 10, deadlineMs: 6000, voteTimeoutMs: 6000, quorum: 4 },
+        // Sites are killed mid-round here: a round of the two left must still commit.
+        round: {
+          heartbeatMs: 200,
+          missedHeartbeats: 10,
+          deadlineMs: 6000,
+          voteTimeoutMs: 6000,
+          quorum: 4,
+          minContributors: 2,
+        },
       }),
     });
     // site-4 is not enrolled yet: the ceremony's keys for it are gone (its NATS user stays).

@@ -371,7 +371,7 @@ export async function startAggregator(
       ...intakeLimits(ctx, 'round-open', onDrop),
     }),
     ctx.transport.subscribe(subjects.updatesFor(ctx.member), onUpdate, {
-      onError: (err) => log.warn({ code: err.code, msg: err.message }, 'update subscription error'),
+      // Corrupt chunks are counted (transportDrops), not logged one by one: a flood must not become a log flood.
       ...intakeLimits(ctx, 'site-update', onDrop),
     }),
   ];

@@ -356,7 +356,7 @@ class Coordinator implements IntakeHost {
               throw err;
             }
           },
-          { onError: () => undefined, ...intakeLimits(ctx, kind, onDrop) },
+          intakeLimits(ctx, kind, onDrop),
         ),
       );
     };
@@ -396,7 +396,7 @@ class Coordinator implements IntakeHost {
             throw err;
           }
         },
-        { onError: () => undefined, ...intakeLimits(ctx, 'rollback-request', onDrop) },
+        intakeLimits(ctx, 'rollback-request', onDrop),
       ),
     );
   }
