@@ -58,6 +58,13 @@ export function decodeAggregate(
       presence[i]!++;
     }
   }
+  const k = aggregate.contributors;
+  if (!Number.isInteger(k) || k < 1 || k > layout.maxContributors) {
+    throw new BlockRejectedError(
+      'LANE_OVERFLOW',
+      `${k} contributors exceed the lane headroom of ${layout.maxContributors}`,
+    );
+  }
   const lanes = encodedLaneCount(aggregate.totalParams, e.bits, presence.length);
   const expectedBlocks = Math.ceil(lanes / e.paramsPerBlock);
   if (aggregate.ciphertexts.length !== expectedBlocks) {
@@ -71,7 +78,9 @@ export function decodeAggregate(
     const offset = b * e.paramsPerBlock;
     const count = Math.min(e.paramsPerBlock, lanes - offset);
     try {
-      unpackLaneSums(keyset.decrypt(ct), count, layout, aggregate.contributors, all, offset);
+      // Bounded by the lanes' headroom here; by the listed contributors below, once the integrity
+      // lanes said how many updates the sum really holds (the more telling refusal).
+      unpackLaneSums(keyset.decrypt(ct), count, layout, layout.maxContributors, all, offset);
     } catch (err) {
       if (err instanceof BlockRejectedError) {
         throw new BlockRejectedError(err.reason, `block ${b}: ${err.message}`, {
@@ -86,6 +95,14 @@ export function decodeAggregate(
     participants.length === 0 ? 'any site' : JSON.stringify(participants[lane]),
   );
   const laneSums = all.subarray(0, aggregate.totalParams);
+  const honestMax = aggregate.contributors * (2 ** e.bits - 1);
+  const over = laneSums.findIndex((v) => v > honestMax);
+  if (over >= 0) {
+    throw new BlockRejectedError(
+      'LANE_OVERFLOW',
+      `block ${Math.floor(over / e.paramsPerBlock)}: parameter ${over} lane sum ${laneSums[over]} exceeds ${aggregate.contributors} × ${2 ** e.bits - 1} = ${honestMax}`,
+    );
+  }
   return {
     sum: dequantizeSum(laneSums, aggregate.contributors, e.bits as 1 | 2 | 4 | 8, e.clip),
     laneSums,

@@ -499,7 +499,8 @@ describe('a hostile site against a live federation', () => {
       expect(decisions.find((d) => d.round === open.round)!.commit).toBe(false);
       const noes = events.filter((e) => e.type === 'vote' && e.round === open.round && !e.yes);
       expect(noes.length).toBeGreaterThanOrEqual(3);
-      expect(noes.every((e) => e.type === 'vote' && /INTEGRITY_MISMATCH/.test(e.reason))).toBe(true);
+      const reasons = noes.map((e) => (e.type === 'vote' ? e.reason : ''));
+      expect(reasons.every((r) => /INTEGRITY_MISMATCH/.test(r)), reasons.join('\n')).toBe(true);
     } finally {
       clearInterval(beat);
       await sub.unsubscribe();

@@ -255,8 +255,11 @@ describe('BlockVerifier rejects each bad input with its own reason', () => {
     });
     expect(rejection(() => sumUpdates(fx.ctx, updates))).toBe('LANE_OVERFLOW');
     const two = sumUpdates(fx.ctx, updates.slice(0, 2));
-    const understated: Aggregate = { ...two, contributors: 1 };
-    expect(rejection(() => decodeAggregate(fx.keyset, understated, fx.context))).toBe('LANE_OVERFLOW');
+    // An understated count: the count lane tells the sum holds two updates.
+    const understated: Aggregate = { ...two, contributors: 1, sites: two.sites.slice(0, 1) };
+    expect(rejection(() => decodeAggregate(fx.keyset, understated, fx.context))).toBe('INTEGRITY_MISMATCH');
+    const overstated: Aggregate = { ...two, contributors: 3 };
+    expect(rejection(() => decodeAggregate(fx.keyset, overstated, fx.context))).toBe('LANE_OVERFLOW');
     expect(decodeAggregate(fx.keyset, two, fx.context).contributors).toBe(2);
   });
 
