@@ -5,6 +5,7 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   train: () => import('./train.ts').then((m) => m.runTrainBench()),
   round: () => import('./round.ts').then((m) => m.runRoundBench()),
   history: () => import('./history.ts').then((m) => m.runHistoryBench()),
+  hostile: () => import('./hostile.ts').then((m) => m.runHostileBench()),
 };
 
 const names = process.argv.slice(2).filter((a) => !a.startsWith('-'));
