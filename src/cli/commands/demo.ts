@@ -19,7 +19,11 @@ export function registerDemoCommand(program: Command, ctx: CliContext): void {
       'run a federation: nats-server, coordinator, aggregators and agents as processes, MNIST 2NN in he mode',
     )
     .option('--rounds <n>', 'rounds to run', '5')
-    .option('--sites <n>', 'site agents', '4')
+    .option(
+      '--sites <n>',
+      'site agents, at least 3 (round.minContributors: no aggregate of fewer is decrypted)',
+      '4',
+    )
     .option('--aggregators <n>', 'aggregators', '2')
     .option('--train-limit <n>', 'training rows shared by the sites (default all 60,000)')
     .option('--keep', 'keep the working folder (keys, logs, models)', false)
@@ -34,7 +38,7 @@ export function registerDemoCommand(program: Command, ctx: CliContext): void {
         const code = await runDemo(
           {
             rounds: int('rounds', o.rounds, 1, 1000),
-            sites: int('sites', o.sites, 1, 64),
+            sites: int('sites', o.sites, 3, 64),
             aggregators: int('aggregators', o.aggregators, 1, 16),
             keep: o.keep,
             ...(o.trainLimit === undefined
