@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { modelLayout } from '../federation/index.ts';
 import type { CohortConfigInput } from '../src/config/index.ts';
+import { publicKeyDir } from '../src/registry/index.ts';
 import { type AgentService, startAgent } from '../src/services/agent/index.ts';
 import { type AggregatorService, startAggregator } from '../src/services/aggregator/index.ts';
 import { modelSpecFor, startCoordinator } from '../src/services/coordinator/index.ts';
@@ -93,7 +94,7 @@ async function runScale(scale: Scale): Promise<ScaleResult> {
 
     // The fourth site joins, three ways.
     const store = join(dep.config.paths.dataDir, 'site-4');
-    const dataKey = join(dep.config.members!.keysDir, 'site-4.data.env');
+    const dataKey = join(publicKeyDir(dep.config.members!.keysDir), 'site-4.data.env');
     const join4 = async (): Promise<{ ms: number; agent: AgentService }> => {
       const ctx = await open('site-4');
       const t0 = performance.now();

@@ -9,6 +9,7 @@ import { registerCoordinatorCommand } from './commands/coordinator.ts';
 import { registerDemoCommand } from './commands/demo.ts';
 import { registerKeysCommand } from './commands/keys.ts';
 import { registerNatsCommand } from './commands/nats.ts';
+import { registerRegistryCommand } from './commands/registry.ts';
 import { registerSimulateCommand } from './commands/simulate.ts';
 import { registerVersionCommand } from './commands/version.ts';
 import { registerVersionsCommand } from './commands/versions.ts';
@@ -20,6 +21,7 @@ const COMMANDS: readonly CommandRegistrar[] = [
   registerConfigCommand,
   registerKeysCommand,
   registerNatsCommand,
+  registerRegistryCommand,
   registerCodecCommand,
   registerSimulateCommand,
   registerDemoCommand,

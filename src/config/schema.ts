@@ -133,8 +133,23 @@ const membersSchema = z.strictObject({
   sites: z.array(z.strictObject({ id: memberId })).min(1),
   /** Read-only members: they may read the federation log (e.g. `cohort versions`), nothing else. */
   auditors: z.array(z.strictObject({ id: memberId })).default(() => []),
-  /** Public signing keys of every member (`<id>.pub`): the registry all members trust. */
+  /**
+   * Keys folder: this member's own keys in `<keysDir>/<member>/` (or `keysDir` itself), public files
+   * and envelopes in `<keysDir>/public/` (or `keysDir`); see docs/key-ceremony.md. Without
+   * `registry`, every `<id>.pub` there is the registry all members trust (older deployments).
+   */
   keysDir: z.string().min(1).default('keys'),
+  /**
+   * The signed member registry (`cohort registry create`), pinned by the SHA-256 of its file: a
+   * member refuses to start on a file with another hash or a signature that does not verify, and
+   * takes every member's public keys from it (and from the registry changes in the log).
+   */
+  registry: z
+    .strictObject({
+      path: z.string().min(1),
+      sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, { error: 'must be 64 hex characters (SHA-256)' }),
+    })
+    .optional(),
 });
 
 /** Round orchestration. */

@@ -178,8 +178,21 @@ export interface SnapshotRecordBody {
   site: string;
 }
 
-/** What a log entry holds: exactly one of `roundOpen`, `decision`, `snapshot` (named by `record`). */
-export type LogRecordKind = 'roundOpen' | 'decision' | 'snapshot';
+/**
+ * A registry change signed by the registry officer (cohort.proto `RegistryChange`): `body` is the
+ * exact `RegistryChangeBody` bytes the signature covers (see `src/registry`).
+ */
+export interface RegistryChangeRecord {
+  body: Uint8Array;
+  officerKeyId: string;
+  signature: Uint8Array;
+}
+
+/**
+ * What a log entry holds: exactly one of `roundOpen`, `decision`, `snapshot`, `registryChange`
+ * (named by `record`).
+ */
+export type LogRecordKind = 'roundOpen' | 'decision' | 'snapshot' | 'registryChange';
 
 /** One federation log entry (cohort.proto `LogRecord`). */
 export interface LogRecordBody {
@@ -194,6 +207,7 @@ export interface LogRecordBody {
   roundOpen?: ControlBodies['round-open'] | null;
   decision?: DecisionBody | null;
   snapshot?: SnapshotRecordBody | null;
+  registryChange?: RegistryChangeRecord | null;
 }
 
 /** The control message kinds. */

@@ -32,12 +32,19 @@ export interface LocalDeployment {
    * present only with `admin: true`: for tests that reset JetStream state no member may touch.
    */
   readonly admin: NodeConnectionOptions | undefined;
+  /** The registry officer's key pair file and public key (`keys/officer/`), for registry changes. */
+  readonly officer: { readonly key: string; readonly pub: string };
+  /** The signed member registry pinned in the config (`members.registry`). */
+  readonly registry: { readonly path: string; readonly sha256: string };
   stop(): Promise<void>;
 }
 
 /**
- * Sets up a federation on this machine in `dir`: runs the key ceremony (member keys and NATS
- * credentials in `dir/keys`, the federation CA key and nats-server's certificate in `dir/nats`),
+ * Sets up a federation on this machine in `dir`: runs the key ceremony (each member's keys and NATS
+ * credentials in `dir/keys/<id>/`, public files, envelopes and the signed registry in
+ * `dir/keys/public/`, the officer's key in `dir/keys/officer/`, the federation CA key and
+ * nats-server's certificate in `dir/nats`; see `runKeyCeremony`), pins the registry's SHA-256 in the
+ * config (`members.registry`),
  * starts nats-server (JetStream on, free port, TLS required with client certificates of the
  * federation CA, the members' NKEY users and permissions), and writes `federation.yaml` pointing at
  * it with a `tls://` URL (each member's TLS and NKEY files default from `members.keysDir`).
@@ -55,6 +62,8 @@ export async function createLocalDeployment(options: {
   natsConfig?: string;
   /** Also create an operator `admin` NKEY user with full rights (see {@link LocalDeployment.admin}). */
   admin?: boolean;
+  /** Sites (e.g. `site-4`) configured but not enrolled yet: no keys, not in the registry (see `runKeyCeremony`). */
+  unenrolled?: readonly string[];
 }): Promise<LocalDeployment> {
   const federation = options.federation ?? 'demo';
   const coordinator = 'coordinator';
@@ -64,7 +73,7 @@ export async function createLocalDeployment(options: {
   const keysDir = join(options.dir, 'keys');
   mkdirSync(keysDir, { recursive: true });
   const ckks = await getCkksContext(DEFAULT_CKKS_PARAMS);
-  const { users, tls } = runKeyCeremony({
+  const { users, tls, registry, officer } = runKeyCeremony({
     dir: keysDir,
     federation,
     coordinator,
@@ -74,6 +83,7 @@ export async function createLocalDeployment(options: {
     algorithm: 'falcon-512',
     ckks,
     tlsDir: join(options.dir, 'nats'),
+    ...(options.unenrolled === undefined ? {} : { unenrolled: options.unenrolled }),
   });
   let admin: { user: NatsUser; options: NodeConnectionOptions } | undefined;
   if (options.admin === true) {
@@ -108,6 +118,7 @@ export async function createLocalDeployment(options: {
       sites: sites.map((id) => ({ id })),
       auditors: auditors.map((id) => ({ id })),
       keysDir,
+      registry: { path: registry.path, sha256: registry.sha256 },
     },
     paths: { dataDir: join(options.dir, 'data') },
   };
@@ -123,6 +134,8 @@ export async function createLocalDeployment(options: {
     aggregators,
     sites,
     admin: admin === undefined ? undefined : { servers: nats.url, ...admin.options },
+    officer,
+    registry,
     stop: () => nats.stop(),
   };
 }

@@ -4,6 +4,7 @@ export {
   type CeremonyResult,
   CKKS_KEY_PURPOSE,
   DATA_KEY_PURPOSE,
+  type EnrolledSiteFiles,
   type EnrollInput,
   enrollSite,
   loadSiteCkks,
@@ -11,6 +12,7 @@ export {
   runKeyCeremony,
 } from './key-ceremony.ts';
 export {
+  loadPinnedRegistry,
   type MemberContext,
   type MemberRole,
   memberConnectOptions,

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { type CkksContext, CkksKeyset } from '../../crypto/ckks/index.ts';
 import {
   generateKemKeyPair,
   loadKemKeyPair,
+  loadKemPublicKey,
   saveKemKeyPair,
   saveKemPublicKey,
   unwrapSecret,
@@ -16,9 +17,24 @@ import {
   type SignatureAlgorithm,
   savePublicKey,
   saveSigningKeyPair,
+  toPublicSigningKey,
   wipeSigningKeyPair,
 } from '../../crypto/signature/index.ts';
 import { CryptoError, InvalidArgumentError } from '../errors/index.ts';
+import {
+  assertMemberId,
+  loadRegistry,
+  memberKeyDir,
+  PUBLIC_KEY_DIR,
+  publicFile,
+  publicKeyDir,
+  REGISTRY_FILE,
+  type RegistryPin,
+  type RegistryRole,
+  registryFromPublicFiles,
+  signRegistry,
+  writeRegistry,
+} from '../registry/index.ts';
 import {
   federationAuthorization,
   federationUsers,
@@ -28,7 +44,6 @@ import {
 import { DATA_KEY_BYTES } from '../versions/snapshot-cipher.ts';
 import {
   createFederationTls,
-  federationTlsPaths,
   generateMemberNatsKeys,
   issueMemberCertificate,
   memberNatsPaths,
@@ -45,7 +60,10 @@ export const DATA_KEY_PURPOSE = 'federation-data-key';
 
 /** What the ceremony is run for. */
 export interface CeremonyInput {
-  /** Folder the keys are written to (created; secret files 0600). */
+  /**
+   * The keys folder (created): `<id>/` per member (0700, secrets 0600), `public/` (public files,
+   * envelopes, `ca.crt`, `registry.bin`), `officer/` (the registry officer's key, 0700).
+   */
   readonly dir: string;
   readonly federation: string;
   readonly coordinator: string;
@@ -53,11 +71,19 @@ export interface CeremonyInput {
   readonly sites: readonly string[];
   /** Read-only members (they read the log); default none. */
   readonly auditors?: readonly string[];
+  /**
+   * Sites of the configuration not enrolled yet: they get their NATS credentials (they are users
+   * of nats-server) but no signing or KEM key, no envelope, and no registry entry; enroll them
+   * later ({@link enrollSite}, `cohort registry enroll`). Default none.
+   */
+  readonly unenrolled?: readonly string[];
+  /** The site that creates the CKKS secret key and the data key and wraps them (default: the first site). */
+  readonly keySite?: string;
   readonly algorithm: SignatureAlgorithm;
   readonly ckks: CkksContext;
   /**
-   * Folder of the federation's TLS secrets (`ca.key.pem`, `server.crt`, `server.key.pem`, and
-   * `ca.crt`); default `dir`. `ca.crt` is written to `dir` too, for the members.
+   * Folder of the operator's TLS secrets (`ca.key.pem`, `server.crt`, `server.key.pem`, and
+   * `ca.crt`); default `<dir>/operator` (0700). `ca.crt` is copied to `<dir>/public` for the members.
    */
   readonly tlsDir?: string;
   /** Hosts (IPs, DNS names) nats-server's certificate names; default 127.0.0.1 and localhost. */
@@ -72,85 +98,180 @@ export interface CeremonyResult {
   readonly authorization: string;
   /** nats-server's TLS files (certificate, key, federation CA). */
   readonly tls: NatsServerTlsFiles;
+  /** The signed member registry (`<dir>/public/registry.bin`) and its SHA-256: the config's `members.registry`. */
+  readonly registry: RegistryPin;
+  /** The registry officer's key pair file (`<dir>/officer/officer.key`, 0600) and its public key. */
+  readonly officer: { readonly key: string; readonly pub: string };
+}
+
+/** Folder mode of a member's own keys folder: owner only. */
+const OWN_DIR_MODE = 0o700;
+
+/** Creates `path` (and parents) and forces `mode` on it. */
+function makeDir(path: string, mode: number): string {
+  mkdirSync(path, { recursive: true, mode });
+  chmodSync(path, mode);
+  return path;
+}
+
+/** Copies a public file into the shared folder (0644): what a member hands over. */
+function handOver(file: string, publicDir: string): void {
+  const to = join(publicDir, basename(file));
+  copyFileSync(file, to);
+  chmodSync(to, 0o644);
 }
 
 /**
- * A key ceremony for a whole federation on one machine (the demo and tests; in production each
- * member generates its own signing and KEM keys and sends only public keys, and the ceremony runs
- * at one site). Writes per member `<id>.key` + `<id>.pub` (lattice signing) and its NATS
- * credentials (`<id>.nk` NKEY seed and `<id>.tls.key` TLS client key, both 0600; `<id>.nk.pub`,
- * `<id>.tls.pub`, and `<id>.tls.crt` issued by the federation CA: see `nats-credentials.ts`); the
- * federation CA and nats-server's certificate in `tlsDir`, and `ca.crt` in `dir`; per site `<id>.kem` + `<id>.kem.pub` (ML-KEM-768), `<id>.ckks.env`: the CKKS
- * secret key wrapped for that site alone, and `<id>.data.env`: the federation data key (32 random
- * bytes, one for the whole federation) wrapped for that site alone under the same ML-KEM-768 key
- * (purpose {@link DATA_KEY_PURPOSE}). Envelopes are written 0600. Neither the CKKS secret nor the
- * data key is ever written in the clear; both are wiped before returning.
+ * The key ceremony of a whole federation on one machine (the demo and tests), laid out as the
+ * by-hand ceremony of docs/key-ceremony.md leaves it, each member's secrets in its own folder:
+ *
+ * 1. each member, in `<dir>/<id>/` (0700): its signing key pair `<id>.key` (0600) + `<id>.pub`,
+ *    a site its ML-KEM-768 pair `<id>.kem` (0600) + `<id>.kem.pub`, and its NATS credentials
+ *    (`<id>.nk` and `<id>.tls.key` 0600, `<id>.nk.pub`, `<id>.tls.pub`; see `nats-credentials.ts`);
+ *    it hands over only the public files, copied to `<dir>/public/`;
+ * 2. the operator creates the federation CA and nats-server's certificate in `tlsDir`, certifies
+ *    each member's TLS key (`<dir>/<id>/<id>.tls.crt`) and publishes `ca.crt` in `<dir>/public/`;
+ * 3. the registry officer (`<dir>/officer/officer.key`) builds the member registry from the public
+ *    files and signs it: `<dir>/public/registry.bin`, pinned by its SHA-256;
+ * 4. one site (`keySite`, default the first) creates the CKKS secret key and the federation data
+ *    key (32 random bytes) and wraps both for each site's ML-KEM-768 key as the signed registry
+ *    lists it: `<dir>/public/<site>.ckks.env` and `<site>.data.env` (purposes
+ *    {@link CKKS_KEY_PURPOSE}, {@link DATA_KEY_PURPOSE}; 0600). Neither secret is ever written in
+ *    the clear; both are wiped before returning.
+ *
  * No password is written anywhere: members authenticate with their NKEY over mutual TLS.
- * Returns the NATS users, their `authorization` block and nats-server's TLS files.
+ * Returns the NATS users, their `authorization` block, nats-server's TLS files, the registry pin
+ * and the officer's key files.
  */
 export function runKeyCeremony(input: CeremonyInput): CeremonyResult {
-  mkdirSync(input.dir, { recursive: true });
-  const tlsDir = input.tlsDir ?? input.dir;
-  mkdirSync(tlsDir, { recursive: true });
+  const unenrolled = new Set(input.unenrolled ?? []);
+  const all = [input.coordinator, ...input.aggregators, ...input.sites, ...(input.auditors ?? [])];
+  for (const id of [...all, ...unenrolled]) assertMemberId(id);
+  for (const id of unenrolled) {
+    if (!input.sites.includes(id)) throw new InvalidArgumentError(`unenrolled ${id} is not one of the sites`);
+  }
+  makeDir(input.dir, 0o755);
+  const publicDir = makeDir(join(input.dir, PUBLIC_KEY_DIR), 0o755);
+  const tlsDir = makeDir(input.tlsDir ?? join(input.dir, 'operator'), OWN_DIR_MODE);
   const { ca, server } = createFederationTls(tlsDir, {
     hosts: input.natsHosts ?? ['127.0.0.1', 'localhost'],
     overwrite: true,
   });
-  const caCert = federationTlsPaths(input.dir).caCert;
-  if (tlsDir !== input.dir) copyFileSync(server.ca, caCert);
-  const nats = (id: string) => {
-    const { nkey, tlsPublicKeyPem } = generateMemberNatsKeys(input.dir, id, true);
-    issueMemberCertificate(ca, id, tlsPublicKeyPem, memberNatsPaths(input.dir, id).tlsCert);
-    return nkey;
-  };
-  const credential = (id: string) => {
-    const kp = generateSigningKeyPair(input.algorithm);
-    saveSigningKeyPair(join(input.dir, `${id}.key`), kp);
-    savePublicKey(join(input.dir, `${id}.pub`), kp);
-    wipeSigningKeyPair(kp);
-    return { id, nkey: nats(id) };
-  };
-  const coordinator = credential(input.coordinator);
-  const aggregators = input.aggregators.map(credential);
-  const sites = input.sites.map(credential);
-  const auditors = (input.auditors ?? []).map(credential);
+  handOver(server.ca, publicDir);
 
+  // 1 + 2: every member's own keys; the operator certifies its TLS key.
+  const roles = new Map<string, RegistryRole>();
+  const nats = (id: string, role: RegistryRole) => {
+    roles.set(id, role);
+    const own = makeDir(join(input.dir, id), OWN_DIR_MODE);
+    const { nkey, tlsPublicKeyPem } = generateMemberNatsKeys(own, id, true);
+    const paths = memberNatsPaths(own, id);
+    issueMemberCertificate(ca, id, tlsPublicKeyPem, paths.tlsCert);
+    handOver(paths.nkey, publicDir);
+    handOver(paths.tlsPublicKey, publicDir);
+    if (!unenrolled.has(id)) generateMemberKeys(own, id, role, input.algorithm, publicDir);
+    return { id, nkey };
+  };
+  const coordinator = nats(input.coordinator, 'coordinator');
+  const aggregators = input.aggregators.map((id) => nats(id, 'aggregator'));
+  const sites = input.sites.map((id) => nats(id, 'site'));
+  const auditors = (input.auditors ?? []).map((id) => nats(id, 'auditor'));
+
+  // 3: the officer builds and signs the registry from the handed-over public files.
+  const officerDir = makeDir(join(input.dir, 'officer'), OWN_DIR_MODE);
+  const officer = { key: join(officerDir, 'officer.key'), pub: join(officerDir, 'officer.pub') };
+  const officerKey = generateSigningKeyPair(input.algorithm);
+  let pin: RegistryPin;
+  try {
+    saveSigningKeyPair(officer.key, officerKey);
+    savePublicKey(officer.pub, officerKey);
+    const registry = registryFromPublicFiles({
+      federation: input.federation,
+      members: all.filter((id) => !unenrolled.has(id)).map((id) => ({ id, role: roles.get(id)! })),
+      dir: publicDir,
+      officerKey: toPublicSigningKey(officerKey),
+    });
+    pin = writeRegistry(join(publicDir, REGISTRY_FILE), signRegistry(registry, officerKey));
+  } finally {
+    wipeSigningKeyPair(officerKey);
+  }
+
+  // 4: one site creates the CKKS and data keys and wraps them for every enrolled site's KEM key.
+  const enrolledSites = input.sites.filter((s) => !unenrolled.has(s));
+  const keySite = input.keySite ?? enrolledSites[0];
+  if (keySite === undefined || !enrolledSites.includes(keySite)) {
+    throw new InvalidArgumentError(`the key site ${keySite} must be an enrolled site`);
+  }
+  const registry = loadRegistry(pin.path, pin.sha256).registry;
   const keyset = CkksKeyset.create(input.ckks);
   const secret = keyset.exportSecretKey();
   const dataKey = randomBytes(DATA_KEY_BYTES);
   try {
-    for (const site of input.sites) provisionSite(input.dir, input.federation, site, secret, dataKey);
+    for (const site of enrolledSites) {
+      const kemKey = registry.members.find((m) => m.id === site)!.kemKey!;
+      wrapForSite(publicDir, input.federation, site, kemKey, secret, dataKey);
+    }
   } finally {
     secret.fill(0);
     dataKey.fill(0);
     keyset.delete();
   }
   const spec = { federation: input.federation, coordinator, aggregators, sites, auditors };
-  return { users: federationUsers(spec), authorization: federationAuthorization(spec), tls: server };
+  return {
+    users: federationUsers(spec),
+    authorization: federationAuthorization(spec),
+    tls: server,
+    registry: pin,
+    officer,
+  };
 }
 
-/** Creates `site`'s ML-KEM-768 key pair and wraps the CKKS secret and the data key for it. */
-function provisionSite(
-  dir: string,
-  federation: string,
-  site: string,
-  secret: Uint8Array,
-  dataKey: Uint8Array,
+/**
+ * A member's own signing key pair (and a site's ML-KEM-768 pair) in its folder `own`; the public
+ * halves are handed over to `publicDir`. Secrets are wiped before returning.
+ */
+function generateMemberKeys(
+  own: string,
+  id: string,
+  role: RegistryRole,
+  algorithm: SignatureAlgorithm,
+  publicDir: string,
 ): void {
+  const kp = generateSigningKeyPair(algorithm);
+  try {
+    saveSigningKeyPair(join(own, `${id}.key`), kp);
+    savePublicKey(join(own, `${id}.pub`), kp);
+  } finally {
+    wipeSigningKeyPair(kp);
+  }
+  handOver(join(own, `${id}.pub`), publicDir);
+  if (role !== 'site') return;
   const kem = generateKemKeyPair();
   try {
-    saveKemKeyPair(join(dir, `${site}.kem`), kem);
-    saveKemPublicKey(join(dir, `${site}.kem.pub`), kem.publicKey);
-    const wrapFor = (bytes: Uint8Array, purpose: string, suffix: string) =>
-      writeEnvelope(
-        join(dir, `${site}.${suffix}`),
-        wrapSecret(kem.publicKey, bytes, { federation, recipient: site, purpose }),
-      );
-    wrapFor(secret, CKKS_KEY_PURPOSE, 'ckks.env');
-    wrapFor(dataKey, DATA_KEY_PURPOSE, 'data.env');
+    saveKemKeyPair(join(own, `${id}.kem`), kem);
+    saveKemPublicKey(join(own, `${id}.kem.pub`), kem.publicKey);
   } finally {
     wipeKemKeyPair(kem);
   }
+  handOver(join(own, `${id}.kem.pub`), publicDir);
+}
+
+/** Wraps the CKKS secret and the data key for `site` under its KEM public key, into `dir`. */
+function wrapForSite(
+  dir: string,
+  federation: string,
+  site: string,
+  kemPublicKey: Uint8Array,
+  secret: Uint8Array,
+  dataKey: Uint8Array,
+): void {
+  const wrapFor = (bytes: Uint8Array, purpose: string, suffix: string) =>
+    writeEnvelope(
+      join(dir, `${site}.${suffix}`),
+      wrapSecret(kemPublicKey, bytes, { federation, recipient: site, purpose }),
+    );
+  wrapFor(secret, CKKS_KEY_PURPOSE, 'ckks.env');
+  wrapFor(dataKey, DATA_KEY_PURPOSE, 'data.env');
 }
 
 /** What {@link enrollSite} is run for. */
@@ -166,35 +287,50 @@ export interface EnrollInput {
   readonly ckks: CkksContext;
 }
 
+/** The new site's public files, for `cohort registry enroll`. */
+export interface EnrolledSiteFiles {
+  /** `<site>.pub`: its public signing key. */
+  readonly signingPublicKey: string;
+  /** `<site>.kem.pub`: its ML-KEM-768 public key. */
+  readonly kemPublicKey: string;
+}
+
 /**
- * Enrolls a site into a running federation (the demo's and the tests' one-folder ceremony): opens
- * the sponsor site's CKKS secret key and federation data key, creates the new site's signing key
- * (`<site>.key`, `<site>.pub`) and ML-KEM-768 key, and wraps both secrets for it alone. Members
- * pick the new public key up on first use (`openMember`'s registry). The new site then starts with
- * an empty store and joins from the latest snapshot. In production the new site generates its own
- * keys and hands over only `<site>.pub` and `<site>.kem.pub`; a signed registry of members will
- * replace the folder of `.pub` files.
+ * Enrolls a site into a running federation (the demo's and the tests' one-machine ceremony): the
+ * new site creates its signing and ML-KEM-768 keys in its own folder (`<dir>/<site>/`, or `dir`
+ * itself in an older flat folder) and hands over the public files; the sponsor site opens its CKKS
+ * secret key and federation data key and wraps both for the new site alone (envelopes in the
+ * shared folder). Without a signed registry, members pick the new `<site>.pub` up on first use; with
+ * one, the officer must then log the enrollment (`cohort registry enroll`, docs/key-ceremony.md).
+ * The new site then starts with an empty store and joins from the latest snapshot.
+ *
+ * @returns the paths of the new site's public files.
  */
-export function enrollSite(input: EnrollInput): void {
+export function enrollSite(input: EnrollInput): EnrolledSiteFiles {
+  const publicDir = publicKeyDir(input.dir);
+  const own = publicDir === input.dir ? input.dir : makeDir(join(input.dir, input.site), OWN_DIR_MODE);
   const keyset = loadSiteCkks(input.ckks, input.dir, input.sponsor, input.federation);
   const secret = keyset.exportSecretKey();
   const dataKey = loadSiteDataKey(input.dir, input.sponsor, input.federation);
   try {
-    const kp = generateSigningKeyPair(input.algorithm);
-    saveSigningKeyPair(join(input.dir, `${input.site}.key`), kp);
-    savePublicKey(join(input.dir, `${input.site}.pub`), kp);
-    wipeSigningKeyPair(kp);
-    provisionSite(input.dir, input.federation, input.site, secret, dataKey);
+    generateMemberKeys(own, input.site, 'site', input.algorithm, publicDir);
+    const kemPublicKey = loadKemPublicKey(join(own, `${input.site}.kem.pub`));
+    wrapForSite(publicDir, input.federation, input.site, kemPublicKey, secret, dataKey);
   } finally {
     secret.fill(0);
     dataKey.fill(0);
     keyset.delete();
   }
+  return {
+    signingPublicKey: join(publicDir, `${input.site}.pub`),
+    kemPublicKey: join(publicDir, `${input.site}.kem.pub`),
+  };
 }
 
 /**
- * A site's CKKS keyset: unwraps `<dir>/<site>.ckks.env` with `<dir>/<site>.kem` (bound to the
- * federation and the site) and loads it under `ckks`. Errors: `UNWRAP_FAILED` (another site's
+ * A site's CKKS keyset: unwraps `<site>.ckks.env` (in `<dir>/public/`, else the site's folder)
+ * with `<site>.kem` of the site's own folder (`<dir>/<site>/`, else `dir`), bound to the
+ * federation and the site, and loads it under `ckks`. Errors: `UNWRAP_FAILED` (another site's
  * envelope, tampering), `CKKS_PARAMS_MISMATCH`, `KEY_FILE_UNREADABLE`.
  */
 export function loadSiteCkks(ckks: CkksContext, dir: string, site: string, federation: string): CkksKeyset {
@@ -207,8 +343,8 @@ export function loadSiteCkks(ckks: CkksContext, dir: string, site: string, feder
 }
 
 /**
- * A site's federation data key: unwraps `<dir>/<site>.data.env` with `<dir>/<site>.kem` (bound to
- * the federation, the site and {@link DATA_KEY_PURPOSE}).
+ * A site's federation data key: unwraps `<site>.data.env` with `<site>.kem` (folders as in
+ * {@link loadSiteCkks}; bound to the federation, the site and {@link DATA_KEY_PURPOSE}).
  *
  * @returns the 32-byte data key; the caller owns and wipes it.
  * @throws CryptoError `KEY_FILE_UNREADABLE` (missing envelope or KEM key), `KEY_FILE_PERMISSIONS`,
@@ -231,7 +367,7 @@ export function loadSiteDataKey(dir: string, site: string, federation: string): 
     key.fill(0);
     throw new CryptoError(
       'KEY_INVALID',
-      `${site}.data.env in ${dir} holds ${key.length} bytes; a federation data key is ${DATA_KEY_BYTES}`,
+      `${site}.data.env of ${dir} holds ${key.length} bytes; a federation data key is ${DATA_KEY_BYTES}`,
       { details: { site, actual: key.length, expected: DATA_KEY_BYTES } },
     );
   }
@@ -244,7 +380,10 @@ function writeEnvelope(path: string, envelope: Uint8Array): void {
   chmodSync(path, 0o600);
 }
 
-/** Opens `<dir>/<site>.<suffix>` with `<dir>/<site>.kem`; the KEM secret is wiped on every path. */
+/**
+ * Opens `<site>.<suffix>` (the shared folder of `dir`, else the site's own) with `<site>.kem` of
+ * the site's own folder; the KEM secret is wiped on every path.
+ */
 function unwrapSiteEnvelope(
   dir: string,
   site: string,
@@ -252,15 +391,16 @@ function unwrapSiteEnvelope(
   suffix: string,
   purpose: string,
 ): Uint8Array {
-  const kem = loadKemKeyPair(join(dir, `${site}.kem`));
+  const kem = loadKemKeyPair(join(memberKeyDir(dir, site), `${site}.kem`));
   try {
+    const path = publicFile(dir, `${site}.${suffix}`, site);
     let envelope: Uint8Array;
     try {
-      envelope = readFileSync(join(dir, `${site}.${suffix}`));
+      envelope = readFileSync(path);
     } catch (cause) {
-      throw new CryptoError('KEY_FILE_UNREADABLE', `cannot read ${site}.${suffix} in ${dir}`, {
+      throw new CryptoError('KEY_FILE_UNREADABLE', `cannot read ${site}.${suffix} (${path})`, {
         cause,
-        details: { path: join(dir, `${site}.${suffix}`) },
+        details: { path },
       });
     }
     return unwrapSecret(kem.secretKey, envelope, { federation, recipient: site, purpose });

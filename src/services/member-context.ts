@@ -13,13 +13,25 @@ import { ConfigError, InvalidArgumentError } from '../errors/index.ts';
 import { createLogger, type Logger } from '../log/index.ts';
 import type { KeyLookup } from '../protocol/index.ts';
 import {
+  loadRegistry,
+  memberKeyDir,
+  openRegistryChange,
+  publicFile,
+  publicKeyDir,
+  type RegistryRole,
+  RegistryView,
+  type VerifiedRegistry,
+} from '../registry/index.ts';
+import {
   connectTransport,
   type FederationSubjects,
   federationSubjects,
   type NatsAuthFiles,
   type NatsTransport,
   natsAuthOptions,
+  type TransportSubscription,
 } from '../transport/index.ts';
+import { openLogReader } from './federation-log/log-reader.ts';
 import { federationTlsPaths, memberNatsPaths } from './nats-credentials.ts';
 
 /** A member's role in the federation. */
@@ -32,9 +44,29 @@ export interface MemberContext {
   readonly member: string;
   readonly role: MemberRole;
   readonly signing: SigningKeyPair;
-  /** Public signing keys of every member, from `<keysDir>/*.pub`. */
+  /**
+   * Public signing keys of every member at open: from the pinned registry (`members.registry`), or
+   * without one from every `<id>.pub` of the keys folder.
+   */
   readonly registry: ReadonlyMap<string, PublicSigningKey>;
+  /** The pinned registry file, verified (hash and officer signature); undefined without a pin. */
+  readonly signedRegistry: VerifiedRegistry | undefined;
+  /**
+   * The registry view {@link keys} consults: the pinned registry with the registry changes of the
+   * log folded in (see {@link openMember}); without a pin, the `.pub` keys, never revoked.
+   */
+  readonly registryView: RegistryView;
+  /**
+   * Makes {@link keys} and {@link registryView} follow `view` (the coordinator hands it the view of
+   * the log history it appends to).
+   */
+  followRegistry(view: RegistryView): void;
+  /**
+   * `keys(id)`: `id`'s public signing key for the round the member's log view is at; undefined for
+   * an unknown, not yet enrolled or revoked member.
+   */
   readonly keys: KeyLookup;
+  /** The keys folder (`members.keysDir`): own keys in `<keysDir>/<member>/`, shared files in `public/`. */
   readonly keysDir: string;
   readonly transport: NatsTransport;
   readonly subjects: FederationSubjects;
@@ -72,7 +104,7 @@ function enrolledKey(
   id: string,
 ): PublicSigningKey | undefined {
   if (!members.has(id)) return undefined;
-  const path = join(dir, `${id}.pub`);
+  const path = publicFile(dir, `${id}.pub`, id);
   if (!existsSync(path)) return undefined;
   const key = loadPublicKey(path);
   registry.set(id, key);
@@ -80,35 +112,85 @@ function enrolledKey(
 }
 
 /**
- * Reads every `<id>.pub` in `dir`: the registry of members' public signing keys. Other public
+ * Reads every `<id>.pub` of a keys folder (its shared `public/` folder when it has one): the
+ * registry of members' public signing keys of deployments without a signed registry. Other public
  * files (`<id>.kem.pub`, `<id>.nk.pub`, `<id>.tls.pub`) are skipped: a member id has no dot.
  */
 export function readRegistry(dir: string): Map<string, PublicSigningKey> {
   const registry = new Map<string, PublicSigningKey>();
-  for (const name of readdirSync(dir)) {
-    if (/^[A-Za-z0-9_-]+\.pub$/.test(name)) registry.set(name.slice(0, -4), loadPublicKey(join(dir, name)));
+  const shared = publicKeyDir(dir);
+  for (const name of readdirSync(shared)) {
+    if (/^[A-Za-z0-9_-]+\.pub$/.test(name))
+      registry.set(name.slice(0, -4), loadPublicKey(join(shared, name)));
   }
   return registry;
 }
 
 /**
- * The NATS credential files `member` connects with (see `nats-credentials.ts` for the layout):
+ * The pinned registry of `config` (`members.registry`), verified: its file's SHA-256 must be the
+ * pin and the officer's signature must verify; it must be for this federation and give each member
+ * the configuration's role. Undefined without a pin.
+ *
+ * @throws RegistryError `REGISTRY_UNREADABLE`, `REGISTRY_PIN_MISMATCH`, `REGISTRY_INVALID`,
+ *   `REGISTRY_SIGNATURE_INVALID` naming the file; ConfigError when it contradicts the configuration.
+ */
+export function loadPinnedRegistry(config: CohortConfig): VerifiedRegistry | undefined {
+  const pin = config.members?.registry;
+  if (pin === undefined) return undefined;
+  const verified = loadRegistry(pin.path, pin.sha256);
+  const registry = verified.registry;
+  if (registry.federation !== config.federation.id) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `members.registry: ${pin.path} is the registry of federation ${JSON.stringify(registry.federation)}, not ${config.federation.id}`,
+      { details: { path: 'members.registry.path' } },
+    );
+  }
+  for (const m of registry.members) {
+    const role = configRole(config, m.id);
+    if (role !== m.role) {
+      throw new ConfigError(
+        'CONFIG_INVALID',
+        `members.registry: ${pin.path} lists ${m.id} as ${m.role}, the configuration ${role === undefined ? 'does not list it' : `as ${role}`}`,
+        { details: { path: 'members.registry.path', member: m.id } },
+      );
+    }
+  }
+  return verified;
+}
+
+/** `id`'s role in `config`, or undefined. */
+function configRole(config: CohortConfig, id: string): RegistryRole | undefined {
+  const m = config.members;
+  if (!m) return undefined;
+  if (id === m.coordinator) return 'coordinator';
+  if (m.aggregators.some((a) => a.id === id)) return 'aggregator';
+  if (m.sites.some((s) => s.id === id)) return 'site';
+  if (m.auditors.some((a) => a.id === id)) return 'auditor';
+  return undefined;
+}
+
+/**
+ * The NATS credential files `member` connects with (see `nats-credentials.ts` for the names; the
+ * member's own folder is `<keysDir>/<member>/` when it exists, else `keysDir`):
  * - TLS whenever a server URL is `tls://` or `nats.tls` is set; each absent `nats.tls` field
- *   defaults to `<keysDir>/ca.crt`, `<keysDir>/<member>.tls.crt`, `<keysDir>/<member>.tls.key`;
- * - `nats.credentials`, else `nats.nkeySeed`, else `<keysDir>/<member>.nk` when it exists (no
- *   authentication otherwise, for servers without users).
+ *   defaults to `ca.crt` (shared `public/` folder, else own folder), `<member>.tls.crt`,
+ *   `<member>.tls.key` (own folder);
+ * - `nats.credentials`, else `nats.nkeySeed`, else `<member>.nk` of its own folder when it exists
+ *   (no authentication otherwise, for servers without users).
  */
 export function memberNatsFiles(config: CohortConfig, member: string, keysDir?: string): NatsAuthFiles {
   const dir = keysDir ?? config.members?.keysDir ?? 'keys';
   const nats = config.nats;
-  const paths = memberNatsPaths(dir, member);
+  const paths = memberNatsPaths(memberKeyDir(dir, member), member);
+  const caCert = publicFile(dir, federationTlsPaths('').caCert, member);
   const useTls = nats.tls !== undefined || nats.servers.some((s) => s.startsWith('tls://'));
   const seed = nats.nkeySeed ?? (existsSync(paths.seed) ? paths.seed : undefined);
   return {
     ...(useTls
       ? {
           tls: {
-            ca: nats.tls?.ca ?? federationTlsPaths(dir).caCert,
+            ca: nats.tls?.ca ?? caCert,
             cert: nats.tls?.cert ?? paths.tlsCert,
             key: nats.tls?.key ?? paths.tlsKey,
           },
@@ -141,9 +223,17 @@ export function memberConnectOptions(
 }
 
 /**
- * Opens a member: checks its role, loads its signing key and the registry, connects to NATS with
- * the member's credentials ({@link memberNatsFiles}: mutual TLS and its NKEY), and builds the CKKS
- * context (public parameters only).
+ * Opens a member: checks its role, loads its signing key (`<member>.key` of its own folder) and
+ * the registry, connects to NATS with the member's credentials ({@link memberNatsFiles}: mutual
+ * TLS and its NKEY), and builds the CKKS context (public parameters only).
+ *
+ * The registry: with `members.registry`, the pinned file ({@link loadPinnedRegistry}; refused on
+ * another hash or a bad signature) and the registry changes of the log. The coordinator's view
+ * follows the history it appends to (its service calls {@link MemberContext.followRegistry}); every
+ * other member reads the log's registry changes now and again whenever the coordinator announces
+ * one on `cohort.<F>.registry` (it does so right after logging it, before the round it applies
+ * from opens). Without a pin: every `<id>.pub` of the keys folder, a configured member's file
+ * picked up on first use (older deployments and tests).
  */
 export async function openMember(
   config: CohortConfig,
@@ -153,13 +243,18 @@ export async function openMember(
   const role = roleOf(config, member);
   const members = config.members!;
   const dir = keysDir ?? members.keysDir;
-  const signing = loadSigningKeyPair(join(dir, `${member}.key`));
-  const registry = readRegistry(dir);
+  const signed = loadPinnedRegistry(config);
+  const signing = loadSigningKeyPair(join(memberKeyDir(dir, member), `${member}.key`));
+  const registry = signed === undefined ? readRegistry(dir) : initialKeys(signed);
   const memberIds = new Set([
     members.coordinator,
     ...members.aggregators.map((a) => a.id),
     ...members.sites.map((s) => s.id),
   ]);
+  let view =
+    signed === undefined
+      ? RegistryView.fromKeys(config.federation.id, registry, (id) => configRole(config, id))
+      : RegistryView.fromRegistry(signed.registry);
   const log = createLogger({ level: config.log.level, name: `cohort-${role}`, base: { member } });
   const subjects = federationSubjects(config.federation.id);
   const transport = await connectTransport({
@@ -170,12 +265,28 @@ export async function openMember(
     maxRetry: config.nats.maxRetry,
     timeoutMs: config.nats.timeoutMs,
   });
+  let follower: RegistryFollower | undefined;
+  try {
+    if (signed !== undefined && role !== 'coordinator') {
+      follower = new RegistryFollower(transport, view, {
+        federation: config.federation.id,
+        coordinator: members.coordinator,
+        subject: subjects.registry,
+        log,
+      });
+      await follower.start();
+    }
+  } catch (err) {
+    await transport.close().catch(() => undefined);
+    throw err;
+  }
   const ckks = await getCkksContext({
     polyModulusDegree: config.crypto.ckks.polyModulusDegree as 4096 | 8192 | 16384,
     coeffModulus: config.crypto.ckks.coeffModulus,
     scaleBits: config.crypto.ckks.scaleBits,
     exactBits: config.crypto.ckks.exactBits,
   });
+  const legacyRegistry = registry as Map<string, PublicSigningKey>;
   return {
     config,
     members,
@@ -183,14 +294,138 @@ export async function openMember(
     role,
     signing,
     registry,
-    keys: (s) => registry.get(s) ?? enrolledKey(registry, dir, memberIds, s),
+    signedRegistry: signed,
+    get registryView() {
+      return view;
+    },
+    followRegistry(next: RegistryView) {
+      view = next;
+    },
+    keys:
+      signed === undefined
+        ? (s) => legacyRegistry.get(s) ?? enrolledKey(legacyRegistry, dir, memberIds, s)
+        : (s) => view.current(s),
     keysDir: dir,
     transport,
     subjects,
     ckks,
     log,
     async close() {
+      await follower?.close();
       await transport.close();
     },
   };
+}
+
+/** The signing keys a verified registry lists (for {@link MemberContext.registry}). */
+function initialKeys(signed: VerifiedRegistry): Map<string, PublicSigningKey> {
+  return new Map(signed.registry.members.map((m) => [m.id, m.signingKey]));
+}
+
+/**
+ * Keeps a non-coordinator member's registry view current: reads the log (stream info and
+ * get-message only, as a site's or auditor's NATS user may) and folds its registry changes in,
+ * checking each with the officer's key and the registry's rules, and tracking the round; reads
+ * again whenever the coordinator announces a change on `cohort.<F>.registry`. A change it cannot
+ * fold is logged and skipped (the log's full readers refuse such a log).
+ */
+class RegistryFollower {
+  readonly #transport: NatsTransport;
+  readonly #view: RegistryView;
+  readonly #opts: {
+    federation: string;
+    coordinator: string;
+    subject: string;
+    log: Logger;
+  };
+  #position = { sequence: 0, hash: new Uint8Array(32) as Uint8Array };
+  #lastRound = 0;
+  #openRound: number | undefined;
+  #syncing: Promise<void> | undefined;
+  #again = false;
+  #subscription: TransportSubscription | undefined;
+
+  constructor(
+    transport: NatsTransport,
+    view: RegistryView,
+    opts: { federation: string; coordinator: string; subject: string; log: Logger },
+  ) {
+    this.#transport = transport;
+    this.#view = view;
+    this.#opts = opts;
+  }
+
+  async start(): Promise<void> {
+    this.#subscription = this.#transport.subscribe(
+      this.#opts.subject,
+      async () => {
+        await this.sync();
+        return undefined;
+      },
+      { onError: () => undefined, maxMessageBytes: 64 * 1024, rateLimit: { perSecond: 10, burst: 20 } },
+    );
+    await this.#subscription.ready();
+    await this.sync();
+  }
+
+  /** Reads the entries after the last one read; a call during a read makes it read once more. */
+  sync(): Promise<void> {
+    if (this.#syncing !== undefined) {
+      this.#again = true;
+      return this.#syncing;
+    }
+    this.#syncing = (async () => {
+      do {
+        this.#again = false;
+        try {
+          await this.#read();
+        } catch (err) {
+          this.#opts.log.warn({ err: (err as Error).message }, 'registry changes not read from the log');
+        }
+      } while (this.#again);
+    })().finally(() => {
+      this.#syncing = undefined;
+    });
+    return this.#syncing;
+  }
+
+  async #read(): Promise<void> {
+    const view = this.#view;
+    const reader = await openLogReader(this.#transport.connection, {
+      federation: this.#opts.federation,
+      coordinator: this.#opts.coordinator,
+      keys: (id) => view.current(id),
+    });
+    for await (const entry of reader.entries(this.#position)) {
+      const r = entry.record;
+      if (r.roundOpen) {
+        this.#openRound = r.roundOpen.round;
+        this.#lastRound = Math.max(this.#lastRound, r.roundOpen.round);
+      } else if (r.decision) {
+        this.#openRound = undefined;
+        this.#lastRound = Math.max(this.#lastRound, r.decision.round);
+      } else if (r.registryChange) {
+        try {
+          const change = openRegistryChange(r.registryChange, view.officerKey!);
+          view.apply(change, this.#lastRound + 1, true, entry.sequence);
+          this.#opts.log.info(
+            { kind: change.kind, of: change.member, fromRound: change.fromRound, sequence: entry.sequence },
+            'registry change',
+          );
+        } catch (err) {
+          this.#opts.log.warn(
+            { sequence: entry.sequence, err: (err as Error).message },
+            'registry change in the log refused',
+          );
+        }
+      }
+      this.#position = { sequence: entry.sequence, hash: entry.hash };
+      view.setRound(this.#openRound ?? this.#lastRound + 1);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#subscription?.unsubscribe().catch(() => undefined);
+    await this.#syncing;
+  }
 }

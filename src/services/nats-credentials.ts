@@ -4,6 +4,7 @@ import { createUser } from '@nats-io/nkeys';
 import { readKeyFile, writeKeyFile } from '../../crypto/signature/key-file-io.ts';
 import type { CohortConfig } from '../config/index.ts';
 import { ConfigError, CryptoError } from '../errors/index.ts';
+import { publicFile } from '../registry/index.ts';
 import {
   assertUserNkey,
   type CertificateAuthority,
@@ -170,16 +171,20 @@ export function issueMemberCertificate(
   writeKeyFile(out, encoder.encode(cert), false);
 }
 
-/** `id`'s public NKEY from `<dir>/<id>.nk.pub`. */
+/**
+ * `id`'s public NKEY from `<id>.nk.pub` of the keys folder `dir`: its shared `public/` folder,
+ * else `<dir>/<id>/`, else `dir` itself (see `publicFile` of `src/registry`).
+ */
 export function readMemberNkey(dir: string, id: string): string {
-  const path = memberNatsPaths(dir, id).nkey;
+  const path = publicFile(dir, `${id}.nk.pub`, id);
   const nkey = Buffer.from(readKeyFile(path, false)).toString('utf8').trim();
   assertUserNkey(path, nkey);
   return nkey;
 }
 
 /**
- * The authorization spec of `config`'s members, their public NKEYs read from `<keysDir>/<id>.nk.pub`.
+ * The authorization spec of `config`'s members, their public NKEYs read from `<id>.nk.pub` of the
+ * keys folder ({@link readMemberNkey}).
  *
  * @throws ConfigError without a members section; CryptoError `KEY_FILE_UNREADABLE` naming a missing
  *   `.nk.pub`.

@@ -99,19 +99,23 @@ function streamWriterSubjects(stream: string): string[] {
  * into another member's inbox.
  * - a site publishes only its own update, vote, heartbeat, switched and snapshot subjects (the
  *   coordinator and its aggregator answer its requests), and subscribes only to round.open,
- *   prepare, decision and its own inbox, so it never receives another site's update; for catch-up
+ *   prepare, decision, the registry announcements and its own inbox, so it never receives another
+ *   site's update; for catch-up
  *   it may read (stream info and get-message, nothing else) the log and the aggregate and snapshot
  *   object stores; it answers no request;
  * - an aggregator subscribes to the updates addressed to it (and its children's partials) and
- *   answers them; it publishes its partial (a request to its parent) and its heartbeat;
+ *   answers them, and to the registry announcements; it publishes its partial (a request to its
+ *   parent) and its heartbeat, and may read the log stream (its registry changes);
  * - the coordinator subscribes to the heartbeat, partial, vote, switched and snapshot subjects and
- *   the rollback request subject, and answers them; it publishes round.open, prepare, decision and
- *   (as the operator's `cohort versions rollback`) the rollback request, appends to the log
+ *   the rollback and registry request subjects, and answers them; it publishes round.open, prepare,
+ *   decision, the registry announcements and (as the operator's `cohort versions rollback` and
+ *   `cohort registry enroll|rotate|revoke`) the admin requests, appends to the log
  *   subject, and uses the JetStream API of its own streams only: the log, the aggregate and
  *   snapshot object stores and the lease bucket (create, info, get message; never delete, purge,
  *   update or consumers), plus `$KV.<lease>.>` and `$O.<bucket>.>` of its own buckets and
  *   `$JS.API.INFO` (the account check of `jetstreamManager`);
- * - an auditor subscribes to its inbox and may only read the log stream.
+ * - an auditor subscribes to its inbox and the registry announcements and may only read the log
+ *   stream.
  * Member ids must be unique across roles (they name heartbeat subjects and users).
  */
 export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
@@ -170,6 +174,8 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
         s.prepare,
         s.decision,
         s.rollbackRequest,
+        s.registryRequest,
+        s.registry,
         s.log,
         '$JS.API.INFO',
         ...coordinatorStreams.flatMap(streamWriterSubjects),
@@ -186,6 +192,7 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
         anyMember(s.switched),
         anyMember(s.snapshot),
         s.rollbackRequest,
+        s.registryRequest,
         ownInbox(spec.coordinator.id),
       ],
     },
@@ -200,8 +207,18 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
     add(
       'aggregator',
       a,
-      { allow: [s.partial(a.id), s.heartbeat(a.id)] },
-      { allow: [s.updatesFor(a.id), ...children, s.roundOpen, s.prepare, s.decision, ownInbox(a.id)] },
+      { allow: [s.partial(a.id), s.heartbeat(a.id), ...readOnlyStreamSubjects(s.logStream)] },
+      {
+        allow: [
+          s.updatesFor(a.id),
+          ...children,
+          s.roundOpen,
+          s.prepare,
+          s.decision,
+          s.registry,
+          ownInbox(a.id),
+        ],
+      },
       true,
     );
   }
@@ -222,13 +239,19 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
           ...readOnlyStreamSubjects(objectStreamName(s.snapshotsBucket)),
         ],
       },
-      { allow: [s.roundOpen, s.prepare, s.decision, ownInbox(site.id)] },
+      { allow: [s.roundOpen, s.prepare, s.decision, s.registry, ownInbox(site.id)] },
       false,
     );
   }
   for (const au of spec.auditors ?? []) {
     assertSubjectToken('auditor.id', au?.id);
-    add('auditor', au, { allow: readOnlyStreamSubjects(s.logStream) }, { allow: [ownInbox(au.id)] }, false);
+    add(
+      'auditor',
+      au,
+      { allow: readOnlyStreamSubjects(s.logStream) },
+      { allow: [s.registry, ownInbox(au.id)] },
+      false,
+    );
   }
   return users;
 }

@@ -56,6 +56,10 @@ export interface FederationSubjects {
   snapshot(site: string): string;
   /** `cohort.F.admin.rollback`: an operator asks the coordinator to roll back. */
   readonly rollbackRequest: string;
+  /** `cohort.F.admin.registry`: an operator sends the coordinator an officer-signed registry change. */
+  readonly registryRequest: string;
+  /** `cohort.F.registry`: the coordinator announces each registry change it logged (the log entry). */
+  readonly registry: string;
   /** `_INBOX.F.<member>`: the reply-inbox prefix of one member's connection. */
   inboxPrefix(member: string): string;
 }
@@ -142,6 +146,8 @@ export function federationSubjects(federation: string): FederationSubjects {
       return `${base}.snapshot.${site}`;
     },
     rollbackRequest: `${base}.admin.rollback`,
+    registryRequest: `${base}.admin.registry`,
+    registry: `${base}.registry`,
     inboxPrefix(member: string): string {
       assertSubjectToken('member', member);
       return `_INBOX.${federation}.${member}`;

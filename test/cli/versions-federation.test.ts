@@ -75,7 +75,7 @@ beforeAll(async () => {
   writer = await openLogWriter(nc, {
     federation: FED,
     signer: 'coordinator',
-    signing: loadSigningKeyPair(join(keysDir, 'coordinator.key')),
+    signing: loadSigningKeyPair(join(keysDir, 'coordinator', 'coordinator.key')),
     start: LOG_ORIGIN,
   });
   const genesis = federationGenesis(dep.config);
@@ -417,7 +417,7 @@ describe('cohort versions on a tampered log', () => {
         site: 'site-1',
       },
     };
-    const siteKey = loadSigningKeyPair(join(dir, 'keys', 'site-1.key'));
+    const siteKey = loadSigningKeyPair(join(dir, 'keys', 'site-1', 'site-1.key'));
     await jetstream(nc).publish(`cohort.${FED}.log`, sealControl('log-record', forged, 'site-1', siteKey), {
       expect: { lastSequence: position.sequence },
     });

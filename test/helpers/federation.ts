@@ -102,6 +102,8 @@ export interface FederationOptions {
   readonly aggregators?: number;
   readonly sites?: number;
   readonly overrides?: Partial<CohortConfigInput>;
+  /** Sites configured but not enrolled yet (no keys, not in the registry): see `createLocalDeployment`. */
+  readonly unenrolled?: readonly string[];
 }
 
 /** One federation on its own nats-server, and everything a test started in it. */
@@ -127,6 +129,7 @@ export class Federation {
         aggregators: options.aggregators ?? 2,
         sites: options.sites ?? 4,
         overrides: options.overrides ?? {},
+        ...(options.unenrolled === undefined ? {} : { unenrolled: options.unenrolled }),
       });
       const f = new Federation(dep, await openMember(dep.config, dep.coordinator));
       f.#cleanup.push(

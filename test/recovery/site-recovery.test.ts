@@ -9,8 +9,6 @@
 // Each case checks the voters of the rounds that follow (a YES names the very commit, so every
 // voter holds the same model); at the end every agent is on the logged head and the log is one
 // verified chain.
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getCkksContext } from '../../crypto/ckks/index.ts';
 import { enrollSite } from '../../src/services/index.ts';
@@ -72,11 +70,9 @@ describe('sites behind, silent, late, and a rollback (real processes)', () => {
           minContributors: 2,
         },
       }),
+      unenrolled: ['site-4'],
     });
-    // site-4 is not enrolled yet: the ceremony's keys for it are gone (its NATS user stays).
-    const keys = f.dep.config.members!.keysDir;
-    for (const ext of ['key', 'pub', 'kem', 'kem.pub', 'ckks.env', 'data.env'])
-      rmSync(join(keys, `site-4.${ext}`));
+    // site-4 is not enrolled yet: it has its NATS user, but no keys and no registry entry.
     f.spawn('aggregator', 'agg-1');
     for (const s of FIRST) agents.set(s, f.spawn('agent', s));
   });
@@ -157,7 +153,7 @@ describe('sites behind, silent, late, and a rollback (real processes)', () => {
       scaleBits: 16,
       exactBits: 42,
     });
-    enrollSite({
+    const files = enrollSite({
       dir: f.dep.config.members!.keysDir,
       federation: 'rsites',
       sponsor: 'site-1',
@@ -165,6 +161,23 @@ describe('sites behind, silent, late, and a rollback (real processes)', () => {
       algorithm: 'falcon-512',
       ckks,
     });
+    // The registry officer logs the enrollment (from the next round): members accept its key then.
+    const enrolled = await cohort(
+      'registry',
+      'enroll',
+      '--config',
+      f.dep.configPath,
+      '--officer-key',
+      f.dep.officer.key,
+      '--member',
+      'site-4',
+      '--signing-pub',
+      files.signingPublicKey,
+      '--kem-pub',
+      files.kemPublicKey,
+      '--wait',
+    );
+    expect(enrolled.status, enrolled.stderr).toBe(0);
     const fresh = f.spawn('agent', 'site-4');
     agents.set('site-4', fresh);
     await waitFor('site-4 joined from a snapshot', () => fresh.logged('joined from a snapshot'), 30_000);

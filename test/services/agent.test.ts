@@ -383,8 +383,8 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     // Restart site-2 with a corrupt key envelope: it reopens its store at the committed head.
     await agents[1]!.stop();
     await sites[1]!.close();
-    goodEnvelope = readFileSync(join(deployment.config.members!.keysDir, 'site-2.ckks.env'));
-    writeFileSync(join(deployment.config.members!.keysDir, 'site-2.ckks.env'), new Uint8Array(64).fill(7));
+    goodEnvelope = readFileSync(join(deployment.config.members!.keysDir, 'public', 'site-2.ckks.env'));
+    writeFileSync(join(deployment.config.members!.keysDir, 'public', 'site-2.ckks.env'), new Uint8Array(64).fill(7));
     sites[1] = await openMember(deployment.config, 'site-2');
     agents[1] = await startAgent(sites[1]);
     expect(agents[1].stats().keysetError).toMatch(/\S/);
@@ -523,7 +523,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     // site-2 gets its key back and restarts: it replays rounds 3, 4 and 6 from the stored aggregates.
     await agents[1]!.stop();
     await sites[1]!.close();
-    writeFileSync(join(deployment.config.members!.keysDir, 'site-2.ckks.env'), goodEnvelope!);
+    writeFileSync(join(deployment.config.members!.keysDir, 'public', 'site-2.ckks.env'), goodEnvelope!);
     sites[1] = await openMember(deployment.config, 'site-2');
     agents[1] = await startAgent(sites[1]!);
     const target = agents[0]!.head()!;

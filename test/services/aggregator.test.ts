@@ -200,7 +200,7 @@ beforeAll(async () => {
   });
   const keysDir = dep.config.members!.keysDir;
   coordinator = await openMember(dep.config, dep.coordinator);
-  coordinatorKey = loadSigningKeyPair(join(keysDir, `${dep.coordinator}.key`));
+  coordinatorKey = loadSigningKeyPair(join(keysDir, dep.coordinator, `${dep.coordinator}.key`));
   for (const id of dep.sites) {
     const site = await openMember(dep.config, id);
     sites.push(site);

@@ -1,6 +1,6 @@
 import {
   copyFileSync,
-  mkdirSync,
+  cpSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -50,10 +50,13 @@ const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex');
 /** A copy of the ceremony folder, to tamper with. */
 function scratch(name: string): string {
   const copy = join(root, name);
-  mkdirSync(copy);
-  for (const file of readdirSync(dir)) copyFileSync(join(dir, file), join(copy, file));
+  cpSync(dir, copy, { recursive: true });
   return copy;
 }
+
+/** A file of the shared public folder, and of a member's own folder (the ceremony's layout). */
+const pub = (keys: string, file: string) => join(keys, 'public', file);
+const own = (keys: string, id: string, file: string) => join(keys, id, file);
 
 describe('runKeyCeremony: federation data key', () => {
   it('gives every site the same 32-byte data key', () => {
@@ -66,21 +69,25 @@ describe('runKeyCeremony: federation data key', () => {
   it('writes <site>.data.env 0600 for sites only, and never the key in the clear', () => {
     const key = loadSiteDataKey(dir, 'site-a', FED);
     for (const site of SITES) {
-      expect(mode(join(dir, `${site}.data.env`))).toBe(0o600);
-      expect(mode(join(dir, `${site}.ckks.env`))).toBe(0o600);
-      expect(mode(join(dir, `${site}.kem`))).toBe(0o600);
+      expect(mode(pub(dir, `${site}.data.env`))).toBe(0o600);
+      expect(mode(pub(dir, `${site}.ckks.env`))).toBe(0o600);
+      expect(mode(own(dir, site, `${site}.kem`))).toBe(0o600);
     }
-    const files = readdirSync(dir);
-    expect(files.filter((f) => f.endsWith('.data.env')).sort()).toEqual(SITES.map((s) => `${s}.data.env`));
+    const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) =>
+      statSync(join(dir, f)).isFile(),
+    );
+    expect(files.filter((f) => f.endsWith('.data.env')).sort()).toEqual(
+      SITES.map((s) => join('public', `${s}.data.env`)),
+    );
     for (const file of files) {
       expect(Buffer.from(readFileSync(join(dir, file))).includes(Buffer.from(key))).toBe(false);
     }
   });
 
   it('binds each envelope to its site, federation and purpose', () => {
-    const kemA = loadKemKeyPair(join(dir, 'site-a.kem'));
-    const envelopeB = readFileSync(join(dir, 'site-b.data.env'));
-    const envelopeA = readFileSync(join(dir, 'site-a.data.env'));
+    const kemA = loadKemKeyPair(own(dir, 'site-a', 'site-a.kem'));
+    const envelopeB = readFileSync(pub(dir, 'site-b.data.env'));
+    const envelopeA = readFileSync(pub(dir, 'site-a.data.env'));
     const ctx = { federation: FED, purpose: DATA_KEY_PURPOSE };
     expect(errorCode(() => unwrapSecret(kemA.secretKey, envelopeB, { ...ctx, recipient: 'site-a' }))).toBe(
       'UNWRAP_FAILED',
@@ -97,7 +104,7 @@ describe('runKeyCeremony: federation data key', () => {
 
     // Site a's folder holding site b's envelope under its own name.
     const swapped = scratch('swapped');
-    copyFileSync(join(dir, 'site-b.data.env'), join(swapped, 'site-a.data.env'));
+    copyFileSync(pub(dir, 'site-b.data.env'), pub(swapped, 'site-a.data.env'));
     expect(errorCode(() => loadSiteDataKey(swapped, 'site-a', FED))).toBe('UNWRAP_FAILED');
     expect(errorCode(() => loadSiteDataKey(dir, 'site-a', 'other-federation'))).toBe('UNWRAP_FAILED');
   });
@@ -125,14 +132,14 @@ describe('runKeyCeremony: federation data key', () => {
 describe('loadSiteDataKey errors', () => {
   it('KEY_FILE_UNREADABLE for a missing envelope or KEM key', () => {
     const missing = scratch('missing');
-    unlinkSync(join(missing, 'site-a.data.env'));
+    unlinkSync(pub(missing, 'site-a.data.env'));
     expect(errorCode(() => loadSiteDataKey(missing, 'site-a', FED))).toBe('KEY_FILE_UNREADABLE');
     expect(errorCode(() => loadSiteDataKey(dir, 'site-z', FED))).toBe('KEY_FILE_UNREADABLE');
   });
 
   it('UNWRAP_FAILED for a tampered envelope', () => {
     const tampered = scratch('tampered');
-    const path = join(tampered, 'site-a.data.env');
+    const path = pub(tampered, 'site-a.data.env');
     const bytes = readFileSync(path);
     bytes[bytes.length - 20]! ^= 1;
     writeFileSync(path, bytes, { mode: 0o600 });
@@ -141,12 +148,12 @@ describe('loadSiteDataKey errors', () => {
 
   it('KEY_INVALID for an envelope that does not hold 32 bytes', () => {
     const short = scratch('short');
-    const envelope = wrapSecret(loadKemPublicKey(join(short, 'site-a.kem.pub')), new Uint8Array(16).fill(7), {
+    const envelope = wrapSecret(loadKemPublicKey(pub(short, 'site-a.kem.pub')), new Uint8Array(16).fill(7), {
       federation: FED,
       recipient: 'site-a',
       purpose: DATA_KEY_PURPOSE,
     });
-    writeFileSync(join(short, 'site-a.data.env'), envelope, { mode: 0o600 });
+    writeFileSync(pub(short, 'site-a.data.env'), envelope, { mode: 0o600 });
     expect(errorCode(() => loadSiteDataKey(short, 'site-a', FED))).toBe('KEY_INVALID');
   });
 

@@ -92,11 +92,12 @@ describe('federationUsers', () => {
       'cohort.f1.round.open',
       'cohort.f1.prepare',
       'cohort.f1.decision',
+      'cohort.f1.registry',
       '_INBOX.f1.site-a.>',
     ]);
     expect(site.allowResponses).toBeUndefined();
     expect(user('auditor').allowResponses).toBeUndefined();
-    expect(user('auditor').subscribe.allow).toEqual(['_INBOX.f1.auditor.>']);
+    expect(user('auditor').subscribe.allow).toEqual(['cohort.f1.registry', '_INBOX.f1.auditor.>']);
   });
 
   it('lets no role publish on _INBOX.>: responders answer through allow_responses', () => {
@@ -120,6 +121,7 @@ describe('federationUsers', () => {
       'cohort.f1.switched.*',
       'cohort.f1.snapshot.*',
       'cohort.f1.admin.rollback',
+      'cohort.f1.admin.registry',
       '_INBOX.f1.coordinator.>',
     ]);
     const publish = coordinator.publish.allow ?? [];

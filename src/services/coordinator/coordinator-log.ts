@@ -47,7 +47,9 @@ const TAIL_FILE = 'log-tail.json';
  *    live holder's lease to expire, else `LEASE_HELD`: a second coordinator never gets further;
  * 2. creates or checks the log stream (`LOG_STREAM_MISMATCH` for wrong settings);
  * 3. reads every entry, verifying signatures, the hash chain and the history rules
- *    ({@link LogHistory}), so a forked or reordered log is refused before anything is appended;
+ *    ({@link LogHistory}, with the pinned registry: registry changes verified and folded), so a
+ *    forked or reordered log is refused before anything is appended; from then on the member's
+ *    key lookups follow the history's registry view;
  * 4. compares the log with the tail this coordinator recorded after its last append
  *    (`<dataDir>/<member>/log-tail.json`): a log that lacks that entry was lost or truncated, and
  *    is refused with `LOG_BEHIND` instead of silently restarting the history;
@@ -78,8 +80,14 @@ export async function openCoordinatorLog(
       maxBytes: cfg.history.logMaxBytes,
     });
     const reader = await openLogReader(nc, { federation, coordinator: ctx.member, keys: ctx.keys });
-    const history = new LogHistory(genesis, reader.stream);
+    const history = new LogHistory(
+      genesis,
+      reader.stream,
+      ctx.signedRegistry === undefined ? {} : { registry: ctx.signedRegistry },
+    );
     for await (const entry of reader.entries()) history.apply(entry);
+    // The member's key lookups follow the registry as this history folds it (docs/key-ceremony.md).
+    if (history.registry !== undefined) ctx.followRegistry(history.registry);
     const dir = join(cfg.paths.dataDir, ctx.member);
     mkdirSync(dir, { recursive: true });
     await checkRecordedTail(dir, reader, history);

@@ -1,6 +1,7 @@
 import type { ObjectStore } from '@nats-io/obj';
 import { modelLayout } from '../../../federation/index.ts';
 import { CohortError } from '../../errors/index.ts';
+import { REGISTRY_CHANGE_MAX_BYTES } from '../../registry/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { snapshotWriter } from '../federation-log/index.ts';
@@ -20,6 +21,7 @@ import type {
 import { federationGenesis, modelSpecFor } from './genesis.ts';
 import { type IntakeHost, MemberIntake } from './member-intake.ts';
 import { Membership } from './membership.ts';
+import { RegistryQueue } from './registry-queue.ts';
 import { RollbackQueue } from './rollback-queue.ts';
 import type { ActiveRound } from './round-host.ts';
 import { abortOpenRound, runRollbackRound, runTrainingRound } from './round-runner.ts';
@@ -59,6 +61,7 @@ class Coordinator implements IntakeHost {
   readonly #subscriptions: TransportSubscription[] = [];
   readonly #waiters = new Set<() => void>();
   readonly #rollbacks: RollbackQueue;
+  readonly #registryChanges = new RegistryQueue();
   readonly #aggregates: () => Promise<ObjectStore>;
   readonly #intake = new MemberIntake(this);
   #log: CoordinatorLog | undefined;
@@ -85,7 +88,10 @@ class Coordinator implements IntakeHost {
     for (const a of ctx.members.aggregators) roles.set(a.id, 'aggregator');
     for (const s of ctx.members.sites) roles.set(s.id, 'site');
     const round = ctx.config.round;
-    this.membership = new Membership(roles, round.missedHeartbeats * round.heartbeatMs, this.now);
+    // A member revoked in the registry (as of the log) is never live: never assigned again.
+    this.membership = new Membership(roles, round.missedHeartbeats * round.heartbeatMs, this.now, (id) =>
+      ctx.registryView.isRevoked(id),
+    );
     this.#genesis = federationGenesis(ctx.config);
     this.parameterCount = modelLayout(modelSpecFor(ctx.config)).parameterCount;
     this.clip = ctx.config.codec.clip;
@@ -221,6 +227,7 @@ class Coordinator implements IntakeHost {
 
     while (!this.#stopping && (last === 0 || this.#roundNumber <= last)) {
       const round = this.#roundNumber;
+      await this.#appendRegistryChanges(round);
       const rollback = this.#rollbacks.next(history);
       const summary = rollback
         ? await runRollbackRound(this, round, rollback.target, rollback.reason)
@@ -305,6 +312,23 @@ class Coordinator implements IntakeHost {
       }
       this.emit({ type: 'recovered', action: 'reannounced', round: last.record.decision!.round });
     }
+  }
+
+  /**
+   * Logs the queued registry changes that apply from `round` (before it opens) and announces each
+   * on `cohort.<F>.registry` (docs/key-ceremony.md).
+   */
+  async #appendRegistryChanges(round: number): Promise<void> {
+    await this.#registryChanges.appendDue(
+      round,
+      this.log,
+      (entry) => this.ctx.transport.publish(this.ctx.subjects.registry, entry.bytes),
+      (change, err) =>
+        this.ctx.log.warn(
+          { kind: change.kind, of: change.member, err: err.message },
+          'registry change dropped',
+        ),
+    );
   }
 
   #summary(): CoordinatorSummary {
@@ -399,6 +423,20 @@ class Coordinator implements IntakeHost {
         intakeLimits(ctx, 'rollback-request', onDrop),
       ),
     );
+    this.#subscriptions.push(
+      ctx.transport.subscribe(
+        s.registryRequest,
+        async (msg) => {
+          try {
+            return this.#registryChanges.fromRequest(msg.data, this.ctx, this.log.history, this.now());
+          } catch (err) {
+            this.#refused('admin', msg.subject, err);
+            throw err;
+          }
+        },
+        { ...intakeLimits(ctx, 'rollback-request', onDrop), maxMessageBytes: REGISTRY_CHANGE_MAX_BYTES },
+      ),
+    );
   }
 
   #refused(from: string, subject: string, err: unknown): void {
@@ -450,6 +488,7 @@ class Coordinator implements IntakeHost {
     this.current?.intake?.builder.dispose();
     this.current = undefined;
     this.#rollbacks.close();
+    this.#registryChanges.close();
     await Promise.all(this.#subscriptions.map((s) => s.unsubscribe()));
     this.#subscriptions.length = 0;
     await this.#log?.close().catch(() => undefined);

@@ -48,14 +48,24 @@ export class Membership {
   readonly #roles: ReadonlyMap<string, MemberRoleName>;
   readonly #window: number;
   readonly #now: () => number;
+  readonly #revoked: (id: string) => boolean;
   readonly #views = new Map<string, MemberView>();
   #exclusions = new Map<string, ExclusionRecord>();
 
-  /** @param window liveness window in ms (`round.missedHeartbeats × round.heartbeatMs`). */
-  constructor(roles: ReadonlyMap<string, MemberRoleName>, window: number, now: () => number) {
+  /**
+   * @param window liveness window in ms (`round.missedHeartbeats × round.heartbeatMs`).
+   * @param revoked whether a member is revoked in the registry: a revoked member is never live.
+   */
+  constructor(
+    roles: ReadonlyMap<string, MemberRoleName>,
+    window: number,
+    now: () => number,
+    revoked: (id: string) => boolean = () => false,
+  ) {
     this.#roles = roles;
     this.#window = window;
     this.#now = now;
+    this.#revoked = revoked;
   }
 
   role(id: string): MemberRoleName | undefined {
@@ -99,9 +109,10 @@ export class Membership {
     view.height = head.height;
   }
 
+  /** Heard from within the window, and not revoked. */
   isLive(id: string): boolean {
     const v = this.#views.get(id);
-    return v !== undefined && this.#now() - v.lastSeen <= this.#window;
+    return v !== undefined && this.#now() - v.lastSeen <= this.#window && !this.#revoked(id);
   }
 
   /** Members of `role` seen within the window, sorted. */

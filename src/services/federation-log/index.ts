@@ -12,8 +12,10 @@ export { FEDERATION_LOG_ERROR_CODES, FederationLogError, type FederationLogError
 export {
   type ChainCommit,
   type DecidedRound,
+  type LoggedRegistryChange,
   type LoggedSnapshot,
   LogHistory,
+  type LogHistoryOptions,
   type OpenRound,
 } from './log-history.ts';
 export { type FederationLogReader, type LogReaderOptions, openLogReader } from './log-reader.ts';

@@ -1,5 +1,5 @@
 import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
-import { type KeyLookup, type LogRecordBody, openControl } from '../../protocol/index.ts';
+import { type KeyLookup, type LogRecordBody, type LogRecordKind, openControl } from '../../protocol/index.ts';
 import { FederationLogError } from './log-error.ts';
 
 /** Bytes of every entry hash (SHA-256). */
@@ -30,10 +30,11 @@ export interface LogEntry {
 }
 
 /** The kind of record an entry holds. */
-export function recordKind(record: LogRecordBody): 'roundOpen' | 'decision' | 'snapshot' {
+export function recordKind(record: LogRecordBody): LogRecordKind {
   if (record.record !== undefined) return record.record;
   if (record.decision) return 'decision';
   if (record.roundOpen) return 'roundOpen';
+  if (record.registryChange) return 'registryChange';
   return 'snapshot';
 }
 
@@ -72,7 +73,9 @@ export function openLogEntry(
   if (!(record.previousEntry instanceof Uint8Array) || record.previousEntry.length !== ENTRY_HASH_BYTES) {
     throw invalid(`previousEntry is not ${ENTRY_HASH_BYTES} bytes`);
   }
-  const set = [record.roundOpen, record.decision, record.snapshot].filter((r) => r != null).length;
+  const set = [record.roundOpen, record.decision, record.snapshot, record.registryChange].filter(
+    (r) => r != null,
+  ).length;
   if (set !== 1) throw invalid(`holds ${set} records, expects exactly one`);
   return { sequence: record.sequence, bytes, hash: sha256(bytes), record };
 }

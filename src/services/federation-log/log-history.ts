@@ -1,5 +1,12 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
-import type { ControlBodies, DecisionBody, SnapshotRecordBody } from '../../protocol/index.ts';
+import type { ControlBodies, DecisionBody, LogRecordBody, SnapshotRecordBody } from '../../protocol/index.ts';
+import {
+  decodeRegistryChangeBody,
+  openRegistryChange,
+  type RegistryChangeBody,
+  RegistryView,
+  type VerifiedRegistry,
+} from '../../registry/index.ts';
 import {
   bytesToHex,
   type Commit,
@@ -48,6 +55,23 @@ export interface LoggedSnapshot {
   readonly snapshot: SnapshotRecordBody;
 }
 
+/** A registry change the log recorded. */
+export interface LoggedRegistryChange {
+  readonly entry: LogEntry;
+  /** The change (its officer signature checked when the history has the registry). */
+  readonly change: RegistryChangeBody;
+}
+
+/** Options of {@link LogHistory}. */
+export interface LogHistoryOptions {
+  /**
+   * The federation's pinned registry: registry changes are then verified (the officer's signature,
+   * the registry's rules) and folded into {@link LogHistory.registry}. Without it they are checked
+   * for structure and round only (the coordinator's signature on the entry still holds).
+   */
+  readonly registry?: VerifiedRegistry;
+}
+
 /**
  * The federation's history folded from its log, entry by entry, checking the rules a log must
  * follow (DESIGN §5): rounds strictly increase; every round is opened (RoundOpen, naming the
@@ -72,13 +96,22 @@ export class LogHistory {
   #open: OpenRound | null = null;
   #lastDecision: LogEntry | null = null;
   readonly #stream: string;
+  readonly #registryChanges: LoggedRegistryChange[] = [];
+  /**
+   * The registry as of the last entry applied (the pinned registry and every logged change), with
+   * its round kept at the round this history is at; undefined without {@link LogHistoryOptions.registry}.
+   */
+  readonly registry: RegistryView | undefined;
 
   /** @param genesis the federation's genesis commit (every member computes it from the config). */
-  constructor(genesis: Commit, stream = 'log') {
+  constructor(genesis: Commit, stream = 'log', options: LogHistoryOptions = {}) {
     if (!verifyCommit(genesis) || genesis.kind !== 'genesis') {
       throw new FederationLogError('LOG_HISTORY_INVALID', 'the history must start at a genesis commit');
     }
     this.#stream = stream;
+    this.registry =
+      options.registry === undefined ? undefined : RegistryView.fromRegistry(options.registry.registry);
+    this.registry?.setRound(1);
     this.#commits = [{ commit: genesis, sequence: 0, unixMs: 0, decision: null }];
     this.#byHash.set(bytesToHex(genesis.hash), 0);
   }
@@ -148,13 +181,25 @@ export class LogHistory {
     return best;
   }
 
+  /** Registry changes recorded so far, in log order. */
+  get registryChanges(): readonly LoggedRegistryChange[] {
+    return this.#registryChanges;
+  }
+
+  /** The round the next registry change would apply from: the round after the last one named. */
+  get nextRound(): number {
+    return this.#lastRound + 1;
+  }
+
   /** Checks `entry` against the history so far and folds it in; throws `LOG_HISTORY_INVALID`. */
   apply(entry: LogEntry): void {
     const kind = recordKind(entry.record);
     if (kind === 'roundOpen') this.#applyOpen(entry, entry.record.roundOpen!);
     else if (kind === 'decision') this.#applyDecision(entry, entry.record.decision!);
+    else if (kind === 'registryChange') this.#applyRegistryChange(entry, entry.record.registryChange!);
     else this.#applySnapshot(entry, entry.record.snapshot!);
     this.#position = { sequence: entry.sequence, hash: entry.hash };
+    this.registry?.setRound(this.#open?.roundOpen.round ?? this.#lastRound + 1);
   }
 
   #invalid(entry: LogEntry, problem: string): FederationLogError {
@@ -274,6 +319,36 @@ export class LogHistory {
       open: open.roundOpen,
       openSequence: open.entry.sequence,
     });
+  }
+
+  #applyRegistryChange(entry: LogEntry, record: NonNullable<LogRecordBody['registryChange']>): void {
+    if (this.#open !== null) {
+      throw this.#invalid(entry, `registry change while round ${this.#open.roundOpen.round} is open`);
+    }
+    let change: RegistryChangeBody;
+    try {
+      const officer = this.registry?.officerKey;
+      change =
+        officer === undefined ? decodeRegistryChangeBody(record.body) : openRegistryChange(record, officer);
+    } catch (err) {
+      throw this.#invalid(entry, `registry change refused: ${(err as Error).message}`);
+    }
+    const next = this.#lastRound + 1;
+    if (change.federation !== entry.record.federation) {
+      throw this.#invalid(entry, `registry change for federation ${JSON.stringify(change.federation)}`);
+    }
+    if (change.fromRound !== next) {
+      throw this.#invalid(
+        entry,
+        `${change.kind} ${change.member} from round ${change.fromRound}, logged before round ${next}`,
+      );
+    }
+    try {
+      this.registry?.apply(change, next, true, entry.sequence);
+    } catch (err) {
+      throw this.#invalid(entry, `registry change refused: ${(err as Error).message}`);
+    }
+    this.#registryChanges.push({ entry, change });
   }
 
   #applySnapshot(entry: LogEntry, s: SnapshotRecordBody): void {

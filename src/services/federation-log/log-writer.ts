@@ -17,7 +17,7 @@ import { FederationLogError } from './log-error.ts';
 import { logStreamName } from './log-stream.ts';
 
 /** What {@link FederationLogWriter.append} is given: one record; the writer fills the rest. */
-export type LogRecordInput = Pick<LogRecordBody, 'roundOpen' | 'decision' | 'snapshot'>;
+export type LogRecordInput = Pick<LogRecordBody, 'roundOpen' | 'decision' | 'snapshot' | 'registryChange'>;
 
 /** The single writer of a federation's log (the coordinator). */
 export interface FederationLogWriter {
@@ -100,7 +100,9 @@ class JetStreamLogWriter implements FederationLogWriter {
   async append(input: LogRecordInput): Promise<LogEntry> {
     // An entry without exactly one record could never be read back (readers refuse it, and a
     // second record is dropped by the protobuf oneof), yet it could never be removed either.
-    const records = [input?.roundOpen, input?.decision, input?.snapshot].filter((r) => r != null).length;
+    const records = [input?.roundOpen, input?.decision, input?.snapshot, input?.registryChange].filter(
+      (r) => r != null,
+    ).length;
     if (records !== 1) {
       throw new InvalidArgumentError(`a log entry holds exactly one record, got ${records}`, {
         details: { name: 'record' },
@@ -123,6 +125,7 @@ class JetStreamLogWriter implements FederationLogWriter {
       ...(input.roundOpen ? { roundOpen: input.roundOpen } : {}),
       ...(input.decision ? { decision: input.decision } : {}),
       ...(input.snapshot ? { snapshot: input.snapshot } : {}),
+      ...(input.registryChange ? { registryChange: input.registryChange } : {}),
     };
     const bytes = sealControl('log-record', record, this.#options.signer, this.#options.signing);
     const attempts = this.#options.attempts ?? 5;
