@@ -31,6 +31,7 @@ import type {
 } from '../../src/services/coordinator/index.ts';
 import { loadSiteCkks, type MemberContext } from '../../src/services/index.ts';
 import { Federation, waitFor } from '../helpers/federation.ts';
+import { cohort } from '../helpers/run-cli.ts';
 import { rawPublish, rawRequest } from './hostile-client.ts';
 
 const F = 'hostile';
@@ -558,6 +559,44 @@ describe('a hostile site against a live federation', () => {
       defect: 2,
       attack: 'a round with two contributions (each could subtract its own and read the other’s)',
       outcome: 'aborted before PREPARE: nothing is ever decrypted below `round.minContributors` (default 3)',
+    });
+  }, 120_000);
+
+  it('10: a revoked site keeps sending with its old key: refused everywhere', async () => {
+    const from = coordinator.stats().round + 2;
+    const run = await cohort(
+      'registry',
+      'revoke',
+      '--config',
+      f.dep.configPath,
+      '--officer-key',
+      f.dep.officer.key,
+      '--member',
+      HOSTILE,
+      '--from-round',
+      String(from),
+      '--wait',
+    );
+    expect(run.status, run.stderr).toBe(0);
+    await waitFor(
+      'the revocation in the coordinator’s view',
+      () => f.coord.keys(HOSTILE) === undefined,
+      30_000,
+    );
+    const refused = await rawRequest(
+      hostile.transport.connection,
+      s().heartbeat(HOSTILE),
+      heartbeat(hostile),
+      {
+        id: 'revoked-heartbeat',
+      },
+    );
+    expect(refused).toMatch(/^BLOCK_WRONG_SIGNER/);
+    rows.push({
+      defect: 10,
+      attack:
+        'the site is revoked (`cohort registry revoke`, a signed log record) and keeps sending heartbeats',
+      outcome: 'refused `BLOCK_WRONG_SIGNER` from the revocation’s round on; it is never assigned again',
     });
   }, 120_000);
 

@@ -384,7 +384,10 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     await agents[1]!.stop();
     await sites[1]!.close();
     goodEnvelope = readFileSync(join(deployment.config.members!.keysDir, 'public', 'site-2.ckks.env'));
-    writeFileSync(join(deployment.config.members!.keysDir, 'public', 'site-2.ckks.env'), new Uint8Array(64).fill(7));
+    writeFileSync(
+      join(deployment.config.members!.keysDir, 'public', 'site-2.ckks.env'),
+      new Uint8Array(64).fill(7),
+    );
     sites[1] = await openMember(deployment.config, 'site-2');
     agents[1] = await startAgent(sites[1]);
     expect(agents[1].stats().keysetError).toMatch(/\S/);

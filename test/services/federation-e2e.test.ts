@@ -95,7 +95,10 @@ describe('federation end to end (real services, real nats-server)', () => {
       f = await create('e2eno');
       for (const a of f.dep.aggregators) await f.startAggregator(a);
       // site-4's wrapped CKKS key is garbage: it starts, but cannot encrypt or decrypt.
-      writeFileSync(join(f.dep.config.members!.keysDir, 'public', 'site-4.ckks.env'), new Uint8Array(64).fill(7));
+      writeFileSync(
+        join(f.dep.config.members!.keysDir, 'public', 'site-4.ckks.env'),
+        new Uint8Array(64).fill(7),
+      );
       for (const s of f.dep.sites) await f.startAgent(s);
     });
     afterAll(async () => {
