@@ -30,6 +30,7 @@ import type {
   RoundSummary,
 } from '../../src/services/coordinator/index.ts';
 import { loadSiteCkks, type MemberContext } from '../../src/services/index.ts';
+import { sumCiphertexts } from '../helpers/codec-fixture.ts';
 import { Federation, waitFor } from '../helpers/federation.ts';
 import { cohort } from '../helpers/run-cli.ts';
 import { rawPublish, rawRequest } from './hostile-client.ts';
@@ -460,21 +461,8 @@ describe('a hostile site against a live federation', () => {
         return { update: assembleUpdate(verifier.verifyManifest(manifest), blocks), manifest };
       });
       // The sum holds the first site's update twice; the list names each site once, with its own manifest.
-      const ctx = evil.ckks;
       const first = updates[0]!.update;
-      const sums = first.ciphertexts.map((c) => ctx.loadCiphertext(c));
-      for (const u of [first, ...updates.slice(1).map((x) => x.update)]) {
-        u.ciphertexts.forEach((c, b) => {
-          const ct = ctx.loadCiphertext(c);
-          ctx.addInPlace(sums[b]!, ct);
-          ct.delete();
-        });
-      }
-      const ciphertexts = sums.map((x) => {
-        const bytes = ctx.serialize(x);
-        x.delete();
-        return bytes;
-      });
+      const ciphertexts = sumCiphertexts(evil.ckks, [first, ...updates.map((u) => u.update)]);
       const sites = updates.flatMap((u) => u.update.sites);
       const partial = encodeAggregate(
         {

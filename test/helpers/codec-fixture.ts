@@ -75,3 +75,26 @@ export function randomUpdate(length: number, seed: number, scale: number): Float
   }
   return out;
 }
+
+/**
+ * The block-wise homomorphic sum of `updates`' ciphertexts, any of them any number of times (what
+ * a lying aggregator can make: `AggregateBuilder` refuses a site twice). Serialized, SEAL freed.
+ */
+export function sumCiphertexts(
+  ctx: CkksContext,
+  updates: readonly { readonly ciphertexts: readonly Uint8Array[] }[],
+): Uint8Array[] {
+  const sums = updates[0]!.ciphertexts.map((c) => ctx.loadCiphertext(c));
+  for (const u of updates.slice(1)) {
+    u.ciphertexts.forEach((c, b) => {
+      const ct = ctx.loadCiphertext(c);
+      ctx.addInPlace(sums[b]!, ct);
+      ct.delete();
+    });
+  }
+  return sums.map((s) => {
+    const bytes = ctx.serialize(s);
+    s.delete();
+    return bytes;
+  });
+}

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { CohortError } from '../../src/errors/index.ts';
+import { BlockRejectedError, CohortError } from '../../src/errors/index.ts';
 
 /** The stable code of the `CohortError` that `fn` throws; fails the test when it throws nothing or something else. */
 export function errorCode(fn: () => unknown): string {
@@ -25,4 +25,15 @@ export async function rejection<T extends Error>(
   );
   expect(err).toBeInstanceOf(type);
   return err as T;
+}
+
+/** The `BlockRejectedError` reason `fn` throws, or `'accepted'` when it throws nothing (rethrows anything else). */
+export function blockReason(fn: () => unknown): string {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof BlockRejectedError) return err.reason;
+    throw err;
+  }
+  return 'accepted';
 }

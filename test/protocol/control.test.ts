@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { generateSigningKeyPair } from '../../crypto/signature/index.ts';
-import { BlockRejectedError } from '../../src/errors/index.ts';
 import { CONTROL_MAX_BYTES, openControl, sealControl } from '../../src/protocol/index.ts';
+import { blockReason } from '../helpers/error-code.ts';
 
 const coordinator = generateSigningKeyPair('falcon-512');
 const other = generateSigningKeyPair('falcon-512');
@@ -26,16 +26,6 @@ const open = {
   attempt: new Uint8Array(16).fill(7),
 };
 
-function reason(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof BlockRejectedError) return err.reason;
-    throw err;
-  }
-  return 'accepted';
-}
-
 describe('signed control messages', () => {
   it('round-trips a RoundOpen with its signer', () => {
     const opened = openControl(
@@ -53,16 +43,18 @@ describe('signed control messages', () => {
 
   it('refuses another type, an unknown signer, a forged signature and a flipped body byte', () => {
     const sealed = sealControl('round-open', open, 'coordinator', coordinator);
-    expect(reason(() => openControl(sealed, 'prepare', keys))).toBe('MALFORMED');
+    expect(blockReason(() => openControl(sealed, 'prepare', keys))).toBe('MALFORMED');
     expect(
-      reason(() => openControl(sealControl('round-open', open, 'coordinator', other), 'round-open', keys)),
+      blockReason(() =>
+        openControl(sealControl('round-open', open, 'coordinator', other), 'round-open', keys),
+      ),
     ).toBe('WRONG_SIGNER');
     const flipped = sealed.slice();
     flipped[30]! ^= 1; // inside the body bytes
     expect(['BAD_SIGNATURE', 'MALFORMED', 'WRONG_SIGNER']).toContain(
-      reason(() => openControl(flipped, 'round-open', keys)),
+      blockReason(() => openControl(flipped, 'round-open', keys)),
     );
-    expect(reason(() => openControl(sealed.subarray(0, 20), 'round-open', keys))).toBe('TRUNCATED');
+    expect(blockReason(() => openControl(sealed.subarray(0, 20), 'round-open', keys))).toBe('TRUNCATED');
   });
 
   it('compares the signer with the one expected before verifying any signature', () => {
@@ -72,7 +64,7 @@ describe('signed control messages', () => {
       return keys(s);
     };
     const sealed = sealControl('round-open', open, 'coordinator', coordinator);
-    expect(reason(() => openControl(sealed, 'round-open', counting, { signer: 'site-1' }))).toBe(
+    expect(blockReason(() => openControl(sealed, 'round-open', counting, { signer: 'site-1' }))).toBe(
       'WRONG_SIGNER',
     );
     expect(lookups).toBe(0); // refused before the key was even looked up
@@ -92,9 +84,9 @@ describe('signed control messages', () => {
     };
     const sealed = sealControl('heartbeat', heartbeat, 'coordinator', coordinator);
     expect(sealed.length).toBeGreaterThan(CONTROL_MAX_BYTES.heartbeat);
-    expect(reason(() => openControl(sealed, 'heartbeat', keys))).toBe('OVERSIZE');
+    expect(blockReason(() => openControl(sealed, 'heartbeat', keys))).toBe('OVERSIZE');
     // Junk of the same size is refused the same way, whatever it holds.
-    expect(reason(() => openControl(new Uint8Array(64 << 20), 'heartbeat', keys))).toBe('OVERSIZE');
-    expect(reason(() => openControl(sealed, 'heartbeat', keys, { maxBytes: 1 << 20 }))).toBe('accepted');
+    expect(blockReason(() => openControl(new Uint8Array(64 << 20), 'heartbeat', keys))).toBe('OVERSIZE');
+    expect(blockReason(() => openControl(sealed, 'heartbeat', keys, { maxBytes: 1 << 20 }))).toBe('accepted');
   });
 });

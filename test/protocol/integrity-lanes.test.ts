@@ -1,7 +1,6 @@
 // An aggregator sums ciphertexts it cannot read, so the sites that decrypt check what it did: the
 // integrity lanes must show exactly the listed contributions, all of this round.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { BlockRejectedError } from '../../src/errors/index.ts';
 import {
   type Aggregate,
   assembleUpdate,
@@ -14,17 +13,14 @@ import {
   sumUpdates,
   type VerifiedUpdate,
 } from '../../src/protocol/index.ts';
-import { type CodecFixture, codecFixture, randomUpdate, roundContext } from '../helpers/codec-fixture.ts';
-
-function reason(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof BlockRejectedError) return err.reason;
-    throw err;
-  }
-  return 'accepted';
-}
+import {
+  type CodecFixture,
+  codecFixture,
+  randomUpdate,
+  roundContext,
+  sumCiphertexts,
+} from '../helpers/codec-fixture.ts';
+import { blockReason } from '../helpers/error-code.ts';
 
 /** The round's participants, in RoundOpen order: their presence lanes. */
 const PARTICIPANTS = ['site-0', 'site-1', 'site-2'];
@@ -65,20 +61,7 @@ describe('integrity lanes', () => {
 
   /** The sum of `added` ciphertexts presented as the sum of `listed` (what a lying aggregator sends). */
   function lyingSum(added: readonly VerifiedUpdate[], listed: readonly VerifiedUpdate[]): Aggregate {
-    const ctx = fx.ctx;
-    const sums = added[0]!.ciphertexts.map((c) => ctx.loadCiphertext(c));
-    for (const u of added.slice(1)) {
-      u.ciphertexts.forEach((c, b) => {
-        const ct = ctx.loadCiphertext(c);
-        ctx.addInPlace(sums[b]!, ct);
-        ct.delete();
-      });
-    }
-    const ciphertexts = sums.map((s) => {
-      const bytes = ctx.serialize(s);
-      s.delete();
-      return bytes;
-    });
+    const ciphertexts = sumCiphertexts(fx.ctx, added);
     const sites = listed.flatMap((u) => u.sites);
     return {
       encoding: listed[0]!.encoding,
@@ -114,14 +97,14 @@ describe('integrity lanes', () => {
   it("a site's ciphertext added twice while listed once → INTEGRITY_MISMATCH", () => {
     // The integrity lanes are checked before the parameters' lane bounds: the precise reason.
     const twice = lyingSum([...updates, updates[1]!], updates);
-    expect(reason(() => decodeAggregate(fx.keyset, twice, roundContext(7), PARTICIPANTS))).toBe(
+    expect(blockReason(() => decodeAggregate(fx.keyset, twice, roundContext(7), PARTICIPANTS))).toBe(
       'INTEGRITY_MISMATCH',
     );
   });
 
   it('a listed site left out of the sum → INTEGRITY_MISMATCH', () => {
     const dropped = lyingSum(updates.slice(0, 2), updates);
-    expect(reason(() => decodeAggregate(fx.keyset, dropped, roundContext(7), PARTICIPANTS))).toBe(
+    expect(blockReason(() => decodeAggregate(fx.keyset, dropped, roundContext(7), PARTICIPANTS))).toBe(
       'INTEGRITY_MISMATCH',
     );
   });
@@ -129,14 +112,14 @@ describe('integrity lanes', () => {
   it("another listed site's update in a listed site's place → INTEGRITY_MISMATCH naming it", () => {
     const swapped = lyingSum([updates[0]!, updates[1]!, updates[1]!], updates);
     expect(() => decodeAggregate(fx.keyset, swapped, roundContext(7), PARTICIPANTS)).toThrow(/"site-1"/);
-    expect(reason(() => decodeAggregate(fx.keyset, swapped, roundContext(7), PARTICIPANTS))).toBe(
+    expect(blockReason(() => decodeAggregate(fx.keyset, swapped, roundContext(7), PARTICIPANTS))).toBe(
       'INTEGRITY_MISMATCH',
     );
   });
 
   it("an older round's ciphertext substituted for a site's → INTEGRITY_MISMATCH", () => {
     const substituted = lyingSum([updates[0]!, updates[1]!, older], updates);
-    expect(reason(() => decodeAggregate(fx.keyset, substituted, roundContext(7), PARTICIPANTS))).toBe(
+    expect(blockReason(() => decodeAggregate(fx.keyset, substituted, roundContext(7), PARTICIPANTS))).toBe(
       'INTEGRITY_MISMATCH',
     );
   });

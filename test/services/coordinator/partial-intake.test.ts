@@ -3,7 +3,6 @@
 // that sent nothing, another update under a site's name, or a weight of its own choosing.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { generateSigningKeyPair, type SigningKeyPair } from '../../../crypto/signature/index.ts';
-import { BlockRejectedError } from '../../../src/errors/index.ts';
 import {
   type Assignment,
   assembleUpdate,
@@ -18,22 +17,13 @@ import {
 } from '../../../src/protocol/index.ts';
 import { PartialIntake } from '../../../src/services/coordinator/partial-intake.ts';
 import { type CodecFixture, codecFixture, randomUpdate, roundContext } from '../../helpers/codec-fixture.ts';
+import { blockReason } from '../../helpers/error-code.ts';
 
 const PARAMS = 3000;
 const ASSIGNMENTS: Assignment[] = [
   { site: 'site-0', aggregator: 'agg', examples: 10 },
   { site: 'site-1', aggregator: 'agg', examples: 20 },
 ];
-
-function reason(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof BlockRejectedError) return err.reason;
-    throw err;
-  }
-  return 'accepted';
-}
 
 describe('PartialIntake: forwarded site manifests', () => {
   let fx: CodecFixture;
@@ -94,7 +84,7 @@ describe('PartialIntake: forwarded site manifests', () => {
     });
     try {
       for (const b of p.blocks) intake.accept('agg', b);
-      return reason(() => intake.accept('agg', p.manifest));
+      return blockReason(() => intake.accept('agg', p.manifest));
     } finally {
       intake.builder.dispose();
     }
