@@ -1,4 +1,4 @@
-import { gunzipSync } from 'node:zlib';
+import { constants, gunzipSync } from 'node:zlib';
 import { DataError } from './data-error.ts';
 import { readDataFile } from './read-file.ts';
 
@@ -20,10 +20,78 @@ const TYPE_NAMES: Readonly<Record<number, string>> = {
   14: 'float64',
 };
 
+/** Largest gzip IDX file inflated: 1 GiB (MNIST's training images are 47 MB). */
+export const MAX_IDX_BYTES = 2 ** 30;
+
+/** Compressed prefixes tried, in turn, to inflate just the IDX header of a gzip file. */
+const HEADER_PREFIXES = [64, 1024, 16_384] as const;
+
+/**
+ * Inflates a gzip IDX file without trusting it: first only a short compressed prefix (at most
+ * 16 KiB in, so at most ~16 MB out) to read the magic and dimensions, then the whole file with its
+ * output capped at the size those dimensions imply (header + ∏ dims bytes, itself capped at
+ * {@link MAX_IDX_BYTES}). A gzip bomb or a file whose contents exceed its header is refused.
+ */
+function gunzipIdx(raw: Uint8Array, file: string): Uint8Array {
+  const inflate = (input: Uint8Array, maxOutputLength: number, partial: boolean): Uint8Array => {
+    try {
+      return gunzipSync(input, {
+        maxOutputLength,
+        ...(partial ? { finishFlush: constants.Z_SYNC_FLUSH } : {}),
+      });
+    } catch (cause) {
+      if ((cause as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') {
+        throw DataError.at(
+          'DATA_FORMAT',
+          { file, field: 'gzip' },
+          `inflates to more than the ${maxOutputLength} bytes its IDX header implies`,
+          { cause, details: { limit: maxOutputLength } },
+        );
+      }
+      throw DataError.at('DATA_FORMAT', { file, field: 'gzip' }, 'gzip data cannot be inflated', { cause });
+    }
+  };
+  let head: Uint8Array = new Uint8Array(0);
+  for (const n of HEADER_PREFIXES) {
+    const whole = n >= raw.length;
+    // A prefix expands at most ~1032:1 (deflate's limit), so the cap below is never hit by a valid file.
+    head = inflate(raw.subarray(0, Math.min(n, raw.length)), n * 1100, true);
+    if (head.length >= 4 && head.length >= 4 + 4 * head[3]!) break;
+    if (whole) break;
+  }
+  if (
+    head.length < 4 ||
+    head[0] !== 0 ||
+    head[1] !== 0 ||
+    head[2] !== IDX_UBYTE ||
+    head[3] === 0 ||
+    head.length < 4 + 4 * head[3]!
+  ) {
+    // Not (the start of) an unsigned-byte IDX file: let the checks of parseIdx name the problem.
+    return head;
+  }
+  const view = new DataView(head.buffer, head.byteOffset, head.byteLength);
+  const rank = head[3]!;
+  let limit = 4 + 4 * rank;
+  let size = 1;
+  for (let d = 0; d < rank; d++) size *= view.getUint32(4 + 4 * d, false);
+  limit += size;
+  if (limit > MAX_IDX_BYTES) {
+    throw DataError.at(
+      'DATA_FORMAT',
+      { file, field: 'dimensions' },
+      `dimensions need ${limit} bytes, more than the ${MAX_IDX_BYTES}-byte limit`,
+      { details: { expected: limit, limit: MAX_IDX_BYTES } },
+    );
+  }
+  return inflate(raw, limit, false);
+}
+
 /**
  * Reads an IDX file (LeCun's MNIST format) of unsigned bytes: big-endian magic `0x0000 08 nn`
  * (nn = number of dimensions, e.g. `0x00000803` images, `0x00000801` labels), nn big-endian u32
- * sizes, then the bytes. A gzip file (magic `1f 8b`) is inflated first.
+ * sizes, then the bytes. A gzip file (magic `1f 8b`) is inflated first, its output capped at the
+ * size its IDX header implies (a larger output is `DATA_FORMAT`, field `gzip`).
  *
  * Throws `DATA_FILE_MISSING` for a missing file and `DATA_FORMAT` for a bad magic, an unsupported
  * element type, or a length that does not match the dimensions (expected and actual bytes named).
@@ -34,14 +102,7 @@ export function readIdx(path: string): IdxArray {
 
 /** {@link readIdx} on bytes already in memory; `file` names them in errors. */
 export function parseIdx(raw: Uint8Array, file: string): IdxArray {
-  let bytes = raw;
-  if (bytes.length >= 2 && bytes[0] === 0x1f && bytes[1] === 0x8b) {
-    try {
-      bytes = gunzipSync(bytes);
-    } catch (cause) {
-      throw DataError.at('DATA_FORMAT', { file, field: 'gzip' }, `gzip data cannot be inflated`, { cause });
-    }
-  }
+  const bytes = raw.length >= 2 && raw[0] === 0x1f && raw[1] === 0x8b ? gunzipIdx(raw, file) : raw;
   if (bytes.length < 4) {
     throw DataError.at(
       'DATA_FORMAT',

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 
+const idxPairSchema = z.strictObject({ images: z.string().min(1), labels: z.string().min(1) });
+
 const dataSchema = z.discriminatedUnion('kind', [
   z.strictObject({
     kind: z.literal('mnist'),
@@ -17,7 +19,47 @@ const dataSchema = z.discriminatedUnion('kind', [
     testFraction: z.number().gt(0).lt(1).default(0.2),
     standardize: z.boolean().default(true),
   }),
+  z.strictObject({
+    kind: z.literal('idx'),
+    /** IDX images `[n, …]` (unsigned bytes, scaled to [0, 1]) and labels `[n]`, gzip or not; relative to the experiment file. */
+    train: idxPairSchema,
+    test: idxPairSchema,
+    classCount: z.int().min(2).max(256).default(10),
+    trainLimit: z.int().min(1).optional(),
+    testLimit: z.int().min(1).optional(),
+  }),
+  z.strictObject({
+    kind: z.literal('npy'),
+    /** `.npy` features `[n, d]` or `[n, h, w]` (flattened) and labels `[n]`; relative to the experiment file. */
+    features: z.string().min(1),
+    labels: z.string().min(1),
+    classCount: z.int().min(2).max(256),
+    testFraction: z.number().gt(0).lt(1).default(0.2),
+    standardize: z.boolean().default(true),
+  }),
 ]);
+
+/** Paths of a data source, as `[field path, file]`, e.g. `['data.train.images', 'x.idx.gz']`. */
+export function dataPaths(data: DataConfig): [string, string][] {
+  switch (data.kind) {
+    case 'mnist':
+      return [];
+    case 'csv':
+      return [['data.path', data.path]];
+    case 'idx':
+      return [
+        ['data.train.images', data.train.images],
+        ['data.train.labels', data.train.labels],
+        ['data.test.images', data.test.images],
+        ['data.test.labels', data.test.labels],
+      ];
+    case 'npy':
+      return [
+        ['data.features', data.features],
+        ['data.labels', data.labels],
+      ];
+  }
+}
 
 const partitionSchema = z.strictObject({
   kind: z.enum(['iid', 'dirichlet', 'shards', 'column']).default('iid'),
@@ -100,4 +142,6 @@ export const experimentSchema = z.strictObject({
 });
 
 export type RunConfig = z.output<typeof runSchema>;
+/** The `data` section of a run: MNIST, or CSV, IDX or `.npy` files by path. */
+export type DataConfig = z.output<typeof dataSchema>;
 export type ExperimentFile = z.output<typeof experimentSchema>;

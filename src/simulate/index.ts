@@ -1,5 +1,18 @@
-export { type ExperimentFile, experimentSchema, type RunConfig, runSchema } from './experiment-schema.ts';
-export { deepMerge, type Experiment, loadExperiment, resolveExperiment } from './load-experiment.ts';
+export {
+  type DataConfig,
+  dataPaths,
+  type ExperimentFile,
+  experimentSchema,
+  type RunConfig,
+  runSchema,
+} from './experiment-schema.ts';
+export {
+  deepMerge,
+  type Experiment,
+  loadExperiment,
+  type ResolveExperimentOptions,
+  resolveExperiment,
+} from './load-experiment.ts';
 export { type ExperimentOutput, runExperiment, summaryTable } from './run-experiment.ts';
 export {
   type RoundMetrics,

@@ -1,6 +1,15 @@
+import { existsSync, statSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import { type LoadConfigOptions, loadYamlConfig, parseWithSchema } from '../config/index.ts';
 import { ConfigError } from '../errors/index.ts';
-import { type ExperimentFile, experimentSchema, type RunConfig, runSchema } from './experiment-schema.ts';
+import {
+  type DataConfig,
+  dataPaths,
+  type ExperimentFile,
+  experimentSchema,
+  type RunConfig,
+  runSchema,
+} from './experiment-schema.ts';
 
 /** A validated experiment: its name, output folder and fully resolved runs. */
 export interface Experiment {
@@ -27,17 +36,57 @@ export function deepMerge(base: unknown, over: unknown): unknown {
  */
 export function loadExperiment(path: string, options: LoadConfigOptions = {}): Experiment {
   const file = loadYamlConfig(path, experimentSchema, options, 'COHORT_SIM__') as ExperimentFile;
-  return resolveExperiment(file, path);
+  return resolveExperiment(file, path, { baseDir: dirname(path) });
 }
 
-/** Resolves an already-parsed experiment file (see {@link loadExperiment}). */
-export function resolveExperiment(file: ExperimentFile, source = 'experiment'): Experiment {
-  const runs = file.runs.map(
-    (run, i) =>
-      parseWithSchema(runSchema, deepMerge(structuredClone(file.base), structuredClone(run)), {
-        source: `${source} runs[${i}] (${run.name})`,
-      }) as RunConfig,
-  );
+/** Options of {@link resolveExperiment}. */
+export interface ResolveExperimentOptions {
+  /**
+   * Folder that `idx` and `npy` data paths are relative to (the experiment file's); when given,
+   * every data file must exist. CSV `path`s stay relative to the working directory, as before.
+   */
+  readonly baseDir?: string;
+}
+
+function resolveData(data: DataConfig, baseDir: string): DataConfig {
+  const at = (p: string) => (isAbsolute(p) ? p : resolve(baseDir, p));
+  if (data.kind === 'idx') {
+    return {
+      ...data,
+      train: { images: at(data.train.images), labels: at(data.train.labels) },
+      test: { images: at(data.test.images), labels: at(data.test.labels) },
+    };
+  }
+  if (data.kind === 'npy') return { ...data, features: at(data.features), labels: at(data.labels) };
+  return data;
+}
+
+/**
+ * Resolves an already-parsed experiment file (see {@link loadExperiment}). With `baseDir`, data
+ * paths are resolved and checked: a missing file is `CONFIG_INVALID` naming the run and the field
+ * (`runs[0] (x): data.train.images: no such file /abs/train-images.idx.gz`).
+ */
+export function resolveExperiment(
+  file: ExperimentFile,
+  source = 'experiment',
+  options: ResolveExperimentOptions = {},
+): Experiment {
+  const runs = file.runs.map((run, i) => {
+    const where = `${source} runs[${i}] (${run.name})`;
+    const parsed = parseWithSchema(runSchema, deepMerge(structuredClone(file.base), structuredClone(run)), {
+      source: where,
+    }) as RunConfig;
+    if (options.baseDir === undefined) return parsed;
+    const resolved: RunConfig = { ...parsed, data: resolveData(parsed.data, options.baseDir) };
+    for (const [field, p] of dataPaths(resolved.data)) {
+      if (!existsSync(p) || !statSync(p).isFile()) {
+        throw new ConfigError('CONFIG_INVALID', `${where}: ${field}: no such file ${p}`, {
+          details: { path: field, file: p },
+        });
+      }
+    }
+    return resolved;
+  });
   const names = new Set<string>();
   for (const r of runs) {
     if (names.has(r.name)) {

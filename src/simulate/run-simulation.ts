@@ -19,7 +19,9 @@ import { createWebGpuEngine } from '../../gpu/webgpu/index.ts';
 import {
   applyStandardizer,
   fitStandardizer,
+  loadIdxDataset,
   loadMnist,
+  loadNpyDataset,
   readCsvColumns,
   readCsvDataset,
   subset,
@@ -79,6 +81,24 @@ interface LoadedData {
   siteColumn?: readonly string[];
 }
 
+/** Seeded train/test split, then (optionally) standardization fitted on the training rows. */
+function splitAndStandardize(
+  all: Dataset,
+  testFraction: number,
+  standardize: boolean,
+  seed: number,
+): LoadedData & { split: ReturnType<typeof trainTestSplit> } {
+  const split = trainTestSplit(all, testFraction, seed);
+  let train = subset(all, split.train);
+  let test = subset(all, split.test);
+  if (standardize) {
+    const s = fitStandardizer(train);
+    train = applyStandardizer(train, s);
+    test = applyStandardizer(test, s);
+  }
+  return { train, test, split };
+}
+
 function loadData(cfg: RunConfig): LoadedData {
   const d = cfg.data;
   if (d.kind === 'mnist') {
@@ -87,19 +107,28 @@ function loadData(cfg: RunConfig): LoadedData {
       test: loadMnist('test', { limit: d.testLimit }),
     };
   }
+  if (d.kind !== 'csv' && cfg.partition.kind === 'column') {
+    throw new InvalidArgumentError(
+      `partition.kind column needs CSV data (a site column), data.kind is ${d.kind}`,
+    );
+  }
+  if (d.kind === 'idx') {
+    const opts = { classCount: d.classCount };
+    return {
+      train: loadIdxDataset(d.train.images, d.train.labels, { ...opts, limit: d.trainLimit }),
+      test: loadIdxDataset(d.test.images, d.test.labels, { ...opts, limit: d.testLimit }),
+    };
+  }
+  if (d.kind === 'npy') {
+    const all = loadNpyDataset(d.features, d.labels, { classCount: d.classCount });
+    return splitAndStandardize(all, d.testFraction, d.standardize, cfg.seed);
+  }
   const csv = readCsvDataset(d.path, {
     labelColumn: d.labelColumn,
     classCount: d.classCount,
     dropColumns: [...d.dropColumns],
   });
-  const split = trainTestSplit(csv.dataset, d.testFraction, cfg.seed);
-  let train = subset(csv.dataset, split.train);
-  let test = subset(csv.dataset, split.test);
-  if (d.standardize) {
-    const s = fitStandardizer(train);
-    train = applyStandardizer(train, s);
-    test = applyStandardizer(test, s);
-  }
+  const { train, test, split } = splitAndStandardize(csv.dataset, d.testFraction, d.standardize, cfg.seed);
   let siteColumn: string[] | undefined;
   if (cfg.partition.kind === 'column') {
     const column = cfg.partition.column;

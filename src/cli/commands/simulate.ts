@@ -4,23 +4,31 @@ import { loadExperiment, runExperiment } from '../../simulate/index.ts';
 import type { CliContext } from '../cli-context.ts';
 
 interface SimulateOptions {
-  config: string;
+  config?: string;
+  experiment?: string;
   runs?: string;
   rounds?: string;
   out?: string;
 }
 
-/** `cohort simulate --config <yaml>`: N virtual sites in one process through the real engines and codec. */
+/** `cohort simulate --config <yaml>` (or `--experiment <yaml>`): N virtual sites in one process through the real engines and codec. */
 export function registerSimulateCommand(program: Command, ctx: CliContext): void {
   program
     .command('simulate')
     .description('simulate a federation in one process and write metrics (JSONL), a summary and a plot')
-    .requiredOption('-c, --config <file>', 'experiment YAML (see config/experiments/)')
+    .option('-c, --config <file>', 'experiment YAML (see config/experiments/)')
+    .option('-e, --experiment <file>', 'same as --config')
     .option('--runs <names>', 'comma-separated run names to execute (default: all)')
     .option('--rounds <n>', "override every run's round count (short runs)")
     .option('--out <dir>', "output folder (default: the file's outputDir)")
     .action(async (o: SimulateOptions) => {
-      const experiment = loadExperiment(o.config, { env: ctx.env });
+      if ((o.config === undefined) === (o.experiment === undefined)) {
+        throw new InvalidArgumentError(
+          'give the experiment file with --config <file> (or --experiment <file>), once',
+        );
+      }
+      const file = (o.config ?? o.experiment)!;
+      const experiment = loadExperiment(file, { env: ctx.env });
       let runs = experiment.runs;
       if (o.rounds !== undefined) {
         const rounds = Number(o.rounds);
@@ -36,7 +44,7 @@ export function registerSimulateCommand(program: Command, ctx: CliContext): void
         const unknown = wanted.filter((w) => !runs.some((r) => r.name === w));
         if (unknown.length > 0) {
           throw new InvalidArgumentError(
-            `--runs names ${unknown.join(', ')}, not in ${o.config} (runs: ${runs.map((r) => r.name).join(', ')})`,
+            `--runs names ${unknown.join(', ')}, not in ${file} (runs: ${runs.map((r) => r.name).join(', ')})`,
           );
         }
       }
