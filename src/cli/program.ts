@@ -6,6 +6,7 @@ import { registerAggregatorCommand } from './commands/aggregator.ts';
 import { registerCodecCommand } from './commands/codec-demo.ts';
 import { registerConfigCommand } from './commands/config.ts';
 import { registerCoordinatorCommand } from './commands/coordinator.ts';
+import { registerDataCommand } from './commands/data.ts';
 import { registerDemoCommand } from './commands/demo.ts';
 import { registerKeysCommand } from './commands/keys.ts';
 import { registerNatsCommand } from './commands/nats.ts';
@@ -23,6 +24,7 @@ const COMMANDS: readonly CommandRegistrar[] = [
   registerNatsCommand,
   registerRegistryCommand,
   registerCodecCommand,
+  registerDataCommand,
   registerSimulateCommand,
   registerDemoCommand,
   registerCoordinatorCommand,

@@ -14,6 +14,10 @@ export const DATA_ERROR_CODES = [
   'DATA_RAGGED',
   /** Sizes disagree: image and label counts, feature counts, no rows at all. */
   'DATA_SHAPE',
+  /** A data file to be written exists already (pass `force` / `--force` to replace it). */
+  'DATA_FILE_EXISTS',
+  /** A data file or its folder cannot be written. */
+  'DATA_FILE_UNWRITABLE',
 ] as const;
 
 export type DataErrorCode = (typeof DATA_ERROR_CODES)[number];
