@@ -23,8 +23,9 @@ import { type IntakeHost, MemberIntake } from './member-intake.ts';
 import { Membership } from './membership.ts';
 import { RegistryQueue } from './registry-queue.ts';
 import { RollbackQueue } from './rollback-queue.ts';
+import { abortOpenRound } from './round-decision.ts';
 import type { ActiveRound } from './round-host.ts';
-import { abortOpenRound, runRollbackRound, runTrainingRound } from './round-runner.ts';
+import { runRollbackRound, runTrainingRound } from './round-runner.ts';
 import { SnapshotIntake } from './snapshot-intake.ts';
 import { SwitchTracker } from './switch-tracker.ts';
 

@@ -5,7 +5,6 @@ import {
   ATTEMPT_BYTES,
   type ControlBodies,
   codecEncoding,
-  type DecisionBody,
   type RoundContext,
   sealControl,
 } from '../../protocol/index.ts';
@@ -15,6 +14,7 @@ import { failpoint } from '../failpoint.ts';
 import type { ChainCommit } from '../federation-log/index.ts';
 import type { RoundSummary } from './events.ts';
 import { PartialIntake } from './partial-intake.ts';
+import { decide, noVotes, type RoundFacts } from './round-decision.ts';
 import type { ActiveRound, RoundHost } from './round-host.ts';
 import { judgeVotes, type Verdict } from './round-judge.ts';
 import { aggregateDigest, encodeAggregateObject, encodeRoundParams } from './round-params.ts';
@@ -27,19 +27,6 @@ const EMPTY = new Uint8Array(0);
  * round trip per site), a 10M-parameter model's ≈ 107 MB goes by reference.
  */
 export const INLINE_AGGREGATE_BYTES = 8 * 1024 * 1024;
-
-/** Facts of a round its decision records besides the votes. */
-interface RoundFacts {
-  readonly round: number;
-  readonly kind: 'round' | 'rollback';
-  readonly participants: number;
-  readonly started: number;
-  readonly contributors: number;
-  readonly digest: Uint8Array;
-  readonly aggregate: AggregateInfo | null;
-  readonly params: Uint8Array;
-  readonly rollbackTarget: Uint8Array;
-}
 
 /**
  * Waits until a round can open: at least one eligible site (live, at the head, not excluded)
@@ -366,146 +353,4 @@ async function collectVotes(
   await host.until(() => voters.every((v) => state.votes.has(v)), host.now() + timeout);
   if (host.stopping()) return undefined;
   return judgeVotes({ voters, votes: state.votes, expectedCommit, voteTimeoutMs: timeout });
-}
-
-/** A verdict without votes (the round failed before PREPARE). */
-function noVotes(reason: string): Verdict {
-  return {
-    commit: false,
-    reason,
-    yes: [],
-    no: [],
-    missing: [],
-    commitHash: EMPTY,
-    modelHash: EMPTY,
-    stateHash: EMPTY,
-  };
-}
-
-/**
- * Records the decision (DESIGN §2 step 7: the log append is the decision), then applies it: the
- * exclusion table (NO voters and silent voters gain a strike, YES voters of a commit lose theirs),
- * the next clip, the head, and announces it by publishing the very log entry on `decision`.
- */
-async function decide(
-  host: RoundHost,
-  state: ActiveRound,
-  facts: RoundFacts,
-  verdict: Verdict,
-): Promise<RoundSummary> {
-  const { ctx } = host;
-  const cfg = ctx.config;
-  host.setPhase('deciding');
-  state.phase = 'decided';
-  const head = host.log.history.head.commit;
-  const table = host.membership.nextTable({
-    offenders: [...verdict.no, ...verdict.missing],
-    credited: verdict.commit ? verdict.yes : [],
-    round: facts.round,
-    height: head.height,
-  });
-  let nextClip = host.clip;
-  if (verdict.commit && facts.kind === 'round') {
-    const rms = verdict.yes
-      .map((v) => state.votes.get(v)!.meanUpdateRms)
-      .filter((x) => Number.isFinite(x) && x > 0);
-    if (rms.length > 0) {
-      const next = cfg.round.clipMultiplier * (rms.reduce((a, b) => a + b, 0) / rms.length);
-      if (Number.isFinite(next) && Math.fround(next) > 0) nextClip = next;
-    }
-  }
-  const decision: DecisionBody = {
-    federation: cfg.federation.id,
-    round: facts.round,
-    commit: verdict.commit,
-    commitHash: verdict.commitHash,
-    modelHash: verdict.modelHash,
-    parent: head.hash,
-    height: verdict.commit ? head.height + 1 : head.height,
-    aggregateDigest: facts.digest,
-    voters: [...verdict.yes, ...verdict.no].sort(),
-    reason: verdict.reason,
-    kind: verdict.commit ? facts.kind : '',
-    params: verdict.commit ? facts.params : EMPTY,
-    aggregate: facts.aggregate,
-    rollbackTarget: facts.rollbackTarget,
-    stateHash: verdict.stateHash,
-    missing: [...verdict.missing],
-    exclusions: table,
-    nextClip: Math.fround(nextClip),
-    attempt: state.attempt,
-  };
-  const entry = await host.log.append({ decision });
-  failpoint('coordinator.decision-logged', facts.round);
-  host.membership.adopt(table);
-  for (const site of verdict.no)
-    host.emit({ type: 'excluded', member: site, round: facts.round, reason: 'voted NO' });
-  for (const site of verdict.missing)
-    host.emit({ type: 'excluded', member: site, round: facts.round, reason: 'did not vote' });
-  host.clip = nextClip;
-  const publishedAt = host.now();
-  if (verdict.commit) {
-    host.switches.track(
-      facts.round,
-      { hash: verdict.commitHash, height: decision.height },
-      verdict.yes,
-      publishedAt,
-    );
-  }
-  try {
-    await ctx.transport.publish(ctx.subjects.decision, entry.bytes);
-  } catch (err) {
-    // The log holds the decision; members that missed the broadcast read it there.
-    ctx.log.error({ round: facts.round, err }, 'decision logged but not announced');
-  }
-  if (host.current === state) host.current = undefined;
-  ctx.log.info(
-    { round: facts.round, commit: verdict.commit, reason: verdict.reason, sequence: entry.sequence },
-    'decision',
-  );
-  return {
-    round: facts.round,
-    kind: facts.kind,
-    commit: verdict.commit,
-    reason: verdict.reason,
-    contributors: facts.contributors,
-    participants: facts.participants,
-    commitHash: verdict.commit ? bytesToHex(verdict.commitHash) : undefined,
-    height: decision.height,
-    logSequence: entry.sequence,
-    aggregateBytes: facts.aggregate?.objectBytes ?? 0,
-    uploadBytes: [...state.votes.values()].reduce(
-      (a, v) => a + (Number.isSafeInteger(v.bytesSent) && v.bytesSent > 0 ? v.bytesSent : 0),
-      0,
-    ),
-    durationMs: host.now() - facts.started,
-    noVoters: verdict.no,
-    missing: verdict.missing,
-  };
-}
-
-/**
- * Appends ABORT for a round a previous run opened and never decided (the coordinator died between
- * RoundOpen and its decision: before, during or after PREPARE). Agents prepared for it discard
- * their candidate at once, and the round number is never used again.
- */
-export async function abortOpenRound(
-  host: RoundHost,
-  round: number,
-  attempt: Uint8Array,
-  reason: string,
-): Promise<RoundSummary> {
-  const state: ActiveRound = { round, attempt, intake: undefined, phase: 'voting', votes: new Map() };
-  const facts: RoundFacts = {
-    round,
-    kind: 'round',
-    participants: 0,
-    started: host.now(),
-    contributors: 0,
-    digest: EMPTY,
-    aggregate: null,
-    params: EMPTY,
-    rollbackTarget: EMPTY,
-  };
-  return decide(host, state, facts, noVotes(reason));
 }
