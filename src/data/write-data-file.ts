@@ -1,15 +1,5 @@
-import {
-  closeSync,
-  constants,
-  fchmodSync,
-  lstatSync,
-  mkdirSync,
-  openSync,
-  unlinkSync,
-  writeSync,
-} from 'node:fs';
-import { dirname } from 'node:path';
 import { gzipSync } from 'node:zlib';
+import { writeAllOrNone } from '../files/index.ts';
 import { DataError } from './data-error.ts';
 import { encodeIdx } from './idx.ts';
 import { encodeNpy, type NpyDtype } from './npy.ts';
@@ -29,17 +19,6 @@ export interface WriteDataOptions {
   readonly force?: boolean;
 }
 
-const NO_FOLLOW = constants.O_NOFOLLOW ?? 0;
-
-function exists(path: string): boolean {
-  try {
-    lstatSync(path); // a dangling symlink counts as existing
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 function unwritable(path: string, cause: unknown): DataError {
   const code = (cause as NodeJS.ErrnoException).code ?? 'unknown error';
   return DataError.at('DATA_FILE_UNWRITABLE', { file: path }, `cannot be written (${String(code)})`, {
@@ -57,66 +36,21 @@ function unwritable(path: string, cause: unknown): DataError {
  * @throws DataError `DATA_FILE_EXISTS` or `DATA_FILE_UNWRITABLE`.
  */
 export function writeDataFiles(outputs: readonly DataFileOutput[], options: WriteDataOptions = {}): void {
-  const force = options.force === true;
-  if (!force) {
-    const existing = outputs.map((o) => o.path).filter(exists);
-    if (existing.length > 0) {
-      throw DataError.at(
-        'DATA_FILE_EXISTS',
-        { file: existing[0]! },
-        `refusing to overwrite ${existing.length === 1 ? 'it' : `it and ${existing.length - 1} more`} (pass --force to replace)`,
-        { details: { paths: existing } },
-      );
-    }
-  }
-  const created: string[] = [];
-  try {
-    for (const { path, bytes } of outputs) {
-      try {
-        mkdirSync(dirname(path), { recursive: true, mode: 0o755 });
-      } catch (cause) {
-        throw unwritable(path, cause);
-      }
-      const flags =
-        constants.O_WRONLY | constants.O_CREAT | NO_FOLLOW | (force ? constants.O_TRUNC : constants.O_EXCL);
-      let fd: number;
-      try {
-        fd = openSync(path, flags, DATA_FILE_MODE);
-      } catch (cause) {
-        if ((cause as NodeJS.ErrnoException).code === 'EEXIST') {
-          throw DataError.at(
-            'DATA_FILE_EXISTS',
-            { file: path },
-            'refusing to overwrite it (pass --force to replace)',
-            {
-              cause,
-              details: { paths: [path] },
-            },
-          );
-        }
-        throw unwritable(path, cause);
-      }
-      if (!force) created.push(path);
-      try {
-        fchmodSync(fd, DATA_FILE_MODE);
-        let at = 0;
-        while (at < bytes.length) at += writeSync(fd, bytes, at, bytes.length - at);
-      } catch (cause) {
-        throw unwritable(path, cause);
-      } finally {
-        closeSync(fd);
-      }
-    }
-  } catch (error) {
-    for (const path of created) {
-      try {
-        unlinkSync(path);
-      } catch {
-        // best effort: the original error is what matters
-      }
-    }
-    throw error;
-  }
+  writeAllOrNone(
+    outputs.map(({ path, bytes }) => ({ path, bytes, mode: DATA_FILE_MODE })),
+    {
+      force: options.force === true,
+      mkdirs: true,
+      exists: (paths, cause) =>
+        DataError.at(
+          'DATA_FILE_EXISTS',
+          { file: paths[0]! },
+          `refusing to overwrite ${paths.length === 1 ? 'it' : `it and ${paths.length - 1} more`} (pass --force to replace)`,
+          { ...(cause === undefined ? {} : { cause }), details: { paths: [...paths] } },
+        ),
+      unwritable,
+    },
+  );
 }
 
 /**

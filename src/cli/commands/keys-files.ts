@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import { closeSync, constants, lstatSync, openSync, unlinkSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { CkksParams } from '../../../crypto/ckks/index.ts';
 import { DEFAULT_CKKS_PARAMS } from '../../../crypto/ckks/index.ts';
 import { encodeKemPublicKey } from '../../../crypto/kem/index.ts';
-// The signature module's key file writer: owner-only mode forced on secrets, O_NOFOLLOW, fsync.
-import { SECRET_KEY_FILE_MODE, writeKeyFile } from '../../../crypto/signature/key-file-io.ts';
+// The signature module's key file modes: owner-only for secrets.
+import { PUBLIC_KEY_FILE_MODE, SECRET_KEY_FILE_MODE } from '../../../crypto/signature/key-file-io.ts';
 import { CryptoError, InvalidArgumentError } from '../../errors/index.ts';
+import { writeAllOrNone } from '../../files/index.ts';
 import type { CliContext } from '../cli-context.ts';
 import { type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
 
@@ -16,17 +16,6 @@ export interface KeyOutput {
   readonly bytes: Uint8Array;
   /** Secret material: written 0o600 (forced, also over an existing file). */
   readonly secret: boolean;
-}
-
-const NO_FOLLOW = constants.O_NOFOLLOW ?? 0;
-
-function exists(path: string): boolean {
-  try {
-    lstatSync(path); // lstat: a dangling symlink counts as existing
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function fileExists(paths: readonly string[]): CryptoError {
@@ -45,41 +34,19 @@ function fileExists(paths: readonly string[]): CryptoError {
  * @throws CryptoError `KEY_FILE_EXISTS` or `KEY_FILE_UNWRITABLE`.
  */
 export function writeKeyOutputs(outputs: readonly KeyOutput[], force: boolean): void {
-  const created: string[] = [];
-  try {
-    if (!force) {
-      const existing = outputs.map((o) => o.path).filter(exists);
-      if (existing.length > 0) throw fileExists(existing);
-      for (const { path, secret } of outputs) {
-        let fd: number;
-        try {
-          fd = openSync(
-            path,
-            constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NO_FOLLOW,
-            secret ? SECRET_KEY_FILE_MODE : 0o644,
-          );
-        } catch (cause) {
-          if ((cause as NodeJS.ErrnoException).code === 'EEXIST') throw fileExists([path]);
-          throw new CryptoError('KEY_FILE_UNWRITABLE', `cannot write key file ${path}`, {
-            cause,
-            details: { path },
-          });
-        }
-        closeSync(fd);
-        created.push(path);
-      }
-    }
-    for (const { path, bytes, secret } of outputs) writeKeyFile(path, bytes, secret);
-  } catch (error) {
-    for (const path of created) {
-      try {
-        unlinkSync(path);
-      } catch {
-        // best effort: the original error is what matters
-      }
-    }
-    throw error;
-  }
+  writeAllOrNone(
+    outputs.map(({ path, bytes, secret }) => ({
+      path,
+      bytes,
+      mode: secret ? SECRET_KEY_FILE_MODE : PUBLIC_KEY_FILE_MODE,
+    })),
+    {
+      force,
+      exists: (paths) => fileExists(paths),
+      unwritable: (path, cause) =>
+        new CryptoError('KEY_FILE_UNWRITABLE', `cannot write key file ${path}`, { cause, details: { path } }),
+    },
+  );
 }
 
 /**

@@ -1,0 +1,1 @@
+export { type FileOutput, type WriteAllOrNoneOptions, writeAllOrNone } from './write-all-or-none.ts';
