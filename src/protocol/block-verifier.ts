@@ -20,6 +20,7 @@ import {
 import { RejectionCounters } from './rejection-counters.ts';
 import { assertRoundContext, type RoundContext } from './round-context.ts';
 import { blockLeaf, contributorsDigest, updateSignatureDomain, updateStatement } from './update-statement.ts';
+import { assembleUpdate, type VerifiedUpdate } from './verified-update.ts';
 import { FRAME_KIND, unframe } from './wire-frame.ts';
 
 /** A block that passed every check; `digest` is the Merkle root its signature covers. */
@@ -209,6 +210,21 @@ export class BlockVerifier {
       this.#checkSignature(manifest, manifest.updateDigest, manifest.signature, key);
       return manifest;
     });
+  }
+
+  /**
+   * Verifies an update received whole — its framed blocks and manifest, as `encodeUpdate` or
+   * `encodeAggregate` return them — and assembles it (`assembleUpdate`'s checks).
+   */
+  verifyUpdate(update: {
+    readonly blocks: readonly Uint8Array[];
+    readonly manifest: Uint8Array;
+  }): VerifiedUpdate {
+    const manifest = this.verifyManifest(update.manifest);
+    return assembleUpdate(
+      manifest,
+      update.blocks.map((b) => this.verifyBlock(b)),
+    );
   }
 
   /** Runs `fn`, counting a `BlockRejectedError` before rethrowing it. */

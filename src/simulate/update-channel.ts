@@ -3,7 +3,6 @@ import { generateSigningKeyPair, type SigningKeyPair } from '../../crypto/signat
 import { dequantizeSum, type QuantBits, quantize } from '../../federation/index.ts';
 import {
   AggregateBuilder,
-  assembleUpdate,
   BlockVerifier,
   decodeAggregate,
   encodeUpdate,
@@ -158,12 +157,7 @@ export async function heChannel(
           });
           residuals.set(c.site, e.residual);
           bytesUp += e.manifest.length + e.blocks.reduce((a, b) => a + b.length, 0);
-          builder.add(
-            assembleUpdate(
-              verifier.verifyManifest(e.manifest),
-              e.blocks.map((b) => verifier.verifyBlock(b)),
-            ),
-          );
+          builder.add(verifier.verifyUpdate(e));
         }
         const decoded = decodeAggregate(keyset, builder.finish(), context);
         const n = decoded.sum.length;

@@ -248,10 +248,7 @@ describe('BlockVerifier rejects each bad input with its own reason', () => {
         exampleWeight: 1,
       });
       const v = fx.verifier();
-      return assembleUpdate(
-        v.verifyManifest(e.manifest),
-        e.blocks.map((b) => v.verifyBlock(b)),
-      );
+      return v.verifyUpdate(e);
     });
     expect(rejection(() => sumUpdates(fx.ctx, updates))).toBe('LANE_OVERFLOW');
     const two = sumUpdates(fx.ctx, updates.slice(0, 2));

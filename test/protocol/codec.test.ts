@@ -2,7 +2,6 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { CkksKeyset } from '../../crypto/ckks/index.ts';
 import { type QuantBits, sumErrorBound } from '../../federation/index.ts';
 import {
-  assembleUpdate,
   type CodecOptions,
   DEFAULT_CODEC_OPTIONS,
   decodeAggregate,
@@ -43,12 +42,7 @@ describe('codec: eight sites, 1,000,000 parameters, encode → verify → sum �
         }),
       );
       const verifier = fx.verifier();
-      const verified: VerifiedUpdate[] = encoded.map((e) =>
-        assembleUpdate(
-          verifier.verifyManifest(e.manifest),
-          e.blocks.map((b) => verifier.verifyBlock(b)),
-        ),
-      );
+      const verified: VerifiedUpdate[] = encoded.map((e) => verifier.verifyUpdate(e));
       const aggregate = sumUpdates(fx.ctx, verified);
       expect(aggregate.contributors).toBe(SITES);
       expect(aggregate.totalWeight).toBe(SITES * 100 + 28);
@@ -113,12 +107,7 @@ describe('codec: eight sites, 1,000,000 parameters, encode → verify → sum �
       roundingSeed: { key0: 1, key1: 2 },
     });
     const v = fx.verifier();
-    const agg = sumUpdates(fx.ctx, [
-      assembleUpdate(
-        v.verifyManifest(e.manifest),
-        e.blocks.map((b) => v.verifyBlock(b)),
-      ),
-    ]);
+    const agg = sumUpdates(fx.ctx, [v.verifyUpdate(e)]);
     const bytes = fx.keyset.exportSecretKey();
     const copy = CkksKeyset.import(fx.ctx, bytes);
     bytes.fill(0);

@@ -3,7 +3,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   type Aggregate,
-  assembleUpdate,
   BlockVerifier,
   DEFAULT_CODEC_OPTIONS,
   decodeAggregate,
@@ -50,10 +49,7 @@ describe('integrity lanes', () => {
         allowedAlgorithms: ['falcon-512'],
         participants: 3,
       });
-      return assembleUpdate(
-        v.verifyManifest(e.manifest),
-        e.blocks.map((b) => v.verifyBlock(b)),
-      );
+      return v.verifyUpdate(e);
     };
     for (let s = 0; s < 3; s++) updates.push(encode(s, 7));
     older = encode(2, 6);

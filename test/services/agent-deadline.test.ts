@@ -174,12 +174,7 @@ describe('a slow site (many local epochs)', () => {
       keys: aggregator.keys,
       allowedAlgorithms: dep.config.crypto.signature.allowed,
     });
-    const previous = sumUpdates(aggregator.ckks, [
-      assembleUpdate(
-        v.verifyManifest(e.manifest),
-        e.blocks.map((b) => v.verifyBlock(b)),
-      ),
-    ]);
+    const previous = sumUpdates(aggregator.ckks, [v.verifyUpdate(e)]);
     await open(2, head, Date.now() + 120_000);
     await waitFor('training', () => agent.state === 'TRAINING');
     const prepare: ControlBodies['prepare'] = {

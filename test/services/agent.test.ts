@@ -92,10 +92,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
         allowedAlgorithms: deployment.config.crypto.signature.allowed,
         participants: deployment.sites.length,
       });
-      const update = assembleUpdate(
-        v.verifyManifest(e.manifest),
-        e.blocks.map((b) => v.verifyBlock(b)),
-      );
+      const update = v.verifyUpdate(e);
       const aggregate = sumUpdates(aggregator.ckks, [update]);
       aggregatesOf.set(round, aggregate);
       return aggregate;

@@ -5,7 +5,6 @@ import { type QuantBits, sumErrorBound } from '../../../federation/index.ts';
 import { BlockRejectedError, InvalidArgumentError } from '../../errors/index.ts';
 import {
   AggregateBuilder,
-  assembleUpdate,
   BlockVerifier,
   DEFAULT_CODEC_OPTIONS,
   decodeAggregate,
@@ -135,12 +134,7 @@ async function runDemo(
     });
     const builder = new AggregateBuilder(ctx);
     for (const e of encoded) {
-      builder.add(
-        assembleUpdate(
-          verifier.verifyManifest(e.manifest),
-          e.blocks.map((b) => verifier.verifyBlock(b)),
-        ),
-      );
+      builder.add(verifier.verifyUpdate(e));
     }
     const aggregate = builder.finish();
     const aggMs = performance.now() - t;

@@ -5,7 +5,6 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { generateSigningKeyPair, type SigningKeyPair } from '../../../crypto/signature/index.ts';
 import {
   type Assignment,
-  assembleUpdate,
   BlockVerifier,
   codecEncoding,
   DEFAULT_CODEC_OPTIONS,
@@ -57,12 +56,7 @@ describe('PartialIntake: forwarded site manifests', () => {
     });
     const aggregate = sumUpdates(
       fx.ctx,
-      sums.map((e) =>
-        assembleUpdate(
-          v.verifyManifest(e.manifest),
-          e.blocks.map((b) => v.verifyBlock(b)),
-        ),
-      ),
+      sums.map((e) => v.verifyUpdate(e)),
     );
     return encodeAggregate(aggregate, { signer: 'agg', signing: aggKey }, context, {
       crcChunkBytes: DEFAULT_CODEC_OPTIONS.crcChunkBytes,
