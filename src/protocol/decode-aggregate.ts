@@ -47,9 +47,10 @@ export function decodeAggregate(
   // without, one lane counts the contributions.
   const presence = participants.length === 0 ? [aggregate.contributors] : participants.map(() => 0);
   if (participants.length > 0) {
+    const lane = new Map(participants.map((site, i) => [site, i]));
     for (const c of aggregate.sites) {
-      const i = participants.indexOf(c.site);
-      if (i < 0) {
+      const i = lane.get(c.site);
+      if (i === undefined) {
         throw new BlockRejectedError(
           'INTEGRITY_MISMATCH',
           `the aggregate lists ${JSON.stringify(c.site)}, not a participant of round ${context.round}`,
