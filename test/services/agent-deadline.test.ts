@@ -10,11 +10,9 @@ import {
   BlockVerifier,
   type ControlBodies,
   codecEncoding,
-  encodeUpdate,
   FRAME_KIND,
   openControl,
   sealControl,
-  sumUpdates,
   type VerifiedBlock,
   type VerifiedUpdate,
 } from '../../src/protocol/index.ts';
@@ -29,13 +27,13 @@ import {
 import {
   createLocalDeployment,
   type LocalDeployment,
-  loadSiteCkks,
   type MemberContext,
   openMember,
 } from '../../src/services/index.ts';
 import type { Commit } from '../../src/versions/index.ts';
 import { waitFor } from '../helpers/federation.ts';
 import { emptyDecision } from '../helpers/log-records.ts';
+import { siteAggregate } from '../helpers/site-aggregate.ts';
 
 const F = 'slowsite';
 const codec = { bits: 8 as const, clip: 0.05, maxContributors: 32, crcChunkBytes: 16_384 };
@@ -157,24 +155,12 @@ describe('a slow site (many local epochs)', () => {
   it('stops training when PREPARE arrives, and votes at once', async () => {
     const head = agent.head()!;
     // An aggregate of round 2 (its integrity lanes carry round 2's tag): site-1's round-1 step, re-encoded.
-    const context = { federation: F, round: 2, baseCommit: head.hash, version: head.height };
-    const keyset = loadSiteCkks(site.ckks, dep.config.members!.keysDir, 'site-1', F);
-    const e = encodeUpdate({
-      update: new Float32Array(7850).fill(0.001),
-      residual: null,
-      credentials: { signer: 'site-1', ckks: keyset, signing: site.signing },
-      context,
+    const previous = siteAggregate(site, aggregator, {
+      context: { federation: F, round: 2, baseCommit: head.hash, version: head.height },
       options: codec,
-      exampleWeight: 2000,
+      params: 7850,
+      examples: 2000,
     });
-    keyset.delete();
-    const v = new BlockVerifier({
-      context,
-      ckksParamsId: aggregator.ckks.paramsId,
-      keys: aggregator.keys,
-      allowedAlgorithms: dep.config.crypto.signature.allowed,
-    });
-    const previous = sumUpdates(aggregator.ckks, [v.verifyUpdate(e)]);
     await open(2, head, Date.now() + 120_000);
     await waitFor('training', () => agent.state === 'TRAINING');
     const prepare: ControlBodies['prepare'] = {

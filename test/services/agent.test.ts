@@ -10,7 +10,6 @@ import {
   BlockVerifier,
   type ControlBodies,
   codecEncoding,
-  encodeUpdate,
   FRAME_KIND,
   openControl,
   sealControl,
@@ -30,12 +29,12 @@ import {
 import {
   createLocalDeployment,
   type LocalDeployment,
-  loadSiteCkks,
   type MemberContext,
   openMember,
 } from '../../src/services/index.ts';
 import { bytesToHex, type Commit } from '../../src/versions/index.ts';
 import { waitFor } from '../helpers/federation.ts';
+import { siteAggregate } from '../helpers/site-aggregate.ts';
 
 const FEDERATION = 'agenttest';
 const PARAMS = new TextEncoder().encode('round params: fedavg, 8 bits');
@@ -72,33 +71,16 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
   function aggregateOf(round: number, head: Pick<Commit, 'hash' | 'height'>): Aggregate {
     const known = aggregatesOf.get(round);
     if (known !== undefined) return known;
-    const context = { federation: FEDERATION, round, baseCommit: head.hash, version: head.height };
-    const keyset = loadSiteCkks(aggregator.ckks, deployment.config.members!.keysDir, 'site-1', FEDERATION);
-    try {
-      const e = encodeUpdate({
-        update: new Float32Array(PARAMETER_COUNT).fill(0.001),
-        residual: null,
-        credentials: { signer: 'site-1', ckks: keyset, signing: sites[0]!.signing },
-        context,
-        options: codec,
-        exampleWeight: 1000,
-        roundingSeed: { key0: 1, key1: 1 }, // the same levels every round: only the round tag differs
-        position: { index: 0, participants: deployment.sites.length }, // site-1 of the RoundOpen's sites
-      });
-      const v = new BlockVerifier({
-        context,
-        ckksParamsId: aggregator.ckks.paramsId,
-        keys: aggregator.keys,
-        allowedAlgorithms: deployment.config.crypto.signature.allowed,
-        participants: deployment.sites.length,
-      });
-      const update = v.verifyUpdate(e);
-      const aggregate = sumUpdates(aggregator.ckks, [update]);
-      aggregatesOf.set(round, aggregate);
-      return aggregate;
-    } finally {
-      keyset.delete();
-    }
+    const aggregate = siteAggregate(sites[0]!, aggregator, {
+      context: { federation: FEDERATION, round, baseCommit: head.hash, version: head.height },
+      options: codec,
+      params: PARAMETER_COUNT,
+      examples: 1000,
+      roundingSeed: { key0: 1, key1: 1 }, // the same levels every round: only the round tag differs
+      position: { index: 0, participants: deployment.sites.length }, // site-1 of the RoundOpen's sites
+    });
+    aggregatesOf.set(round, aggregate);
+    return aggregate;
   }
 
   const codec = { bits: 8 as const, clip: 0.05, maxContributors: 32, crcChunkBytes: 16_384 };
