@@ -13,9 +13,9 @@ export type IntakeKind = ControlType | 'site-update' | 'partial' | 'snapshot';
 /**
  * Chunks per second and burst a sender may push into one subscription. A heartbeat or vote is one
  * chunk a second or less; an update or partial is one chunk per block, once a round (the 2NN's is
- * about 15 blocks, a 10M-parameter model's about 600: within the burst). `npm run bench -- hostile`
- * measured an aggregator refusing junk blocks at the size cap at about 1,900/s before its loop
- * saturates, so a sender may not come near that.
+ * about 15 blocks, a 10M-parameter model's about 600: within the burst). Junk blocks at the size
+ * cap are the costliest refusal (a CRC and a protobuf skip over each; `npm run bench -- hostile`
+ * measures it), so a sender may push them at well below what an aggregator can refuse.
  */
 const RATES: Readonly<Record<'control' | 'frames', { perSecond: number; burst: number }>> = {
   control: { perSecond: 50, burst: 100 },
