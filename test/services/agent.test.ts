@@ -336,7 +336,11 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     expect(bytesToHex(agents[0]!.head()!.hash)).toBe(bytesToHex(head.hash)); // prepared, not switched
 
     await decide(1, head, true, round1[0]!, digest);
-    await waitFor('both switched', () => switched.filter((s) => s.round === 1).length === 2);
+    // Members, not messages: the evaluating site reports twice (the switch, then its accuracy).
+    await waitFor(
+      'both switched',
+      () => new Set(switched.filter((s) => s.round === 1).map((s) => s.member)).size === 2,
+    );
     for (const a of agents) {
       expect(a.state).toBe('READY');
       const h = a.head()!;
