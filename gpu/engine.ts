@@ -82,6 +82,37 @@ export interface EvalResult {
 }
 
 /**
+ * Shape of a 2-D convolution, stride 1: input x [batch][channels][height][width] (NCHW, row-major),
+ * weights w [filters][channels][kernel][kernel], bias b [filters], output
+ * y [batch][filters][outHeight][outWidth] with outHeight = height + 2·pad − kernel + 1 (same for
+ * width) and pad = (kernel − 1) / 2 for 'same' (kernel odd), 0 for 'valid'. Zero padding.
+ * The same layouts as PyTorch's `nn.Conv2d` and its state dict.
+ */
+export interface Conv2dShape {
+  readonly batch: number;
+  readonly channels: number;
+  readonly height: number;
+  readonly width: number;
+  readonly filters: number;
+  readonly kernel: number;
+  readonly padding: 'same' | 'valid';
+}
+
+/**
+ * Shape of a max-pooling, window `size` × `size`, stride `size`, no padding: input
+ * [batch][channels][height][width], output [batch][channels][⌊height/size⌋][⌊width/size⌋] (rows
+ * and columns past the last whole window are dropped, as PyTorch's `nn.MaxPool2d(size)` does).
+ * Ties go to the first maximum in row-major window order.
+ */
+export interface PoolShape {
+  readonly batch: number;
+  readonly channels: number;
+  readonly height: number;
+  readonly width: number;
+  readonly size: number;
+}
+
+/**
  * The primitives both engines implement, exposed so tests can compare them one by one.
  * Shapes: x is [batch][inputs], W is [outputs][inputs], y is [batch][outputs], all row-major.
  */
@@ -104,6 +135,22 @@ export interface Kernels {
     inputs: number,
     outputs: number,
   ): Promise<{ dx: Float32Array; dw: Float32Array; db: Float32Array }>;
+  /** y = conv2d(x, w) + b (see {@link Conv2dShape} for the layouts). */
+  conv2dForward(x: Float32Array, w: Float32Array, b: Float32Array, shape: Conv2dShape): Promise<Float32Array>;
+  /** Given dy = ∂L/∂y: dx = ∂L/∂x, dw = ∂L/∂w, db[f] = Σ over batch and positions of dy. */
+  conv2dBackward(
+    x: Float32Array,
+    w: Float32Array,
+    dy: Float32Array,
+    shape: Conv2dShape,
+  ): Promise<{ dx: Float32Array; dw: Float32Array; db: Float32Array }>;
+  /**
+   * Max-pooling forward: y, and for every output the flat index into x of the maximum chosen
+   * (first maximum in row-major window order).
+   */
+  maxPoolForward(x: Float32Array, shape: PoolShape): Promise<{ y: Float32Array; argmax: Uint32Array }>;
+  /** dx: each dy added at its argmax, zero elsewhere (length batch·channels·height·width). */
+  maxPoolBackward(dy: Float32Array, argmax: Uint32Array, shape: PoolShape): Promise<Float32Array>;
   /** max(x, 0) element-wise. */
   relu(x: Float32Array): Promise<Float32Array>;
   /** dy where the pre-activation x > 0, else 0. */
