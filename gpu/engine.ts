@@ -79,6 +79,11 @@ export interface EvalResult {
   /** Fraction of rows whose arg-max prediction equals the label. */
   readonly accuracy: number;
   readonly count: number;
+  /**
+   * Row-major classes × classes counts, [label][arg-max prediction] (ties: the first maximum); its
+   * diagonal sums to accuracy · count. Federated evaluation sums it across sites.
+   */
+  readonly confusion?: Uint32Array;
 }
 
 /**

@@ -1,11 +1,13 @@
 import { counterUniform } from '../quantize/index.ts';
-import { type ModelSpec, modelLayout } from './model-spec.ts';
+import { modelLayout } from './model-layout.ts';
+import type { ModelSpec } from './model-spec.ts';
 
 /**
- * Deterministic initialization from a seed: every weight of layer l is drawn uniformly from
- * [−a, a] with a = √(6 / fan_in) (He/Kaiming uniform, suited to ReLU), biases are zero. Draws come
- * from the counter RNG keyed by (seed, layer index) with the weight index as counter, so the same
- * seed gives the same model on every machine and engine.
+ * Deterministic initialization from a seed: every weight of parameterized layer l (dense or
+ * conv2d, counted from 0 in order) is drawn uniformly from [−a, a] with a = √(6 / fan_in) (He/
+ * Kaiming uniform, suited to ReLU; fan_in = inputs for dense, channels·kernel² for conv2d), biases
+ * are zero. Draws come from the counter RNG keyed by (seed, l) with the weight's index within the
+ * layer as counter, so the same seed gives the same model on every machine and engine.
  *
  * @param seed uint32.
  */

@@ -1,101 +1,100 @@
-import { InvalidArgumentError } from '../../src/errors/index.ts';
+import { assertModelSpec } from './model-layout.ts';
 
 /**
- * A feed-forward classifier: dense layers of the given sizes with ReLU between them and softmax
- * cross-entropy at the end. `layers = [inputs, outputs]` is multinomial logistic regression;
- * `[inputs, h1, …, outputs]` is an MLP.
+ * One layer of a sequential classifier, as a configuration file lists it:
+ * - `dense`: a fully connected layer of `units` outputs; on a [channels, height, width] input it
+ *   flattens implicitly in CHW order (as `torch.flatten(x, 1)` does);
+ * - `conv2d`: `filters` convolutions of `kernel` × `kernel`, stride 1, zero padding 'same' (odd
+ *   kernel, output as large as the input) or 'valid' (no padding); needs a [channels, height,
+ *   width] input;
+ * - `maxpool2d`: max over `size` × `size` windows, stride `size`, trailing rows/columns dropped;
+ *   needs a [channels, height, width] input;
+ * - `flatten`: [channels, height, width] → [channels·height·width] (a no-op on a flat input);
+ * - `relu`: max(x, 0);
+ * - `softmax`: allowed only as the last layer, and optional: training always applies softmax
+ *   cross-entropy to the last dense layer's outputs (the logits), with or without it.
+ */
+export type LayerSpec =
+  | { readonly type: 'dense'; readonly units: number }
+  | {
+      readonly type: 'conv2d';
+      readonly filters: number;
+      readonly kernel: number;
+      readonly padding: 'same' | 'valid';
+    }
+  | { readonly type: 'maxpool2d'; readonly size: number }
+  | { readonly type: 'flatten' }
+  | { readonly type: 'relu' }
+  | { readonly type: 'softmax' };
+
+/**
+ * A sequential classifier: `layers` applied in order to one sample of shape `input`, the last
+ * (before an optional softmax) a dense layer whose `units` are the class logits (≥ 2), trained
+ * with softmax cross-entropy. Parameters live in one flat vector (see `ModelLayout`).
  */
 export interface ModelSpec {
-  /** Short name for logs and metrics ('logreg', 'mlp', '2nn'). */
+  /** Short name for logs and metrics ('logreg', 'mlp', '2nn', 'cnn', 'custom'). */
   readonly name: string;
-  /** Layer widths, input first; at least two entries, each an integer ≥ 1. */
-  readonly layers: readonly number[];
-}
-
-/** One dense layer's slice of the flat parameter vector. */
-export interface LayerSlice {
-  readonly inputs: number;
-  readonly outputs: number;
-  /** Offset of W, stored row-major as [outputs][inputs]: W[o][i] at weightOffset + o·inputs + i. */
-  readonly weightOffset: number;
-  /** Offset of the bias b[outputs], right after W. */
-  readonly biasOffset: number;
+  /** Shape of one sample: [features] or [channels, height, width] (each an integer ≥ 1). */
+  readonly input: readonly number[];
+  readonly layers: readonly LayerSpec[];
 }
 
 /**
- * Flat parameter layout: layer by layer, each layer's W ([outputs][inputs], row-major) then its
- * bias; `parameterCount` is the total length. Every engine, the codec and the strategies use this
- * one layout, so a Float32Array of parameters means the same thing everywhere.
+ * A validated, deeply frozen {@link ModelSpec}.
+ *
+ * @throws InvalidArgumentError naming the bad field (`model.layers[2].kernel`).
  */
-export interface ModelLayout {
-  readonly layers: readonly LayerSlice[];
-  readonly parameterCount: number;
+export function defineModel(name: string, input: readonly number[], layers: readonly LayerSpec[]): ModelSpec {
+  const spec: ModelSpec = { name, input, layers };
+  assertModelSpec(spec);
+  return Object.freeze({
+    name,
+    input: Object.freeze([...input]),
+    layers: Object.freeze(layers.map((layer) => Object.freeze({ ...layer }))),
+  });
+}
+
+/** dense(h1), relu, dense(h2), relu, …, dense(classes): an MLP's layer list. */
+function denseStack(hidden: readonly number[], classes: number): LayerSpec[] {
+  const layers: LayerSpec[] = [];
+  for (const units of hidden) layers.push({ type: 'dense', units }, { type: 'relu' });
+  layers.push({ type: 'dense', units: classes });
+  return layers;
+}
+
+/** Multinomial logistic regression over `inputs` features and `classes` classes: one dense layer. */
+export function logisticRegression(inputs: number, classes: number): ModelSpec {
+  return defineModel('logreg', [inputs], denseStack([], classes));
+}
+
+/** An MLP over `inputs` features: dense → ReLU for each hidden width, then dense `classes`. */
+export function mlp(inputs: number, hidden: readonly number[], classes: number): ModelSpec {
+  return defineModel('mlp', [inputs], denseStack(hidden, classes));
 }
 
 /** The FedAvg paper's MNIST "2NN": 784-200-200-10, ReLU (199,210 parameters). */
-export const MNIST_2NN: ModelSpec = Object.freeze({
-  name: '2nn',
-  layers: Object.freeze([784, 200, 200, 10]),
-});
-
-/** Multinomial logistic regression over `inputs` features and `classes` classes. */
-export function logisticRegression(inputs: number, classes: number): ModelSpec {
-  return checked({ name: 'logreg', layers: [inputs, classes] });
-}
-
-/** An MLP with the given hidden widths. */
-export function mlp(inputs: number, hidden: readonly number[], classes: number): ModelSpec {
-  return checked({ name: 'mlp', layers: [inputs, ...hidden, classes] });
-}
-
-/** Throws `INVALID_ARGUMENT` naming the bad layer width. */
-export function assertModelSpec(spec: ModelSpec): void {
-  if (!Array.isArray(spec.layers) || spec.layers.length < 2) {
-    throw new InvalidArgumentError(`model.layers must list at least an input and an output width`);
-  }
-  spec.layers.forEach((w, i) => {
-    if (!Number.isInteger(w) || w < 1 || w > 1 << 20) {
-      throw new InvalidArgumentError(`model.layers[${i}] is ${w}, must be an integer in [1, 1048576]`);
-    }
-  });
-  if (spec.layers[spec.layers.length - 1]! < 2) {
-    throw new InvalidArgumentError('model output width must be at least 2 classes');
-  }
-}
-
-function checked(spec: ModelSpec): ModelSpec {
-  assertModelSpec(spec);
-  return Object.freeze({ name: spec.name, layers: Object.freeze([...spec.layers]) });
-}
-
-/** The flat layout of `spec` (see {@link ModelLayout}). */
-export function modelLayout(spec: ModelSpec): ModelLayout {
-  assertModelSpec(spec);
-  const layers: LayerSlice[] = [];
-  let offset = 0;
-  for (let l = 0; l + 1 < spec.layers.length; l++) {
-    const inputs = spec.layers[l]!;
-    const outputs = spec.layers[l + 1]!;
-    layers.push({ inputs, outputs, weightOffset: offset, biasOffset: offset + inputs * outputs });
-    offset += inputs * outputs + outputs;
-  }
-  return { layers, parameterCount: offset };
-}
-
-/** Total parameters of `spec`. */
-export function parameterCount(spec: ModelSpec): number {
-  return modelLayout(spec).parameterCount;
-}
+export const MNIST_2NN: ModelSpec = defineModel('2nn', [784], denseStack([200, 200], 10));
 
 /**
- * Throws `INVALID_ARGUMENT` when a parameter vector does not fit the model
- * ("parameters length 1000, model 2nn expects 199210").
+ * The FedAvg paper's MNIST CNN (McMahan et al. 2017): on a [1, 28, 28] input, conv 5×5 32 'same'
+ * → ReLU → max-pool 2 → conv 5×5 64 'same' → ReLU → max-pool 2 → flatten → dense 512 → ReLU →
+ * dense 10 → softmax (1,663,370 parameters).
  */
-export function assertParameters(spec: ModelSpec, parameters: Float32Array, name = 'parameters'): void {
-  const expected = parameterCount(spec);
-  if (!(parameters instanceof Float32Array) || parameters.length !== expected) {
-    throw new InvalidArgumentError(
-      `${name} length ${parameters?.length}, model ${spec.name} [${spec.layers.join('-')}] expects ${expected}`,
-    );
-  }
-}
+export const FEDAVG_CNN: ModelSpec = defineModel(
+  'cnn',
+  [1, 28, 28],
+  [
+    { type: 'conv2d', filters: 32, kernel: 5, padding: 'same' },
+    { type: 'relu' },
+    { type: 'maxpool2d', size: 2 },
+    { type: 'conv2d', filters: 64, kernel: 5, padding: 'same' },
+    { type: 'relu' },
+    { type: 'maxpool2d', size: 2 },
+    { type: 'flatten' },
+    { type: 'dense', units: 512 },
+    { type: 'relu' },
+    { type: 'dense', units: 10 },
+    { type: 'softmax' },
+  ],
+);

@@ -1,4 +1,10 @@
-import { assertParameters, type ModelLayout, type ModelSpec, modelLayout } from '../../federation/index.ts';
+import {
+  assertParameters,
+  describeModel,
+  type ModelLayout,
+  type ModelSpec,
+  modelLayout,
+} from '../../federation/index.ts';
 import { assertFiniteArray, InvalidArgumentError } from '../../src/errors/index.ts';
 import { assertDataset } from '../dataset.ts';
 import type { Dataset } from '../engine.ts';
@@ -6,7 +12,9 @@ import type { Dataset } from '../engine.ts';
 /**
  * Validates what `train` and `evaluate` receive and returns the model's layout: the spec, the
  * parameter vector (length and finiteness, under `parametersName`) and the data set (shape,
- * finite features, labels in range, widths matching the model's input and class count).
+ * finite features, labels in range, `featureCount` equal to the values of one input sample (the
+ * product of `spec.input`: a [channels, height, width] sample is stored CHW row-major) and
+ * `classCount` to the model's classes).
  */
 export function assertModelInputs(
   spec: ModelSpec,
@@ -23,11 +31,14 @@ export function assertModelInputs(
   if (!(data.features instanceof Float32Array) || !(data.labels instanceof Uint8Array)) {
     throw new InvalidArgumentError('data.features must be a Float32Array and data.labels a Uint8Array');
   }
-  const inputs = spec.layers[0]!;
-  const classes = spec.layers[spec.layers.length - 1]!;
-  const model = `model ${spec.name} [${spec.layers.join('-')}]`;
+  const inputs = layout.inputSize;
+  const classes = layout.classes;
+  const model = `model ${spec.name} [${describeModel(spec)}]`;
   if (data.featureCount !== inputs) {
-    throw new InvalidArgumentError(`data.featureCount ${data.featureCount}, ${model} expects ${inputs}`);
+    const shape = spec.input.length > 1 ? ` (input [${spec.input.join(', ')}])` : '';
+    throw new InvalidArgumentError(
+      `data.featureCount ${data.featureCount}, ${model} expects ${inputs}${shape}`,
+    );
   }
   if (data.classCount !== classes) {
     throw new InvalidArgumentError(`data.classCount ${data.classCount}, ${model} expects ${classes}`);

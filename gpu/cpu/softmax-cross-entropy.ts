@@ -37,12 +37,16 @@ export function softmaxCrossEntropyInto(
   return total;
 }
 
-/** Rows of `logits` whose arg-max (ties → lowest index) equals the label. */
+/**
+ * Rows of `logits` whose arg-max (ties → lowest index) equals the label; with `confusion`
+ * (classes × classes, [label][prediction]) each row is also counted there.
+ */
 export function countCorrect(
   logits: Float32Array,
   labels: Uint8Array,
   batch: number,
   classes: number,
+  confusion?: Uint32Array,
 ): number {
   let correct = 0;
   for (let r = 0; r < batch; r++) {
@@ -57,6 +61,7 @@ export function countCorrect(
       }
     }
     if (best === labels[r]) correct++;
+    if (confusion !== undefined) confusion[labels[r]! * classes + best]!++;
   }
   return correct;
 }

@@ -2,8 +2,7 @@ import type { ModelLayout } from '../../federation/index.ts';
 import { batchOrder } from '../batch-order.ts';
 import type { Dataset, TrainConfig, TrainResult } from '../engine.ts';
 import { trainStopReason } from '../train-stop.ts';
-import { backwardBatch, forwardBatch, loadBatch } from './mlp-pass.ts';
-import type { MlpWorkspace } from './mlp-workspace.ts';
+import type { ModelPass } from './model-pass.ts';
 import { sgdStepInto } from './sgd-step.ts';
 import { YIELD_EVERY_MS, yieldToEventLoop } from './yield-to-event-loop.ts';
 
@@ -11,9 +10,9 @@ import { YIELD_EVERY_MS, yieldToEventLoop } from './yield-to-event-loop.ts';
  * The training loop, inputs already validated: for each epoch e the rows are visited in
  * `batchOrder(count, shuffleSeed, e)` order in consecutive mini-batches of `batchSize` (the last
  * may be smaller); each batch runs forward, backward and one SGD step over the whole flat
- * parameter vector, anchored at `initial` for the proximal term. `ws` must fit the layout with
- * `min(batchSize, count)` rows and training buffers; its velocity is zeroed here, and nothing else
- * may use it until the promise settles.
+ * parameter vector, anchored at `initial` for the proximal term. `pass` (the MLP fast path or the
+ * generic sequential one) must fit the layout with `min(batchSize, count)` rows and training
+ * buffers; its velocity is zeroed here, and nothing else may use it until the promise settles.
  *
  * Between mini-batches it yields to the event loop once {@link YIELD_EVERY_MS} of computation
  * have passed, then asks {@link trainStopReason} whether to stop (`config.signal`,
@@ -27,14 +26,15 @@ export async function trainSgd(
   initial: Float32Array,
   data: Dataset,
   config: TrainConfig,
-  ws: MlpWorkspace,
+  pass: ModelPass,
 ): Promise<TrainResult> {
   const w = new Float32Array(initial);
   const count = data.count;
   const batchSize = Math.min(config.batchSize, count);
   const { learningRate, momentum, proximalMu } = config;
   const parameterCount = layout.parameterCount;
-  ws.velocity.fill(0);
+  const { grad, velocity } = pass;
+  velocity.fill(0);
   let lossSum = 0;
   let steps = 0;
   let samples = 0;
@@ -54,10 +54,10 @@ export async function trainSgd(
         break epochs;
       }
       const n = Math.min(batchSize, count - start);
-      loadBatch(ws, data, order, start, n);
-      forwardBatch(ws, w, n);
-      lossSum += backwardBatch(ws, w, n);
-      sgdStepInto(w, ws.grad, ws.velocity, initial, learningRate, momentum, proximalMu, parameterCount);
+      pass.load(data, order, start, n);
+      pass.forward(w, n);
+      lossSum += pass.backward(w, n);
+      sgdStepInto(w, grad, velocity, initial, learningRate, momentum, proximalMu, parameterCount);
       steps++;
       samples += n;
     }

@@ -5,7 +5,7 @@ const WORKGROUP = 64;
 /**
  * Softmax cross-entropy, one invocation per row: with m = max_c z_c and s = Σ_c exp(z_c − m),
  * loss_r = log(s) − (z_label − m) and dz_c = (exp(z_c − m)/s − [c = label]) / rows. Writes the
- * row's loss and whether its arg-max (first maximum) equals the label at `rowBase + r`.
+ * row's loss and its arg-max class (the first maximum) at `rowBase + r`.
  */
 export const SOFTMAX_XENT_WGSL = /* wgsl */ `
 struct Params { rows: u32, classes: u32, rowBase: u32, pad: u32 }
@@ -14,7 +14,7 @@ struct Params { rows: u32, classes: u32, rowBase: u32, pad: u32 }
 @group(0) @binding(2) var<storage, read> Labels: array<u32>;
 @group(0) @binding(3) var<storage, read_write> Dz: array<f32>;
 @group(0) @binding(4) var<storage, read_write> RowLoss: array<f32>;
-@group(0) @binding(5) var<storage, read_write> Correct: array<u32>;
+@group(0) @binding(5) var<storage, read_write> Predicted: array<u32>;
 
 @compute @workgroup_size(${WORKGROUP})
 fn main(@builtin(global_invocation_id) gid: vec3u) {
@@ -38,7 +38,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
     Dz[base + c] = (prob - select(0.0, 1.0, c == label)) / n;
   }
   RowLoss[p.rowBase + r] = log(s) - (Z[base + label] - m);
-  Correct[p.rowBase + r] = select(0u, 1u, arg == label);
+  Predicted[p.rowBase + r] = arg;
 }
 `;
 
@@ -80,7 +80,7 @@ export function lossMeanFields(rows: number, step: number): UniformField[] {
 /** Prepares the softmax kernel; returns its uniform so the caller can rewrite `rowBase`. */
 export function softmaxDispatch(
   ctx: GpuContext,
-  b: { logits: GPUBuffer; labels: GPUBuffer; dlogits: GPUBuffer; rowLoss: GPUBuffer; correct: GPUBuffer },
+  b: { logits: GPUBuffer; labels: GPUBuffer; dlogits: GPUBuffer; rowLoss: GPUBuffer; predicted: GPUBuffer },
   rows: number,
   classes: number,
   rowBase = 0,
@@ -89,7 +89,7 @@ export function softmaxDispatch(
   const dispatch = ctx.dispatch(
     'softmax-xent',
     SOFTMAX_XENT_WGSL,
-    [uniform, b.logits, b.labels, b.dlogits, b.rowLoss, b.correct],
+    [uniform, b.logits, b.labels, b.dlogits, b.rowLoss, b.predicted],
     [Math.ceil(rows / WORKGROUP), 1, 1],
   );
   return { dispatch, uniform };

@@ -1,7 +1,27 @@
 export { type ConfigIssue, configErrorMap } from './config-issues.ts';
+export {
+  classText,
+  DATA_KINDS,
+  type DataContract,
+  type DataContractData,
+  type DataContractInput,
+  type DataKind,
+  dataContractSchema,
+  FEATURE_TYPES,
+  type FeatureType,
+  MAX_CONTRACT_CLASSES,
+  STANDARDIZE_MODES,
+} from './data-contract-schema.ts';
 export { deepFreeze } from './deep-freeze.ts';
 export { formatPath, parseDottedPath } from './format-path.ts';
 export { type LoadConfigOptions, loadConfig, loadYamlConfig } from './load-config.ts';
+export {
+  checkSiteConfig,
+  loadSiteConfig,
+  type ParseSiteConfigOptions,
+  parseSiteConfig,
+  SITE_ENV_PREFIX,
+} from './load-site-config.ts';
 export { type ConfigOverride, ENV_PREFIX, envOverrides, flagOverrides } from './overrides.ts';
 export { type ParseConfigOptions, parseConfig, parseWithSchema } from './parse-config.ts';
 export { renderConfig } from './render-config.ts';
@@ -17,3 +37,9 @@ export {
   type SignatureAlgorithm,
 } from './schema.ts';
 export { POLY_MODULUS_DEGREES, type PolyModulusDegree, SEAL_MAX_COEFF_MODULUS_BITS } from './seal-limits.ts';
+export {
+  type SiteConfig,
+  type SiteConfigData,
+  type SiteConfigInput,
+  siteConfigSchema,
+} from './site-config-schema.ts';

@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { LOG_LEVELS } from '../log/index.ts';
+import { dataContractSchema } from './data-contract-schema.ts';
+import { layersSchema, MODEL_KINDS } from './model-schema.ts';
 import { POLY_MODULUS_DEGREES, SEAL_MAX_COEFF_MODULUS_BITS } from './seal-limits.ts';
 
 /** Signature algorithms a federation may use. */
@@ -186,8 +188,12 @@ const roundSchema = z.strictObject({
 /** What the sites learn, identically everywhere. */
 const learningSchema = z
   .strictObject({
-    /** `2nn`: the FedAvg paper's MNIST MLP; `logreg`: 784 → 10; `mlp`: 784 → `hidden`… → 10. */
-    model: z.enum(['2nn', 'logreg', 'mlp']).default('2nn'),
+    /**
+     * `2nn`: the FedAvg paper's MNIST MLP (dense 200, 200); `logreg`: one dense layer; `mlp`:
+     * dense `hidden`… with ReLUs; `cnn`: the FedAvg paper's MNIST CNN; `custom`: `layers`. Input
+     * and classes come from the data contract (`data`), else MNIST ([1, 28, 28] or 784, 10).
+     */
+    model: z.enum(MODEL_KINDS).default('2nn'),
     /** Hidden layer widths of an `mlp` (e.g. [12500] for a 9.9M-parameter model); only with `mlp`. */
     hidden: z
       .array(
@@ -199,6 +205,8 @@ const learningSchema = z
       .min(1)
       .max(16)
       .optional(),
+    /** Layers of a `custom` model (see `src/config/model-schema.ts`); only with `custom`. */
+    layers: layersSchema.optional(),
     data: z.enum(['mnist']).default('mnist'),
     /** Rows of the training set split (IID) across the sites. */
     trainLimit: z.int().min(1).optional(),
@@ -208,6 +216,12 @@ const learningSchema = z
     batchSize: z.int().min(1).default(10),
     learningRate: z.number().positive().default(0.1),
     strategy: z.enum(['fedavg', 'fedprox', 'fedadam', 'fedyogi']).default('fedavg'),
+    /**
+     * `federated`: each round's participants evaluate the round's base model on their validation
+     * rows and the totals travel summed under encryption (decision records them); `none`: no
+     * evaluation lanes. Default: `federated` when the federation has a data contract (`data`).
+     */
+    evaluation: z.enum(['federated', 'none']).optional(),
     engine: z.enum(['cpu', 'webgpu']).default('cpu'),
     allowSoftwareGpu: z.boolean().default(false),
   })
@@ -224,6 +238,16 @@ const learningSchema = z
         code: 'custom',
         path: ['hidden'],
         message: `only model 'mlp' takes hidden widths, not '${learning.model}'`,
+      });
+    }
+    if ((learning.model === 'custom') !== (learning.layers !== undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['layers'],
+        message:
+          learning.model === 'custom'
+            ? "model 'custom' needs its layers"
+            : `only model 'custom' takes layers, not '${learning.model}'`,
       });
     }
   });
@@ -274,6 +298,8 @@ export const cohortConfigSchema = z
     round: roundSchema.prefault({}),
     learning: learningSchema.prefault({}),
     history: historySchema.prefault({}),
+    /** The federation's data contract (docs/data-contract.md); pinned into the genesis commit. */
+    data: dataContractSchema.optional(),
   })
   .superRefine((cfg, ctx) => {
     const bits = cfg.codec?.bits;

@@ -1,6 +1,6 @@
 import type { Dataset } from '../../gpu/engine.ts';
 import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
-import { readCsvTable } from './csv-parse.ts';
+import { type CsvTable, readCsvTable } from './csv-parse.ts';
 import { DataError } from './data-error.ts';
 import { parseFeature, parseLabel } from './parse-number.ts';
 
@@ -22,6 +22,8 @@ export interface CsvDatasetOptions {
    * must be one of its keys. Without it, labels are integer numerals.
    */
   readonly labelMap?: Readonly<Record<string, number>>;
+  /** Feature columns that must hold integers (a value like `1.5` is `DATA_FORMAT`). */
+  readonly integerColumns?: readonly string[];
 }
 
 /** A {@link Dataset} read from CSV, with where its columns and rows came from. */
@@ -46,7 +48,16 @@ const MAX_CLASSES = 256;
  * `data/x.csv line 14, field "age": "abc" is not a number`.
  */
 export function readCsvDataset(path: string, options: CsvDatasetOptions): CsvDataset {
-  const { file, header, headerLine, rows } = readCsvTable(path);
+  return csvTableDataset(readCsvTable(path), options);
+}
+
+/**
+ * {@link readCsvDataset} on a table already read with {@link readCsvTable} (e.g. one whose header a
+ * caller checked first); same options and errors, and a non-integer in an `integerColumns` column
+ * is `DATA_FORMAT`.
+ */
+export function csvTableDataset(table: CsvTable, options: CsvDatasetOptions): CsvDataset {
+  const { file, header, headerLine, rows } = table;
   const columnIndex = (name: string, role: string): number => {
     const k = header.indexOf(name);
     if (k < 0) {
@@ -90,6 +101,12 @@ export function readCsvDataset(path: string, options: CsvDatasetOptions): CsvDat
     if (mapMax < 0) throw new InvalidArgumentError('labelMap is empty');
   }
   if (options.classCount !== undefined) assertInteger('classCount', options.classCount, 1, MAX_CLASSES);
+  const integer = new Set(options.integerColumns ?? []);
+  for (const name of integer) {
+    if (!featureNames.includes(name)) {
+      throw new InvalidArgumentError(`integerColumns names "${name}", which is not a feature column`);
+    }
+  }
   const limit = options.classCount ?? (labelMap === undefined ? MAX_CLASSES : mapMax + 1);
 
   const count = rows.length;
@@ -104,11 +121,15 @@ export function readCsvDataset(path: string, options: CsvDatasetOptions): CsvDat
     lines[r] = row.line;
     for (let j = 0; j < featureCount; j++) {
       const k = featureIndex[j]!;
-      features[r * featureCount + j] = parseFeature(row.fields[k]!, {
-        file,
-        line: row.line,
-        field: featureNames[j]!,
-      });
+      const name = featureNames[j]!;
+      const where = { file, line: row.line, field: name };
+      const v = parseFeature(row.fields[k]!, where);
+      if (integer.has(name) && !Number.isInteger(v)) {
+        throw DataError.at('DATA_FORMAT', where, `${JSON.stringify(row.fields[k])} is not an integer`, {
+          details: { value: row.fields[k] },
+        });
+      }
+      features[r * featureCount + j] = v;
     }
     const raw = row.fields[labelIndex]!;
     const where = { file, line: row.line, field: labelName };

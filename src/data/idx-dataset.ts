@@ -1,7 +1,7 @@
 import type { Dataset } from '../../gpu/engine.ts';
-import { assertInteger } from '../errors/index.ts';
+import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
 import { DataError } from './data-error.ts';
-import { readIdx } from './idx.ts';
+import { type IdxArray, readIdx } from './idx.ts';
 
 /** Options of {@link loadIdxDataset}. */
 export interface IdxDatasetOptions {
@@ -9,11 +9,13 @@ export interface IdxDatasetOptions {
   readonly classCount?: number;
   /** Keep only the first `limit` rows (≥ 1). Default: all. */
   readonly limit?: number;
+  /** Multiplier of the bytes (a finite number > 0). Default: divide by 255, giving [0, 1]. */
+  readonly scale?: number;
 }
 
 /**
  * Loads an image/label pair of IDX files as a {@link Dataset}: images `[count, …]` become
- * `count` rows of ∏(…) features scaled to [0, 1] (byte / 255, float32), labels `[count]` must
+ * `count` rows of ∏(…) features scaled to [0, 1] (byte / 255, float32; or byte × `scale`), labels `[count]` must
  * be below `classCount`.
  *
  * Errors (`DataError`): `DATA_FILE_MISSING`, `DATA_FORMAT` (from {@link readIdx}, or labels that
@@ -25,11 +27,37 @@ export function loadIdxDataset(
   labelsPath: string,
   options: IdxDatasetOptions = {},
 ): Dataset {
-  const classCount = options.classCount ?? 10;
-  assertInteger('classCount', classCount, 1, 256);
+  checkOptions(options);
+  return idxPairDataset(
+    readIdx(imagesPath),
+    readIdx(labelsPath),
+    { images: imagesPath, labels: labelsPath },
+    options,
+  );
+}
+
+function checkOptions(options: IdxDatasetOptions): void {
+  assertInteger('classCount', options.classCount ?? 10, 1, 256);
   if (options.limit !== undefined) assertInteger('limit', options.limit, 1, Number.MAX_SAFE_INTEGER);
-  const images = readIdx(imagesPath);
-  const labels = readIdx(labelsPath);
+  const scale = options.scale;
+  if (scale !== undefined && !(scale > 0 && Number.isFinite(scale))) {
+    throw new InvalidArgumentError(`scale must be a finite number > 0, got ${scale}`);
+  }
+}
+
+/**
+ * {@link loadIdxDataset} on IDX arrays already read with `readIdx` (e.g. whose dimensions a caller
+ * checked first); `paths` name the files in errors. Same options and errors.
+ */
+export function idxPairDataset(
+  images: IdxArray,
+  labels: IdxArray,
+  paths: { readonly images: string; readonly labels: string },
+  options: IdxDatasetOptions = {},
+): Dataset {
+  checkOptions(options);
+  const classCount = options.classCount ?? 10;
+  const { images: imagesPath, labels: labelsPath } = paths;
   if (images.dims.length < 2) {
     throw DataError.at(
       'DATA_FORMAT',
@@ -72,6 +100,8 @@ export function loadIdxDataset(
   }
   const pixels = images.data.subarray(0, count * featureCount);
   const features = new Float32Array(pixels.length);
-  for (let i = 0; i < pixels.length; i++) features[i] = pixels[i]! / 255;
+  const scale = options.scale;
+  if (scale === undefined) for (let i = 0; i < pixels.length; i++) features[i] = pixels[i]! / 255;
+  else for (let i = 0; i < pixels.length; i++) features[i] = pixels[i]! * scale;
   return { features, labels: out, count, featureCount, classCount };
 }

@@ -1,7 +1,7 @@
 import type { Dataset } from '../../gpu/engine.ts';
 import { assertInteger } from '../errors/index.ts';
 import { DataError } from './data-error.ts';
-import { readNpy } from './npy.ts';
+import { type NpyArray, readNpy } from './npy.ts';
 
 /** Options of {@link loadNpyDataset}. */
 export interface NpyDatasetOptions {
@@ -23,9 +23,14 @@ export function loadNpyDataset(
   labelsPath: string,
   options: NpyDatasetOptions,
 ): Dataset {
-  const { classCount } = options;
-  assertInteger('classCount', classCount, 1, 256);
+  assertInteger('classCount', options.classCount, 1, 256);
   const x = readNpy(featuresPath);
+  checkFeatureRank(x, featuresPath);
+  return npyPairDataset(x, readNpy(labelsPath), { features: featuresPath, labels: labelsPath }, options);
+}
+
+/** Features are `[n, d]` or `[n, h, w, …]` (checked before the labels are read). */
+function checkFeatureRank(x: NpyArray, featuresPath: string): void {
   if (x.shape.length < 2) {
     throw DataError.at(
       'DATA_FORMAT',
@@ -33,7 +38,23 @@ export function loadNpyDataset(
       `features need shape [n, d] or [n, h, w], got (${x.shape.join(', ')})`,
     );
   }
-  const y = readNpy(labelsPath);
+}
+
+/**
+ * {@link loadNpyDataset} on arrays already read with `readNpy` (e.g. whose shape a caller checked
+ * first); `paths` name the files in errors. Same options and errors. The features array's values
+ * become the data set's features (not copied).
+ */
+export function npyPairDataset(
+  x: NpyArray,
+  y: NpyArray,
+  paths: { readonly features: string; readonly labels: string },
+  options: NpyDatasetOptions,
+): Dataset {
+  const { classCount } = options;
+  assertInteger('classCount', classCount, 1, 256);
+  const { features: featuresPath, labels: labelsPath } = paths;
+  checkFeatureRank(x, featuresPath);
   if (y.shape.length !== 1) {
     throw DataError.at(
       'DATA_FORMAT',

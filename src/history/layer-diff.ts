@@ -1,10 +1,10 @@
-import { type ModelSpec, modelLayout } from '../../federation/index.ts';
+import { describeModel, type ModelSpec, modelLayout } from '../../federation/index.ts';
 import { InvalidArgumentError } from '../errors/index.ts';
-import { denseLayerTensorNames } from '../versions/index.ts';
+import { layerTensorNames } from '../versions/index.ts';
 
 /** How one tensor (a layer's W or b) differs between two models; sums in float64. */
 export interface TensorDiffStats {
-  /** The tensor's safetensors name (`layers.<2k>.weight` / `.bias`, as `modelTensors` names it). */
+  /** The tensor's safetensors name (`layers.<i>.weight` / `.bias`, as `modelTensors` names it). */
   readonly name: string;
   /** Values in the tensor. */
   readonly count: number;
@@ -18,13 +18,20 @@ export interface TensorDiffStats {
   readonly l2To: number;
 }
 
-/** One dense layer's differences. */
+/** One parameterized layer's (dense or conv2d) differences. */
 export interface LayerDiffStats {
-  /** 0-based dense layer index. */
+  /** 0-based index among the parameterized layers. */
   readonly layer: number;
+  /** Index of the layer in `spec.layers` (the `<i>` of its tensor names). */
+  readonly layerIndex: number;
+  readonly kind: 'dense' | 'conv2d';
+  /** Fan-in: inputs (dense) or channels·kernel² (conv2d). */
   readonly inputs: number;
+  /** Units or filters. */
   readonly outputs: number;
-  /** W, [outputs][inputs]. */
+  /** W's shape as PyTorch stores it: [outputs, inputs] or [filters, channels, kernel, kernel]. */
+  readonly weightShape: readonly number[];
+  /** W. */
   readonly weight: TensorDiffStats;
   /** b, [outputs]. */
   readonly bias: TensorDiffStats;
@@ -46,18 +53,21 @@ export function layerDiffStats(spec: ModelSpec, from: Float32Array, to: Float32A
   ] as const) {
     if (!(v instanceof Float32Array) || v.length !== layout.parameterCount) {
       throw new InvalidArgumentError(
-        `${name} must be a Float32Array of ${layout.parameterCount} parameters (model ${spec.name} [${spec.layers.join('-')}]), got ${v instanceof Float32Array ? v.length : typeof v}`,
+        `${name} must be a Float32Array of ${layout.parameterCount} parameters (model ${spec.name} [${describeModel(spec)}]), got ${v instanceof Float32Array ? v.length : typeof v}`,
         { details: { name, expected: layout.parameterCount } },
       );
     }
   }
   return layout.layers.map((layer, k) => {
-    const names = denseLayerTensorNames(k);
+    const names = layerTensorNames(layer.layerIndex);
     const weightCount = layer.inputs * layer.outputs;
     return {
       layer: k,
+      layerIndex: layer.layerIndex,
+      kind: layer.kind,
       inputs: layer.inputs,
       outputs: layer.outputs,
+      weightShape: [...layer.weightShape],
       weight: tensorDiff(names.weight, from, to, layer.weightOffset, weightCount),
       bias: tensorDiff(names.bias, from, to, layer.biasOffset, layer.outputs),
     };

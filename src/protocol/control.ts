@@ -8,6 +8,7 @@ import {
 } from '../../crypto/signature/index.ts';
 import { BlockRejectedError } from '../errors/index.ts';
 import type { KeyLookup } from './block-verifier.ts';
+import type { Evaluation } from './evaluation-lanes.ts';
 import { type Contributor, type Encoding, PROTO_PATH } from './messages.ts';
 import { FRAME_KIND, frame, unframe } from './wire-frame.ts';
 
@@ -43,6 +44,12 @@ export interface ControlBodies {
     totalParams: number;
     /** {@link ATTEMPT_BYTES} random bytes naming this opening of the round. */
     attempt: Uint8Array;
+    /**
+     * '' (or 'round'): sites train and send model updates; 'statistics': sites send the sums of
+     * their training rows' features (federated standardization), no model update. Decoded
+     * messages always carry it ('' when unset).
+     */
+    kind?: string;
   };
   prepare: {
     federation: string;
@@ -58,7 +65,7 @@ export interface ControlBodies {
     totalParams: number;
     ciphertexts: Uint8Array[];
     params: Uint8Array;
-    /** Commit kind the round proposes: 'round' (also when empty) or 'rollback'. */
+    /** Commit kind the round proposes: 'round' (also when empty), 'rollback' or 'statistics'. */
     kind: string;
     /** Rollback: the earlier commit whose model the new commit restores (empty otherwise). */
     rollbackTarget: Uint8Array;
@@ -84,6 +91,13 @@ export interface ControlBodies {
     stateHash: Uint8Array;
     /** The RoundOpen's attempt. */
     attempt: Uint8Array;
+    /** YES in a round with evaluation lanes: the totals this voter decrypted; else null. */
+    evaluation: EvaluationBody | null;
+    /**
+     * YES to a statistics PREPARE: the commit params (the decrypted feature sums); else empty.
+     * Decoded messages always carry it.
+     */
+    params?: Uint8Array;
   };
   'log-record': LogRecordBody;
   'rollback-request': {
@@ -144,6 +158,14 @@ export interface ExclusionRecord {
   excluded: boolean;
 }
 
+/**
+ * Totals of a federated evaluation (cohort.proto `Evaluation`): the {@link Evaluation} of the model
+ * `model` (a commit hash), summed over the round's participants.
+ */
+export interface EvaluationBody extends Evaluation {
+  model: Uint8Array;
+}
+
 /** A round's outcome as the log records it (fields as in cohort.proto `Decision`). */
 export interface DecisionBody {
   federation: string;
@@ -166,6 +188,8 @@ export interface DecisionBody {
   nextClip: number;
   /** The RoundOpen's attempt (empty for a round never opened). */
   attempt: Uint8Array;
+  /** COMMIT of a round with evaluation lanes: the participants' evaluation of `parent`; else null. */
+  evaluation: EvaluationBody | null;
 }
 
 /** A stored snapshot (cohort.proto `SnapshotRecord`). */

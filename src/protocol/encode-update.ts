@@ -50,6 +50,11 @@ export interface EncodeUpdateInput {
    * `integrityLaneCount`). Default {@link SOLE_POSITION}: one lane shared by every update.
    */
   readonly position?: LanePosition;
+  /**
+   * Levels appended after the quantized parameters, packed as they are (each in [0, 2^bits)): the
+   * site's evaluation lanes (see `evaluationLevels`). They count in the update's `totalParams`.
+   */
+  readonly extraLevels?: Uint8Array;
 }
 
 /** Output of {@link encodeUpdate}. */
@@ -77,7 +82,9 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
   const { update, residual, credentials, context, options, exampleWeight } = input;
   assertRoundContext(context);
   if (!(update instanceof Float32Array)) throw new InvalidArgumentError('update must be a Float32Array');
-  if (update.length === 0) throw new InvalidArgumentError('update is empty');
+  if (update.length === 0 && (input.extraLevels?.length ?? 0) === 0) {
+    throw new InvalidArgumentError('update is empty');
+  }
   if (residual !== null && residual.length !== update.length) {
     throw new InvalidArgumentError(`residual length ${residual.length}, update has ${update.length}`);
   }
@@ -86,11 +93,20 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
   }
   assertFiniteArray('update', update);
   if (residual) assertFiniteArray('residual', residual);
+  const extra = input.extraLevels ?? new Uint8Array(0);
+  if (!(extra instanceof Uint8Array)) throw new InvalidArgumentError('extraLevels must be a Uint8Array');
+  const levelLimit = 2 ** options.bits;
+  const badLevel = extra.findIndex((v) => v >= levelLimit);
+  if (badLevel >= 0) {
+    throw new InvalidArgumentError(
+      `extraLevels[${badLevel}] is ${extra[badLevel]}, ${options.bits}-bit lanes hold at most ${levelLimit - 1}`,
+    );
+  }
 
   const ckks = credentials.ckks;
   const encoding = codecEncoding(ckks.ctx, options);
   const shardCount = options.shardCount ?? 1;
-  const totalParams = update.length;
+  const totalParams = update.length + extra.length;
   const perBlock = encoding.paramsPerBlock;
   const position = input.position ?? SOLE_POSITION;
   const lanes = encodedLaneCount(totalParams, encoding.bits, position.participants);
@@ -111,6 +127,7 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
   // The parameters' levels, then the integrity lanes (presence and the round's tag).
   const levels = new Uint8Array(lanes);
   levels.set(q.levels, 0);
+  levels.set(extra, update.length);
   levels.set(integrityLevels(encoding.bits, context, position), totalParams);
   const slots = new Float64Array(encoding.slots);
   const ciphertexts: Uint8Array[] = [];

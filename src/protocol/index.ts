@@ -26,6 +26,7 @@ export {
   type ControlType,
   controlDomain,
   type DecisionBody,
+  type EvaluationBody,
   type ExclusionRecord,
   type LogRecordBody,
   type LogRecordKind,
@@ -45,6 +46,20 @@ export {
   type SiteCredentials,
   signBlocks,
 } from './encode-update.ts';
+export {
+  assertEvaluation,
+  decodeEvaluation,
+  EVALUATION_FIELD_BITS,
+  type Evaluation,
+  emptyEvaluation,
+  evaluationFieldCount,
+  evaluationLaneCount,
+  evaluationLevels,
+  LOSS_FIXED_POINT,
+  MAX_CONFUSION_CLASSES,
+  sumEvaluations,
+} from './evaluation-lanes.ts';
+export { carryIntegers, digitsPerField, splitIntegers } from './integer-lanes.ts';
 export {
   checkIntegrityLanes,
   encodedLaneCount,
@@ -74,6 +89,21 @@ export {
 } from './parallel-verifier.ts';
 export { RejectionCounters } from './rejection-counters.ts';
 export { assertRoundContext, type RoundContext } from './round-context.ts';
+export {
+  decodeStatistics,
+  decodeStatisticsParams,
+  encodeStatisticsParams,
+  type FeatureTotals,
+  featureTotals,
+  STATISTICS_FIELD_BITS,
+  STATISTICS_FRACTION_BITS,
+  STATISTICS_MAX_ABS,
+  standardizerFromTotals,
+  statisticsFieldCount,
+  statisticsLaneCount,
+  statisticsLevels,
+  sumFeatureTotals,
+} from './statistics-lanes.ts';
 export { UpdateInbox } from './update-inbox.ts';
 export {
   blockLeaf,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { layersSchema, MODEL_KINDS } from '../config/model-schema.ts';
 
 const idxPairSchema = z.strictObject({ images: z.string().min(1), labels: z.string().min(1) });
 
@@ -72,11 +73,43 @@ const partitionSchema = z.strictObject({
   column: z.string().optional(),
 });
 
-const modelSchema = z.strictObject({
-  kind: z.enum(['2nn', 'mlp', 'logreg']).default('2nn'),
-  hidden: z.array(z.int().min(1)).default(() => [200, 200]),
-  initSeed: z.int().min(0).max(0xffffffff).default(1),
-});
+const modelSchema = z
+  .strictObject({
+    /**
+     * `2nn`, `mlp` (dense `hidden`…), `logreg`, `cnn` (the FedAvg paper's MNIST CNN) or `custom`
+     * (`layers`, as `learning.layers` of a federation configuration).
+     */
+    kind: z.enum(MODEL_KINDS).default('2nn'),
+    hidden: z.array(z.int().min(1)).default(() => [200, 200]),
+    /** Layers of a `custom` model; only with `custom`. */
+    layers: layersSchema.optional(),
+    /**
+     * Shape of one sample, [channels, height, width], for `cnn` and `custom` (the features of a row
+     * in CHW order); default [1, 28, 28] for MNIST, required for other image data.
+     */
+    input: z
+      .array(
+        z
+          .int()
+          .min(1)
+          .max(1 << 16),
+      )
+      .length(3)
+      .optional(),
+    initSeed: z.int().min(0).max(0xffffffff).default(1),
+  })
+  .superRefine((model, ctx) => {
+    if ((model.kind === 'custom') !== (model.layers !== undefined)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['layers'],
+        message:
+          model.kind === 'custom'
+            ? "kind 'custom' needs its layers"
+            : `only kind 'custom' takes layers, not '${model.kind}'`,
+      });
+    }
+  });
 
 const trainingSchema = z.strictObject({
   engine: z.enum(['cpu', 'webgpu']).default('cpu'),

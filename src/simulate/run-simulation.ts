@@ -1,10 +1,14 @@
 import {
   counterRandom,
+  defineModel,
+  FEDAVG_CNN,
   initParameters,
+  type LayerSpec,
   logisticRegression,
   MNIST_2NN,
   type ModelSpec,
   mlp,
+  modelLayout,
 } from '../../federation/index.ts';
 import {
   partitionByColumn,
@@ -143,6 +147,10 @@ function loadData(cfg: RunConfig): LoadedData {
   return { train, test, siteColumn };
 }
 
+/**
+ * The model of `cfg.model` for `data`'s features and classes. `cnn` and `custom` see each row as an
+ * image of `model.input` ([1, 28, 28] for MNIST); a shape that does not fit fails naming the field.
+ */
 function modelOf(cfg: RunConfig, data: Dataset): ModelSpec {
   const { kind, hidden } = cfg.model;
   if (kind === '2nn') {
@@ -154,7 +162,34 @@ function modelOf(cfg: RunConfig, data: Dataset): ModelSpec {
     return MNIST_2NN;
   }
   if (kind === 'logreg') return logisticRegression(data.featureCount, data.classCount);
-  return mlp(data.featureCount, hidden, data.classCount);
+  if (kind === 'mlp') return mlp(data.featureCount, hidden, data.classCount);
+  const input = cfg.model.input ?? (cfg.data.kind === 'mnist' ? [1, 28, 28] : undefined);
+  if (input === undefined) {
+    throw new InvalidArgumentError(
+      `model.input is required for model.kind ${kind} on ${cfg.data.kind} data: the [channels, height, width] of a row`,
+    );
+  }
+  const values = input.reduce((a, d) => a * d, 1);
+  if (values !== data.featureCount) {
+    throw new InvalidArgumentError(
+      `model.input [${input.join(', ')}] holds ${values} values, the data has ${data.featureCount} features per row`,
+    );
+  }
+  const layers: readonly LayerSpec[] =
+    kind === 'cnn'
+      ? FEDAVG_CNN.layers.map((l, i) =>
+          i === FEDAVG_CNN.layers.length - 2 ? { type: 'dense' as const, units: data.classCount } : l,
+        )
+      : (cfg.model.layers ?? []);
+  // Names the bad field as the experiment file does: model.layers[2].kernel.
+  const spec = { name: kind, input, layers };
+  const layout = modelLayout(spec, 'model');
+  if (layout.classes !== data.classCount) {
+    throw new InvalidArgumentError(
+      `model.layers: the last dense layer has ${layout.classes} units, the data has ${data.classCount} classes`,
+    );
+  }
+  return defineModel(kind, input, layers);
 }
 
 function partition(cfg: RunConfig, data: LoadedData): Uint32Array[] {

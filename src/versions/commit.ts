@@ -12,8 +12,11 @@ export const HASH_BYTES = 32;
 /** Largest `params` a commit may carry (1 MiB): strategy and codec parameters, never a model. */
 export const MAX_COMMIT_PARAMS_BYTES = 1 << 20;
 
-/** What a commit records; its wire id is the index (`genesis` 0, `round` 1, `rollback` 2). */
-export const COMMIT_KINDS = ['genesis', 'round', 'rollback'] as const;
+/**
+ * What a commit records; its wire id is the index (`genesis` 0, `round` 1, `rollback` 2,
+ * `statistics` 3: the federation's feature statistics, its model the parent's).
+ */
+export const COMMIT_KINDS = ['genesis', 'round', 'rollback', 'statistics'] as const;
 
 export type CommitKind = (typeof COMMIT_KINDS)[number];
 
@@ -79,7 +82,7 @@ export function commitFieldsProblem(fields: CommitFields, name = 'commit'): stri
     if (fields.height < 1)
       return `${name}.height of a ${fields.kind} commit is ${fields.height}, must be ≥ 1`;
   }
-  if (fields.kind !== 'round' && !isZero(fields.aggregateDigest)) {
+  if (fields.kind !== 'round' && fields.kind !== 'statistics' && !isZero(fields.aggregateDigest)) {
     return `${name}.aggregateDigest of a ${fields.kind} commit must be 32 zero bytes`;
   }
   return null;
@@ -133,6 +136,25 @@ export function roundCommit(
 ): Commit {
   assertParent(parent);
   return createCommit({ ...fields, parent: parent.hash, height: parent.height + 1, kind: 'round' });
+}
+
+/**
+ * The `statistics` commit after `parent`: the federation's feature sums (decrypted from the
+ * aggregate `aggregateDigest`, encoded as `params` by `encodeStatisticsParams`); the model is the
+ * parent's, unchanged.
+ */
+export function statisticsCommit(
+  parent: Commit,
+  fields: { round: number; aggregateDigest: Uint8Array; params: Uint8Array },
+): Commit {
+  assertParent(parent);
+  return createCommit({
+    ...fields,
+    parent: parent.hash,
+    height: parent.height + 1,
+    modelHash: parent.modelHash,
+    kind: 'statistics',
+  });
 }
 
 /**

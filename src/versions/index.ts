@@ -13,6 +13,7 @@ export {
   MAX_COMMIT_PARAMS_BYTES,
   rollbackCommit,
   roundCommit,
+  statisticsCommit,
   verifyCommit,
   ZERO_HASH,
 } from './commit.ts';
@@ -38,7 +39,7 @@ export {
   type SafetensorsTensor,
 } from './safetensors.ts';
 export {
-  denseLayerTensorNames,
+  layerTensorNames,
   modelTensors,
   parametersFromTensors,
   type SafetensorsTensorLike,

@@ -1,23 +1,29 @@
-import { type ModelSpec, modelLayout } from '../../federation/index.ts';
+import { describeModel, type ModelSpec, modelLayout } from '../../federation/index.ts';
 import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
 import type { SafetensorsTensor } from './safetensors.ts';
 
 // How Cohort's flat parameter vector maps onto named safetensors tensors (the names PyTorch gives
-// a module whose `layers` is an `nn.Sequential` of Linear and ReLU).
+// a module whose `layers` is an `nn.Sequential` built from the spec's layer list).
 
-/** The safetensors names of dense layer `k` (0-based): `layers.<2k>.weight` and `layers.<2k>.bias`. */
-export function denseLayerTensorNames(k: number): { weight: string; bias: string } {
-  assertInteger('k', k, 0, Number.MAX_SAFE_INTEGER);
-  return { weight: `layers.${2 * k}.weight`, bias: `layers.${2 * k}.bias` };
+/**
+ * The safetensors names of the layer at `layerIndex` in `spec.layers`: `layers.<index>.weight` and
+ * `layers.<index>.bias` (for an MLP, dense layer k is at index 2k).
+ */
+export function layerTensorNames(layerIndex: number): { weight: string; bias: string } {
+  assertInteger('layerIndex', layerIndex, 0, Number.MAX_SAFE_INTEGER);
+  return { weight: `layers.${layerIndex}.weight`, bias: `layers.${layerIndex}.bias` };
 }
 
 /**
  * The tensors of a model, named as PyTorch names the state dict of a module whose attribute
- * `layers` is `nn.Sequential(Linear, ReLU, Linear, …, Linear)`: dense layer k (0-based) is
- * `layers.<2k>.weight` with shape [outputs, inputs] (the flat layout's W, already row-major
- * [outputs][inputs], as `nn.Linear` stores it) and `layers.<2k>.bias` with shape [outputs]; the
- * ReLUs at odd indices have no parameters. In layer order, weight before bias, so
- * {@link encodeSafetensors} lays the data out exactly as the flat vector.
+ * `layers` is an `nn.Sequential` of the spec's layers in order (Linear, Conv2d, MaxPool2d,
+ * Flatten, ReLU, Softmax; a dense layer on an image input needs a Flatten before it in PyTorch,
+ * which must not shift the indices, so list it explicitly in the spec): the parameterized layer at
+ * index i of `spec.layers` is `layers.<i>.weight` with PyTorch's shape ([outputs, inputs] for
+ * `nn.Linear`, [filters, channels, k, k] for `nn.Conv2d`: the flat layout's W is already that,
+ * row-major) and `layers.<i>.bias` with shape [outputs]; other layers have no parameters. In layer
+ * order, weight before bias, so {@link encodeSafetensors} lays the data out exactly as the flat
+ * vector. For an MLP (dense, ReLU, dense, …) dense layer k is `layers.<2k>`.
  *
  * Each `data` is a view into `parameters` (no copy).
  *
@@ -29,18 +35,18 @@ export function modelTensors(spec: ModelSpec, parameters: Float32Array): Safeten
   if (!(parameters instanceof Float32Array) || parameters.length !== layout.parameterCount) {
     throw new InvalidArgumentError(
       `parameters length ${(parameters as Float32Array | undefined)?.length}, model ${spec.name} ` +
-        `[${spec.layers.join('-')}] expects ${layout.parameterCount}`,
+        `[${describeModel(spec)}] expects ${layout.parameterCount}`,
       { details: { actual: parameters?.length, expected: layout.parameterCount } },
     );
   }
-  return layout.layers.flatMap((layer, k) => {
-    const names = denseLayerTensorNames(k);
+  return layout.layers.flatMap((layer) => {
+    const names = layerTensorNames(layer.layerIndex);
     const weightEnd = layer.weightOffset + layer.outputs * layer.inputs;
     return [
       {
         name: names.weight,
         dtype: 'F32' as const,
-        shape: [layer.outputs, layer.inputs],
+        shape: [...layer.weightShape],
         data: parameters.subarray(layer.weightOffset, weightEnd),
       },
       {
@@ -62,7 +68,7 @@ export interface SafetensorsTensorLike {
 
 /**
  * Inverse of {@link modelTensors}: the flat parameter vector of `spec` from tensors named
- * `layers.<2k>.weight` / `layers.<2k>.bias`, as {@link decodeSafetensors} returns them (a Map) or
+ * `layers.<i>.weight` / `layers.<i>.bias` (i: the layer's index in `spec.layers`), as {@link decodeSafetensors} returns them (a Map) or
  * as a list of named tensors. A fresh array.
  *
  * @throws InvalidArgumentError naming the tensor when one is missing, repeated or unexpected, has
@@ -94,11 +100,11 @@ export function parametersFromTensors(
 
   const out = new Float32Array(layout.parameterCount);
   const expected = new Set<string>();
-  const model = `model ${spec.name} [${spec.layers.join('-')}]`;
-  layout.layers.forEach((layer, k) => {
-    const names = denseLayerTensorNames(k);
+  const model = `model ${spec.name} [${describeModel(spec)}]`;
+  for (const layer of layout.layers) {
+    const names = layerTensorNames(layer.layerIndex);
     const parts: [string, number[], number][] = [
-      [names.weight, [layer.outputs, layer.inputs], layer.weightOffset],
+      [names.weight, [...layer.weightShape], layer.weightOffset],
       [names.bias, [layer.outputs], layer.biasOffset],
     ];
     for (const [name, shape, offset] of parts) {
@@ -142,7 +148,7 @@ export function parametersFromTensors(
       }
       out.set(tensor.data, offset);
     }
-  });
+  }
   for (const name of byName.keys()) {
     if (!expected.has(name)) {
       throw new InvalidArgumentError(`tensor ${JSON.stringify(name)} is not a parameter of ${model}`, {

@@ -354,6 +354,7 @@ describe('a hostile site against a live federation', () => {
           bytesSent: 0,
           stateHash: new Uint8Array(0),
           attempt: prepare.body.attempt,
+          evaluation: null,
         },
         HOSTILE,
         hostile.signing,

@@ -270,7 +270,14 @@ describe('cohort versions on a real log', () => {
       cohort_round: '2',
       cohort_federation: FED,
       cohort_model: '2nn',
-      cohort_layers: '[784,200,200,10]',
+      cohort_input: '[784]',
+      cohort_layers: JSON.stringify([
+        { type: 'dense', units: 200 },
+        { type: 'relu' },
+        { type: 'dense', units: 200 },
+        { type: 'relu' },
+        { type: 'dense', units: 10 },
+      ]),
     });
     // The rollback commit @3 exports @1's model.
     const three = join(dir, 'model-3.safetensors');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { initParameters, mlp } from '../../federation/index.ts';
+import { initParameters, logisticRegression, mlp } from '../../federation/index.ts';
 import { diffJson, diffLines } from '../../src/cli/commands/versions-diff-format.ts';
 import { exportMetadata } from '../../src/cli/commands/versions-export.ts';
 import { float32String, printable } from '../../src/cli/commands/versions-format.ts';
@@ -222,7 +222,7 @@ describe('diffCommits', () => {
 
 describe('layerDiffStats', () => {
   it('computes ‖Δ‖, max|Δ| and both norms per W and b', () => {
-    const spec = { name: 't', layers: [2, 2, 2] };
+    const spec = mlp(2, [2], 2);
     const from = new Float32Array(12);
     const to = new Float32Array([3, 4, 0, 0, 1, 0, 0, 0, 0, -2, 0, 0]);
     from[4] = 1; // b0 = [1, 0] on both sides: no difference there
@@ -253,7 +253,8 @@ describe('layerDiffStats', () => {
       l2To: 2,
     });
     expect(l1!.bias.l2Diff).toBe(0);
-    expect([l0!.inputs, l0!.outputs, l1!.layer]).toEqual([2, 2, 1]);
+    expect([l0!.inputs, l0!.outputs, l1!.layer, l1!.layerIndex]).toEqual([2, 2, 1, 2]);
+    expect([l1!.kind, l1!.weightShape]).toEqual(['dense', [2, 2]]);
   });
 
   it('agrees with a direct computation on the scenario models', () => {
@@ -456,8 +457,18 @@ describe('versions show formatting', () => {
   it('adds the decoded params, aggregate, exclusions, next clip and snapshots', () => {
     const j = showJson(timeline, timeline.history.commitAt(2)!);
     expect(Object.keys(j).sort()).toEqual(
-      [...COMMIT_KEYS, 'aggregate', 'exclusions', 'nextClip', 'params', 'paramsHex', 'snapshots'].sort(),
+      [
+        ...COMMIT_KEYS,
+        'aggregate',
+        'evaluation',
+        'exclusions',
+        'nextClip',
+        'params',
+        'paramsHex',
+        'snapshots',
+      ].sort(),
     );
+    expect(j.evaluation).toBeNull();
     expect(j.params).toEqual({ round: 2, bits: 8, clip: 0.5, strategy: 'fedavg', learningRate: 0.05 });
     expect(j.paramsHex).toBe(bytesToHex(script.commits[2]!.params));
     expect(j.aggregate).toEqual({
@@ -570,14 +581,15 @@ describe('versions diff and export formatting', () => {
   it('names the commit, federation and model in the safetensors metadata', () => {
     const config = parseConfig({ federation: { id: 'meta' }, learning: { model: 'logreg' } });
     const c = timeline.history.commitAt(2)!;
-    expect(exportMetadata(config, { name: 'logreg', layers: [784, 10] }, c)).toEqual({
+    expect(exportMetadata(config, logisticRegression(784, 10), c)).toEqual({
       format: 'pt',
       cohort_commit: bytesToHex(c.commit.hash),
       cohort_height: '2',
       cohort_round: '2',
       cohort_federation: 'meta',
       cohort_model: 'logreg',
-      cohort_layers: '[784,10]',
+      cohort_input: '[784]',
+      cohort_layers: '[{"type":"dense","units":10}]',
     });
   });
 });

@@ -178,6 +178,9 @@ describe('createCpuEngine', () => {
     const good = await engine.evaluate(spec, p, data);
     // Rows: [1,0] → 0 ✓, [0,1] → 1 ✓, [0,0] → 2 ✗ (label 0), [5,5] → tie 0/1 → 0 ✗ (label 2).
     expect(good.accuracy).toBe(0.5);
+    // [label][prediction]: label 0 → 0 once and → 2 once; label 1 → 1; label 2 → 0.
+    expect(Array.from(good.confusion!)).toEqual([1, 0, 1, 0, 1, 0, 1, 0, 0]);
+    expect(Array.from(zero.confusion!)).toEqual([2, 0, 0, 1, 0, 0, 1, 0, 0]);
   });
 
   it('rejects bad inputs with named messages', async () => {

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initParameters, MNIST_2NN, type ModelSpec, mlp } from '../../federation/index.ts';
+import { initParameters, MNIST_2NN, type ModelSpec, mlp, modelLayout } from '../../federation/index.ts';
 import { createCpuEngine } from '../../gpu/cpu/index.ts';
 import type { Dataset, TrainConfig, TrainingEngine, TrainResult } from '../../gpu/index.ts';
 import { createWebGpuEngine, GpuError } from '../../gpu/webgpu/index.ts';
 import { rng } from '../helpers/rng.ts';
 import { abortOnLook } from './abort-on-look.ts';
+import { expectConfusion } from './webgpu-compare.ts';
 
 /*
  * The WebGPU engine against the CPU reference engine (float64 sums) on the same mini-batches.
@@ -27,8 +28,7 @@ afterAll(async () => {
 /** A learnable toy problem: the label is the arg-max of a fixed random projection of the features. */
 function dataset(spec: ModelSpec, count: number, seed: number): Dataset {
   const next = rng(seed);
-  const featureCount = spec.layers[0]!;
-  const classCount = spec.layers[spec.layers.length - 1]!;
+  const { inputSize: featureCount, classes: classCount } = modelLayout(spec);
   const features = new Float32Array(count * featureCount);
   for (let i = 0; i < features.length; i++) features[i] = next() < 0.5 ? 0 : next();
   const projection = Float32Array.from({ length: classCount * featureCount }, () => next() * 2 - 1);
@@ -162,6 +162,7 @@ describe('evaluate', () => {
     expect(got.count).toBe(4100);
     expect(Math.abs(got.loss - want.loss)).toBeLessThanOrEqual(1e-5 * want.loss);
     expect(got.accuracy).toBe(want.accuracy);
+    expectConfusion(got, data, want);
   });
 });
 

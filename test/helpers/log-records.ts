@@ -29,6 +29,7 @@ export function emptyDecision(
     rollbackTarget: EMPTY,
     stateHash: EMPTY,
     attempt: EMPTY,
+    evaluation: null,
     missing: [],
     exclusions: [],
     nextClip: 0,

@@ -200,6 +200,7 @@ describe('registry changes in a running federation', () => {
           bytesSent: 0,
           stateHash: new Uint8Array(32),
           attempt: new Uint8Array(16),
+          evaluation: null,
         },
         'site-4',
         key,

@@ -163,6 +163,7 @@ function playSite(site: MemberContext): void {
       bytesSent: 1000,
       stateHash: no ? new Uint8Array(0) : state(p.round),
       attempt: p.attempt,
+      evaluation: null,
     };
     await site.transport.request(site.subjects.vote(id), sealControl('vote', vote, id, site.signing));
   });

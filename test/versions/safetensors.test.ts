@@ -4,12 +4,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MNIST_2NN, type ModelSpec, mlp, parameterCount } from '../../federation/index.ts';
+import {
+  denseWidths,
+  FEDAVG_CNN,
+  MNIST_2NN,
+  type ModelSpec,
+  mlp,
+  parameterCount,
+} from '../../federation/index.ts';
 import { InvalidArgumentError } from '../../src/errors/index.ts';
 import {
   decodeSafetensors,
-  denseLayerTensorNames,
   encodeSafetensors,
+  layerTensorNames,
   modelTensors,
   parametersFromTensors,
   SAFETENSORS_MAX_HEADER_BYTES,
@@ -520,7 +527,33 @@ describe('model tensors', () => {
     const offset = 784 * 200 + 200;
     expect(w2[3 * 200 + 5]).toBe(parameters[offset + 3 * 200 + 5]);
     expect(tensors[5]!.data[9]).toBe(parameters[parameters.length - 1]);
-    expect(denseLayerTensorNames(1)).toEqual({ weight: 'layers.2.weight', bias: 'layers.2.bias' });
+    expect(layerTensorNames(2)).toEqual({ weight: 'layers.2.weight', bias: 'layers.2.bias' });
+  });
+
+  it("names the FedAvg CNN by its index in spec.layers, with nn.Conv2d's and nn.Linear's shapes", () => {
+    const parameters = randomParameters(FEDAVG_CNN, 3);
+    const tensors = modelTensors(FEDAVG_CNN, parameters);
+    expect(tensors.map((x) => [x.name, x.shape])).toEqual([
+      ['layers.0.weight', [32, 1, 5, 5]],
+      ['layers.0.bias', [32]],
+      ['layers.3.weight', [64, 32, 5, 5]],
+      ['layers.3.bias', [64]],
+      ['layers.7.weight', [512, 3136]],
+      ['layers.7.bias', [512]],
+      ['layers.9.weight', [10, 512]],
+      ['layers.9.bias', [10]],
+    ]);
+    // W[f][c][i][j] of the second convolution sits at weightOffset + ((f·32 + c)·5 + i)·5 + j.
+    const offset = 32 * 25 + 32;
+    expect(tensors[2]!.data[((7 * 32 + 3) * 5 + 2) * 5 + 4]).toBe(
+      parameters[offset + ((7 * 32 + 3) * 5 + 2) * 5 + 4],
+    );
+    const bytes = encodeSafetensors(tensors, { format: 'pt' });
+    expect(parametersFromTensors(FEDAVG_CNN, decodeSafetensors(bytes).tensors)).toEqual(parameters);
+    const flat = tensors.map((x) => (x.name === 'layers.3.weight' ? { ...x, shape: [64, 800] } : x));
+    expect(() => parametersFromTensors(FEDAVG_CNN, flat)).toThrow(
+      /tensor "layers.3.weight" has shape \[64, 800\]; model cnn \[conv5x5x32-.*\] expects \[64, 32, 5, 5\]/,
+    );
   });
 
   it('the encoded 2NN data section is the flat vector, and the file round-trips', () => {
@@ -545,7 +578,7 @@ describe('model tensors', () => {
       fc.property(specArb, fc.integer(), (spec, seed) => {
         const x = randomParameters(spec, seed);
         const tensors = modelTensors(spec, x);
-        expect(tensors).toHaveLength(2 * (spec.layers.length - 1));
+        expect(tensors).toHaveLength(2 * (denseWidths(spec)!.length - 1));
         const back = parametersFromTensors(spec, tensors);
         expect(back).toEqual(x);
         expect(back).not.toBe(x);
@@ -560,9 +593,9 @@ describe('model tensors', () => {
       /parameters length 1000, model 2nn \[784-200-200-10\] expects 199210/,
     );
     expect(() => modelTensors(MNIST_2NN, [1] as unknown as Float32Array)).toThrow(InvalidArgumentError);
-    expect(() => modelTensors({ name: 'bad', layers: [3] }, new Float32Array(3))).toThrow(
-      InvalidArgumentError,
-    );
+    expect(() =>
+      modelTensors({ name: 'bad', input: [3], layers: [{ type: 'relu' }] }, new Float32Array(3)),
+    ).toThrow(InvalidArgumentError);
   });
 
   it('parametersFromTensors names a missing, misshapen, unexpected or non-finite tensor', () => {

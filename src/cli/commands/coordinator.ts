@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../../errors/index.ts';
+import type { EvaluationBody } from '../../protocol/index.ts';
 import {
   type CoordinatorEvent,
   type RoundSummary,
@@ -28,7 +29,20 @@ export function formatRoundLine(s: RoundSummary): string {
   const decision = s.commit
     ? `${s.kind === 'rollback' ? 'ROLLBACK COMMIT' : 'COMMIT'} ${s.commitHash?.slice(0, 12)} (height ${s.height})`
     : `ABORT (${s.reason})`;
-  return `round ${s.round}: ${s.contributors}/${s.participants} contributors, ${decision}, sites sent ${formatBytes(s.uploadBytes)}, aggregate ${formatBytes(s.aggregateBytes)}, ${(s.durationMs / 1000).toFixed(1)} s`;
+  const line = `round ${s.round}: ${s.contributors}/${s.participants} contributors, ${decision}, sites sent ${formatBytes(s.uploadBytes)}, aggregate ${formatBytes(s.aggregateBytes)}, ${(s.durationMs / 1000).toFixed(1)} s`;
+  return s.evaluation === null ? line : `${line}\n  ${formatEvaluation(s.evaluation)}`;
+}
+
+/**
+ * A federated evaluation's line: accuracy and mean loss over the validation rows of the round's
+ * participants, of the model the round started from (the parent commit).
+ */
+export function formatEvaluation(e: EvaluationBody): string {
+  const model = Buffer.from(e.model).toString('hex').slice(0, 12);
+  if (e.examples === 0) return `federated evaluation of ${model}: no validation rows`;
+  const accuracy = ((100 * e.correct) / e.examples).toFixed(2);
+  const loss = (e.lossSum / e.examples).toFixed(4);
+  return `federated evaluation of ${model}: accuracy ${accuracy}% (${e.correct}/${e.examples}), loss ${loss}`;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { CommitDiff, LayerDiffStats } from '../../history/index.ts';
 import type { RoundParams } from '../../services/coordinator/index.ts';
 import type { ChainCommit } from '../../services/federation-log/index.ts';
+import type { CommitKind } from '../../versions/index.ts';
 import {
   alignColumns,
   type ContributorJson,
@@ -20,7 +21,7 @@ export interface DiffCommitJson {
   hash: string;
   height: number;
   round: number;
-  kind: 'genesis' | 'round' | 'rollback';
+  kind: CommitKind;
 }
 
 /** A round decided between the two commits. */
@@ -28,7 +29,7 @@ export interface DiffRoundJson {
   round: number;
   outcome: 'commit' | 'abort';
   /** COMMIT: the commit's kind; ABORT: null. */
-  kind: 'round' | 'rollback' | null;
+  kind: Exclude<CommitKind, 'genesis'> | null;
   /** COMMIT: the new commit's hash; ABORT: null. */
   hash: string | null;
   /** COMMIT: the new height; ABORT: the head's height, unchanged. */
@@ -88,7 +89,7 @@ export function diffJson(diff: CommitDiff, store: string | null, layers: LayerDi
       return {
         round: r.round,
         outcome: r.outcome,
-        kind: r.commit === null ? null : (r.commit.commit.kind as 'round' | 'rollback'),
+        kind: r.commit === null ? null : (r.commit.commit.kind as Exclude<CommitKind, 'genesis'>),
         hash: r.commit === null ? null : hex(r.commit.commit.hash),
         height: d.height,
         sequence: r.sequence,
@@ -181,7 +182,7 @@ export function diffLines(diff: CommitDiff, layers: LayerDiffStats[] | null, sto
     const rowsL: string[][] = [['', 'tensor', 'shape', '‖Δ‖', 'max|Δ|', '‖from‖', '‖to‖']];
     for (const l of layers) {
       for (const [s, shape] of [
-        [l.weight, `${l.outputs}×${l.inputs}`],
+        [l.weight, l.weightShape.join('×')],
         [l.bias, `${l.outputs}`],
       ] as const) {
         rowsL.push(['', s.name, shape, num(s.l2Diff), num(s.maxAbsDiff), num(s.l2From), num(s.l2To)]);

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
-import type { ModelSpec } from '../../../federation/index.ts';
+import { type ModelSpec, modelLayout } from '../../../federation/index.ts';
 import type { CohortConfig } from '../../config/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import { assertModelStore, HistoryError, resolveRef } from '../../history/index.ts';
@@ -27,7 +27,10 @@ export const EXPORT_FORMATS = ['safetensors'] as const;
 /**
  * The safetensors `__metadata__` of an exported commit: `format: "pt"` (PyTorch loaders expect
  * it), `cohort_commit` (hash, hex), `cohort_height`, `cohort_round`, `cohort_federation`,
- * `cohort_model` (the spec's name) and `cohort_layers` (JSON of the layer widths).
+ * `cohort_model` (the spec's name), `cohort_input` (JSON of the per-sample input shape, e.g.
+ * `[1,28,28]`) and `cohort_layers` (JSON of the spec's layer list, e.g.
+ * `[{"type":"dense","units":200},{"type":"relu"},…]`: with `cohort_input`, enough to rebuild the
+ * `nn.Sequential` the tensor names index).
  */
 export function exportMetadata(
   config: CohortConfig,
@@ -41,6 +44,7 @@ export function exportMetadata(
     cohort_round: String(c.commit.round),
     cohort_federation: config.federation.id,
     cohort_model: spec.name,
+    cohort_input: JSON.stringify(spec.input),
     cohort_layers: JSON.stringify(spec.layers),
   };
 }
@@ -123,7 +127,7 @@ export function registerVersionsExportCommand(versions: Command, ctx: CliContext
       );
       writeOutput(flags.out, bytes, flags.force === true);
       ctx.stdout.write(
-        `exported ${commitLabel(commit)} (round ${commit.commit.round}, model ${spec.name}) to ${flags.out}: ${2 * (spec.layers.length - 1)} tensors, ${bytes.length} bytes\n`,
+        `exported ${commitLabel(commit)} (round ${commit.commit.round}, model ${spec.name}) to ${flags.out}: ${2 * modelLayout(spec).layers.length} tensors, ${bytes.length} bytes\n`,
       );
     });
   });

@@ -2,7 +2,7 @@ import type { FederationTimeline, TimelineRound } from '../../history/index.ts';
 import type { DecisionBody } from '../../protocol/index.ts';
 import type { RoundParams } from '../../services/coordinator/index.ts';
 import type { ChainCommit } from '../../services/federation-log/index.ts';
-import { bytesToHex } from '../../versions/index.ts';
+import { bytesToHex, type CommitKind } from '../../versions/index.ts';
 
 /** Hex digits of a hash in line output (as `cohort coordinator` prints them). */
 export const SHORT_HASH = 12;
@@ -24,7 +24,7 @@ export interface CommitJson {
   hash: string;
   height: number;
   round: number;
-  kind: 'genesis' | 'round' | 'rollback';
+  kind: CommitKind;
   /** Parent commit hash (64 zeros for genesis). */
   parent: string;
   /** H(w′) of the commit's model. */

@@ -55,6 +55,18 @@ export interface ShowJson extends CommitJson {
   nextClip: number | null;
   /** Snapshots the log recorded of this commit, in log order. */
   snapshots: SnapshotJson[];
+  /**
+   * The federated evaluation its decision records: the round's participants' totals on their
+   * validation rows for the model the round started from (`model`, the parent); null without.
+   */
+  evaluation: {
+    model: string;
+    examples: number;
+    correct: number;
+    lossSum: number;
+    classes: number;
+    confusion: number[];
+  } | null;
 }
 
 /** The {@link ShowJson} of `c`. */
@@ -77,6 +89,17 @@ export function showJson(timeline: FederationTimeline, c: ChainCommit): ShowJson
           },
     exclusions: (d?.exclusions ?? []).map((e) => ({ ...e })),
     nextClip: d === null ? null : d.nextClip,
+    evaluation:
+      d?.evaluation == null
+        ? null
+        : {
+            model: hex(d.evaluation.model),
+            examples: d.evaluation.examples,
+            correct: d.evaluation.correct,
+            lossSum: d.evaluation.lossSum,
+            classes: d.evaluation.classes,
+            confusion: [...d.evaluation.confusion],
+          },
     snapshots: timeline.snapshotsOf(c.commit.hash).map(({ entry, snapshot: s }) => ({
       sequence: entry.sequence,
       unixMs: entry.record.unixMs,
@@ -125,6 +148,14 @@ export function showLines(j: ShowJson): string[] {
   rows.push(['voters:', j.voters.length === 0 ? '-' : j.voters.map(printable).join(', ')]);
   rows.push(['missing:', j.missing.length === 0 ? '-' : j.missing.map(printable).join(', ')]);
   rows.push(['next clip:', j.nextClip === null ? '-' : float32String(j.nextClip)]);
+  if (j.evaluation !== null) {
+    const e = j.evaluation;
+    const figures =
+      e.examples === 0
+        ? 'no validation rows'
+        : `accuracy ${((100 * e.correct) / e.examples).toFixed(2)}% (${e.correct}/${e.examples}), loss ${(e.lossSum / e.examples).toFixed(4)}`;
+    rows.push(['evaluation:', `of ${e.model.slice(0, 12)} (the parent): ${figures}`]);
+  }
   rows.push(['exclusions:', String(j.exclusions.length)]);
   for (const e of j.exclusions) {
     rows.push([

@@ -2,9 +2,14 @@ import type { CkksKeyset } from '../../../crypto/ckks/index.ts';
 import type { ModelSpec, ServerStrategy } from '../../../federation/index.ts';
 import type { Dataset, TrainingEngine } from '../../../gpu/index.ts';
 import type { AgentStateMachine } from '../../agent/index.ts';
+import type { SiteConfig } from '../../config/index.ts';
+import type { SiteData } from '../../data/index.ts';
+import type { Evaluation } from '../../protocol/index.ts';
+import type { ExternalTrainer } from '../../trainer/index.ts';
 import type { Commit, ModelStore } from '../../versions/index.ts';
 import type { MemberContext } from '../member-context.ts';
 import type { LogFollower } from './log-follower.ts';
+import type { EvaluationState } from './site-evaluation.ts';
 
 /** Options of `startAgent`. */
 export interface AgentOptions {
@@ -18,6 +23,17 @@ export interface AgentOptions {
   readonly keysetOverride?: CkksKeyset | (() => CkksKeyset);
   /** Tests: a training engine to use instead of the one `learning.engine` names (freed on stop). */
   readonly engine?: TrainingEngine;
+  /**
+   * The site's own configuration (`cohort agent --site-config`): the agent trains on the files it
+   * names, checked against the federation's data contract (`data`) before anything else is
+   * loaded; a violation stops the start. Without it: the site's IID share of MNIST.
+   */
+  readonly siteConfig?: SiteConfig;
+  /**
+   * `siteConfig`'s data, already read and checked (`loadContractData`): the CLI does that before it
+   * connects to NATS, so a violation never reaches the federation. Only with `siteConfig`.
+   */
+  readonly siteData?: SiteData;
 }
 
 /** The agent's last vote. */
@@ -59,6 +75,13 @@ export interface AgentStats {
   readonly lastVote: AgentVote | null;
   /** Test accuracy of the last committed model (evaluating agents), else null. */
   readonly lastTestAccuracy: number | null;
+  /** Own evaluations of a round's base model this site put in its update (federated evaluation). */
+  readonly evaluationsSent: number;
+  /**
+   * The last 32 of them, oldest first: the model (commit hash, hex) and this site's own figures on
+   * its validation rows (what it sent, encrypted, in the evaluation lanes).
+   */
+  readonly ownEvaluations: readonly { readonly model: string; readonly evaluation: Evaluation }[];
   /** Why the agent halted (a replayed model that does not hash to the log's), or null. */
   readonly fatal: string | null;
 }
@@ -79,7 +102,19 @@ export interface AgentCore {
   readonly strategy: ServerStrategy;
   readonly spec: ModelSpec;
   readonly genesis: { readonly commit: Commit; readonly parameters: Float32Array };
+  /** The site's training rows as loaded (checked against the data contract). */
   readonly shard: Dataset;
+  /**
+   * n_k: the site's FedAvg weight, announced in heartbeats and pinned in RoundOpen. The training
+   * rows' count, or what the site's own trainer process reports (it reads its own rows).
+   */
+  readonly examples: number;
+  /** The site's own trainer process (site configuration `trainer`), or null: the engine trains. */
+  readonly trainer: ExternalTrainer | null;
+  /** The site's validation rows (a site configuration with a `validation` section), else null. */
+  readonly validation: Dataset | null;
+  /** The site's own configuration (`AgentOptions.siteConfig`, validated), else null. */
+  readonly siteConfig: SiteConfig | null;
   /** Index of the site in `members.sites` (its shuffle stream). */
   readonly siteIndex: number;
   readonly store: ModelStore;
@@ -108,4 +143,6 @@ export interface AgentCore {
   } | null;
   /** Measured time of the last upload, ms (the next round leaves that much before its deadline). */
   lastUploadMs: number;
+  /** Federated evaluation: this site's own last evaluation and the totals of the prepared round. */
+  evaluation: EvaluationState;
 }

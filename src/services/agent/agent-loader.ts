@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { createStrategy, type StrategyConfig } from '../../../federation/index.ts';
 import { createCpuEngine } from '../../../gpu/cpu/index.ts';
-import type { TrainingEngine } from '../../../gpu/index.ts';
+import type { Dataset, TrainingEngine } from '../../../gpu/index.ts';
 import { createWebGpuEngine } from '../../../gpu/webgpu/index.ts';
 import type { AgentStateMachine } from '../../agent/index.ts';
 import { openModelStore } from '../../versions/index.ts';
@@ -10,14 +10,18 @@ import type { MemberContext } from '../member-context.ts';
 import type { AgentCore, AgentCounters, AgentOptions } from './agent-core.ts';
 import { federationGenesis } from './genesis.ts';
 import { LogFollower } from './log-follower.ts';
-import { loadSiteShard, loadTestSet } from './site-data.ts';
+import { loadAgentData, loadTestSet } from './site-data.ts';
+import { engineEvaluator, evaluationState, trainerEvaluator } from './site-evaluation.ts';
+import { openSiteTrainer } from './site-trainer.ts';
 import { describe } from './voter.ts';
 
 /**
  * Loads what a site agent works with (state LOADING): the CKKS keyset (a failure is not fatal: the
  * site then votes NO with `cannot decrypt: …`), the federation data key (snapshots; optional), its
- * data shard, the genesis, the model store in `<paths.dataDir>/<member>` (not initialised: recovery
- * decides between genesis and a snapshot), a read-only view of the federation log and the engine.
+ * data (checked first: the site's own files against the data contract with `options.siteConfig`,
+ * else its IID MNIST shard), the genesis, the model store in `<paths.dataDir>/<member>` (not
+ * initialised: recovery decides between genesis and a snapshot), a read-only view of the
+ * federation log and the engine.
  * `ownsKeyset` is false when the keyset came from `options.keysetOverride`.
  */
 export async function loadAgentCore(
@@ -27,6 +31,10 @@ export async function loadAgentCore(
   counters: AgentCounters,
 ): Promise<{ core: AgentCore; ownsKeyset: boolean }> {
   const { config } = ctx;
+  // The site's data first: a file that breaks the data contract stops the start before anything else.
+  const data = loadAgentData(config, ctx.member, options.siteConfig, options.siteData);
+  const genesis = federationGenesis(config);
+  const trainer = await openSiteTrainer(ctx, data.siteConfig, genesis.spec);
   let keyset: AgentCore['keyset'] = null;
   let keysetError: string | null = null;
   let ownsKeyset = false;
@@ -54,8 +62,6 @@ export async function loadAgentCore(
       'no federation data key: this site neither writes nor reads snapshots',
     );
   }
-  const shard = loadSiteShard(config, ctx.member);
-  const genesis = federationGenesis(config);
   const store = openModelStore(join(config.paths.dataDir, ctx.member));
   const follower = await LogFollower.open(ctx.transport.connection, {
     federation: config.federation.id,
@@ -72,19 +78,32 @@ export async function loadAgentCore(
     strategy: createStrategy({ name: config.learning.strategy } as StrategyConfig),
     spec: genesis.spec,
     genesis: { commit: genesis.commit, parameters: genesis.parameters },
-    shard: shard.data,
-    siteIndex: shard.index,
+    shard: data.shard.data,
+    examples: trainer?.description?.examples ?? data.shard.data.count,
+    trainer,
+    validation: data.validation,
+    siteConfig: data.siteConfig,
+    siteIndex: data.shard.index,
     store,
     follower,
     counters,
     engine,
-    testSet: options.evaluate ? loadTestSet(config) : null,
+    testSet: options.evaluate ? mnistTestSet(ctx) : null,
     keyset,
     keysetError,
     dataKey,
     preparedRound: null,
     lastUpdate: null,
     lastUploadMs: 0,
+    // Federated evaluation: each round's base model scored on the site's validation rows, by its
+    // own trainer or the engine.
+    evaluation: evaluationState(
+      trainer !== null
+        ? trainerEvaluator(trainer, genesis.spec, data.shard.data.classCount)
+        : data.validation === null
+          ? null
+          : engineEvaluator(() => core.engine, genesis.spec, data.validation.classCount),
+    ),
   };
   return { core, ownsKeyset };
 }
@@ -104,4 +123,25 @@ async function createEngine(learning: MemberContext['config']['learning']): Prom
   return learning.engine === 'webgpu'
     ? createWebGpuEngine({ allowSoftware: learning.allowSoftwareGpu })
     : createCpuEngine();
+}
+
+/**
+ * The bundled MNIST test set for `--evaluate`, when the federation learns MNIST-shaped rows (no data
+ * contract, or a 1×28×28, 10-class image contract); otherwise null with a warning (federated
+ * evaluation on the sites' validation rows reports accuracy instead).
+ */
+function mnistTestSet(ctx: MemberContext): Dataset | null {
+  const contract = ctx.config.data;
+  const mnistShaped =
+    contract === undefined ||
+    (contract.kind === 'image' &&
+      contract.image?.channels === 1 &&
+      contract.image.height === 28 &&
+      contract.image.width === 28 &&
+      contract.label.classes.length === 10);
+  if (!mnistShaped) {
+    ctx.log.warn('--evaluate scores on the MNIST test set, which does not fit this data contract: ignored');
+    return null;
+  }
+  return loadTestSet(ctx.config);
 }

@@ -85,6 +85,8 @@ class SiteAgent implements AgentService {
     residualsDropped: 0,
     lastVote: null,
     lastTestAccuracy: null,
+    evaluationsSent: 0,
+    ownEvaluations: [],
     fatal: null,
   };
   #core: AgentCore | undefined;
@@ -123,7 +125,8 @@ class SiteAgent implements AgentService {
   stats(): AgentStats {
     return {
       ...this.#counters,
-      examples: this.#core?.shard.count ?? 0,
+      examples: this.#core?.examples ?? 0,
+      ownEvaluations: [...this.#counters.ownEvaluations],
       keysetError: this.#core?.keysetError ?? null,
     };
   }
@@ -148,7 +151,7 @@ class SiteAgent implements AgentService {
       {
         head: bytesToHex(head.hash),
         height: head.height,
-        examples: core.shard.count,
+        examples: core.examples,
         engine: core.engine?.description,
         keyset: core.keyset !== null,
         dataKey: core.dataKey !== null,

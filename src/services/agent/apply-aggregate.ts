@@ -1,12 +1,24 @@
 import { meanFromSum, type StrategyState } from '../../../federation/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
-import { type AggregateInfo, decodeAggregate } from '../../protocol/index.ts';
+import {
+  type AggregateInfo,
+  type DecodedAggregate,
+  decodeAggregate,
+  decodeEvaluation,
+  type Evaluation,
+} from '../../protocol/index.ts';
+import { updatePlan } from '../evaluation-plan.ts';
 import type { AgentCore } from './agent-core.ts';
 
 /** The next model and strategy state. */
 export interface AppliedRound {
   readonly parameters: Float32Array;
   readonly strategyState: StrategyState;
+  /**
+   * The participants' evaluation totals of the base model, when the round carried evaluation lanes
+   * (null without, or when they do not add up to anyone's figures).
+   */
+  readonly evaluation: Evaluation | null;
 }
 
 /**
@@ -28,16 +40,12 @@ export function applyAggregate(
   context: { readonly federation: string; readonly round: number },
   participants: readonly string[],
 ): AppliedRound {
-  if (core.keyset === null) throw new InvalidArgumentError(`cannot decrypt: ${core.keysetError}`);
-  if (info.totalParams !== model.length) {
-    throw new InvalidArgumentError(`aggregate has ${info.totalParams} parameters, the model ${model.length}`);
-  }
-  if (info.contributors.length === 0) throw new InvalidArgumentError('aggregate has no contributors');
-  const minimum = core.ctx.config.round.minContributors;
-  if (info.contributors.length < minimum) {
-    // Never decrypted, whoever proposes it: with one or two sites the sum shows their updates.
+  assertDecryptable(core, info);
+  const plan = updatePlan(core.ctx.config, core.spec, info.encoding.bits);
+  if (info.totalParams !== model.length && info.totalParams !== plan.totalParams) {
     throw new InvalidArgumentError(
-      `aggregate of ${info.contributors.length} site(s), round.minContributors is ${minimum}: not decrypted`,
+      `aggregate has ${info.totalParams} lanes, the model ${model.length} parameters` +
+        (plan.evaluationLanes > 0 ? ` and ${plan.evaluationLanes} evaluation lanes` : ''),
     );
   }
   const { participants: m, totalExamples: N, totalWeight: W } = info;
@@ -46,20 +54,52 @@ export function applyAggregate(
       `cannot average with participants ${m}, totalExamples ${N}, totalWeight ${W}`,
     );
   }
-  const decoded = decodeAggregate(
-    core.keyset,
+  const decoded = decryptAggregate(core, info, ciphertexts, context, participants);
+  const meanDelta = meanFromSum(decoded.sum.subarray(0, model.length), (m * W) / N);
+  const next = core.strategy.apply(model, meanDelta, state);
+  const evaluation =
+    info.totalParams > model.length && plan.classes !== null
+      ? decodeEvaluation(decoded.laneSums.subarray(model.length), plan.classes, info.encoding.bits)
+      : null;
+  return { parameters: next.parameters, strategyState: next.state, evaluation };
+}
+
+/**
+ * Decrypts and decodes a round's aggregate (lanes unpacked, integrity lanes checked), refusing one
+ * of no contributor or of fewer than `round.minContributors` sites: such a sum is never decrypted,
+ * whoever proposes it. Shared by training rounds ({@link applyAggregate}) and statistics rounds.
+ */
+export function decryptAggregate(
+  core: AgentCore,
+  info: AggregateInfo,
+  ciphertexts: readonly Uint8Array[],
+  context: { readonly federation: string; readonly round: number },
+  participants: readonly string[],
+): DecodedAggregate {
+  assertDecryptable(core, info);
+  return decodeAggregate(
+    core.keyset!,
     {
       encoding: info.encoding,
       totalParams: info.totalParams,
       sites: info.contributors,
       contributors: info.contributors.length,
-      totalWeight: W,
+      totalWeight: info.totalWeight,
       ciphertexts,
     },
     context,
     participants,
   );
-  const meanDelta = meanFromSum(decoded.sum, (m * W) / N);
-  const next = core.strategy.apply(model, meanDelta, state);
-  return { parameters: next.parameters, strategyState: next.state };
+}
+
+function assertDecryptable(core: AgentCore, info: AggregateInfo): void {
+  if (core.keyset === null) throw new InvalidArgumentError(`cannot decrypt: ${core.keysetError}`);
+  if (info.contributors.length === 0) throw new InvalidArgumentError('aggregate has no contributors');
+  const minimum = core.ctx.config.round.minContributors;
+  if (info.contributors.length < minimum) {
+    // With one or two sites the sum shows their updates.
+    throw new InvalidArgumentError(
+      `aggregate of ${info.contributors.length} site(s), round.minContributors is ${minimum}: not decrypted`,
+    );
+  }
 }

@@ -119,6 +119,10 @@ async function replayCommit(core: AgentCore, cc: ChainCommit, base: ModelState):
     const target = core.follower.history.commitByHash(d.rollbackTarget)!;
     const parameters = await materialize(core, target);
     next = { parameters, strategyState: core.strategy.initialState(parameters.length) };
+  } else if (cc.commit.kind === 'statistics') {
+    // The federation's feature sums: the model and strategy state stay the parent's (the log's
+    // chain binds the sums; every voter decrypted them from the aggregate).
+    next = base;
   } else {
     if (core.keyset === null) {
       throw new AgentError(

@@ -1,11 +1,16 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
-import { counterRandom } from '../../../federation/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
-import { type CodecBits, type ControlBodies, encodeUpdate } from '../../protocol/index.ts';
-import { bytesToHex } from '../../versions/index.ts';
+import { type ControlBodies, encodeUpdate, evaluationLevels } from '../../protocol/index.ts';
+import { bytesToHex, type Commit } from '../../versions/index.ts';
+import { updatePlan } from '../evaluation-plan.ts';
 import type { AgentCore } from './agent-core.ts';
 import type { AgentSteps } from './agent-steps.ts';
+import { trainLocally } from './local-training.ts';
 import { replayProblem } from './round-attempt.ts';
+import { ownEvaluation } from './site-evaluation.ts';
+import { type SiteRows, siteRows } from './site-rows.ts';
+import { sendStatistics, statisticsProblem } from './statistics-round.ts';
+import { updateFraming, uploadUpdate } from './update-upload.ts';
 import { describe } from './voter.ts';
 
 /**
@@ -56,21 +61,68 @@ export async function onRoundOpen(
     );
   }
   if (core.keyset === null) return skip(`cannot encrypt: ${core.keysetError}`);
-  if (assignment.examples !== core.shard.count) {
-    return skip(`RoundOpen pins ${assignment.examples} examples for this site, it has ${core.shard.count}`);
-  }
-  if (open.totalParams !== core.genesis.parameters.length) {
-    return skip(
-      `RoundOpen pins ${open.totalParams} parameters, the model has ${core.genesis.parameters.length}`,
-    );
+  if (assignment.examples !== core.examples) {
+    return skip(`RoundOpen pins ${assignment.examples} examples for this site, it has ${core.examples}`);
   }
   if (Date.now() >= open.deadlineUnixMs) return skip('deadline already passed');
+  if (open.kind === 'statistics') {
+    const problem = statisticsProblem(core, open);
+    if (problem !== undefined) return skip(problem);
+    const sending = begin(open.round);
+    try {
+      await sendStatistics(core, open, assignment.aggregator, sending.signal);
+    } finally {
+      sending.done();
+    }
+    return;
+  }
+  if (siteRows(core, now.height) === null) return skip('the federation has no feature statistics yet');
+  const plan = updatePlan(core.ctx.config, core.spec, open.bits);
+  if (open.totalParams !== plan.totalParams) {
+    return skip(
+      `RoundOpen pins ${open.totalParams} lanes, the model has ${plan.parameters} parameters` +
+        (plan.evaluationLanes > 0 ? ` and ${plan.evaluationLanes} evaluation lanes` : ''),
+    );
+  }
   const training = begin(open.round);
   try {
     await trainAndSend(core, open, assignment.aggregator, training.signal);
   } finally {
     training.done();
   }
+}
+
+/**
+ * With federated evaluation, this site's evaluation of the round's base model (its head) on its
+ * own validation rows, as evaluation lanes for its update; none without.
+ */
+async function evaluationLanes(
+  core: AgentCore,
+  open: ControlBodies['round-open'],
+  head: Commit,
+  w: Float32Array,
+  rows: SiteRows,
+  signal: AbortSignal,
+): Promise<Uint8Array | undefined> {
+  const plan = updatePlan(core.ctx.config, core.spec, open.bits);
+  if (plan.classes === null) return undefined;
+  const own = await ownEvaluation(core.evaluation, head, w, rows, plan.classes, signal);
+  core.counters.evaluationsSent++;
+  core.counters.ownEvaluations = [
+    ...core.counters.ownEvaluations.slice(-31),
+    { model: bytesToHex(head.hash), evaluation: own },
+  ];
+  core.ctx.log.info(
+    {
+      round: open.round,
+      model: bytesToHex(head.hash).slice(0, 12),
+      examples: own.examples,
+      accuracy: own.examples > 0 ? own.correct / own.examples : null,
+      loss: own.examples > 0 ? own.lossSum / own.examples : null,
+    },
+    'own evaluation of the base model',
+  );
+  return evaluationLevels(own, open.bits);
 }
 
 /** Share of the round's window (RoundOpen → deadline) kept at least for quantizing and uploading. */
@@ -92,9 +144,7 @@ export async function trainAndSend(
   signal: AbortSignal,
 ): Promise<void> {
   const log = core.ctx.log.child({ round: open.round });
-  const engine = core.engine!;
   const head = core.store.head()!;
-  const learning = core.ctx.config.learning;
   const window = open.deadlineUnixMs - Date.now();
   const margin = Math.max(core.lastUploadMs * 1.5, window * MIN_UPLOAD_SHARE);
   const stale = () => signal.aborted || Date.now() >= open.deadlineUnixMs;
@@ -102,16 +152,9 @@ export async function trainAndSend(
   try {
     const w = core.store.readModel(head);
     const t0 = performance.now();
-    const trained = await engine.train(core.spec, w, core.shard, {
-      learningRate: learning.learningRate,
-      momentum: 0,
-      batchSize: learning.batchSize,
-      epochs: learning.epochs,
-      proximalMu: core.strategy.clientProximalMu,
-      shuffleSeed: counterRandom(learning.initSeed >>> 0, open.round >>> 0, core.siteIndex),
-      signal,
-      stopAtUnixMs: open.deadlineUnixMs - margin,
-    });
+    const rows = siteRows(core, head.height)!;
+    const extraLevels = await evaluationLanes(core, open, head, w, rows, signal);
+    const trained = await trainLocally(core, w, rows, open, signal, open.deadlineUnixMs - margin);
     core.counters.roundsTrained++;
     if (trained.stopped === 'aborted' || trained.steps === 0 || stale()) {
       core.machine.transition('READY', `round ${open.round}: training ${trained.stopped}, nothing sent`);
@@ -126,10 +169,10 @@ export async function trainAndSend(
     }
     // u = (w_local − w) · n_k · m / N: the plain sum over the m sites is N/… times FedAvg's mean.
     const m = open.assignments.length;
-    const scale = (core.shard.count * m) / open.totalExamples;
+    const scale = (core.examples * m) / open.totalExamples;
     if (!(scale > 0) || !Number.isFinite(scale)) {
       throw new InvalidArgumentError(
-        `RoundOpen totalExamples ${open.totalExamples} cannot weigh ${core.shard.count} examples over ${m} sites`,
+        `RoundOpen totalExamples ${open.totalExamples} cannot weigh ${core.examples} examples over ${m} sites`,
       );
     }
     const update = new Float32Array(w.length);
@@ -143,59 +186,24 @@ export async function trainAndSend(
       'UPLOADING',
       `trained: loss ${trained.meanLoss.toFixed(4)}, rms ${rms.toExponential(3)}`,
     );
-    const u0 = performance.now();
     const previous = core.store.loadResidual();
     const encoded = encodeUpdate({
+      ...updateFraming(core, open),
       update,
       residual: previous !== null && previous.length === update.length ? previous : null,
-      credentials: { signer: core.member, ckks: core.keyset!, signing: core.ctx.signing },
-      context: {
-        federation: core.ctx.config.federation.id,
-        round: open.round,
-        baseCommit: head.hash,
-        version: head.height,
-      },
-      options: {
-        bits: open.bits as CodecBits,
-        clip: open.clip,
-        maxContributors: open.maxContributors,
-        crcChunkBytes: open.crcChunkBytes,
-      },
-      exampleWeight: core.shard.count,
-      // Its presence lane: its place among the round's participants (checked by every decrypting site).
-      position: {
-        index: open.assignments.findIndex((a) => a.site === core.member),
-        participants: open.assignments.length,
-      },
+      exampleWeight: core.examples,
+      extraLevels,
     });
     core.store.stageResidual(open.round, encoded.residual);
-    const subject = core.ctx.subjects.update(aggregator, core.member);
-    for (const block of encoded.blocks) {
-      if (stale()) {
-        core.machine.transition('READY', `upload of round ${open.round} abandoned`);
-        return;
-      }
-      await core.ctx.transport.request(subject, block);
-      core.counters.blocksSent++;
+    if (!(await uploadUpdate(core, open, aggregator, encoded, rms, stale))) {
+      core.machine.transition('READY', `upload of round ${open.round} abandoned`);
+      return;
     }
-    await core.ctx.transport.request(subject, encoded.manifest);
-    core.lastUploadMs = performance.now() - u0;
-    core.counters.updatesSent++;
-    core.lastUpdate = {
-      round: open.round,
-      rms,
-      bytes: encoded.manifest.length + encoded.blocks.reduce((a, b) => a + b.length, 0),
-      digest: encoded.digest,
-      aggregator,
-      peers: open.assignments
-        .filter((a) => a.aggregator === aggregator && a.site !== core.member)
-        .map((a) => a.site),
-    };
     log.info(
       {
         aggregator,
         blocks: encoded.blocks.length,
-        examples: core.shard.count,
+        examples: core.examples,
         steps: trained.steps,
         rms,
         seconds: Number(((performance.now() - t0) / 1000).toFixed(3)),

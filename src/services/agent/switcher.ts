@@ -140,7 +140,7 @@ export async function sendHeartbeat(core: AgentCore): Promise<void> {
         sentUnixMs: Date.now(),
         head: head.hash,
         height: head.height,
-        examples: core.shard.count,
+        examples: core.examples,
         state: core.machine.state,
       },
       core.member,

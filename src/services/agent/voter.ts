@@ -1,5 +1,12 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
-import { type ControlBodies, sealControl } from '../../protocol/index.ts';
+import {
+  type AggregateInfo,
+  type ControlBodies,
+  decodeStatistics,
+  encodeStatisticsParams,
+  sealControl,
+  statisticsLaneCount,
+} from '../../protocol/index.ts';
 import {
   bytesToHex,
   type Commit,
@@ -7,14 +14,16 @@ import {
   type PreparedCandidate,
   rollbackCommit,
   roundCommit,
+  statisticsCommit,
   strategyStateHash,
 } from '../../versions/index.ts';
 import { aggregateDigest } from '../coordinator/index.ts';
 import { failpoint } from '../failpoint.ts';
+import { contractFeatureCount, federatedStandardization } from '../statistics-plan.ts';
 import type { AgentCore } from './agent-core.ts';
 import type { AgentSteps } from './agent-steps.ts';
 import { fetchAggregate } from './aggregate-fetch.ts';
-import { applyAggregate } from './apply-aggregate.ts';
+import { applyAggregate, decryptAggregate } from './apply-aggregate.ts';
 import { materialize } from './catch-up.ts';
 import { replayProblem } from './round-attempt.ts';
 import { VoteNo } from './voter-error.ts';
@@ -49,7 +58,7 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
     const commit = rollbackCommit(head, target.commit, p.round, p.params);
     return { commit, parameters, strategyState: core.strategy.initialState(parameters.length) };
   }
-  if (p.kind !== 'round' && p.kind !== '')
+  if (p.kind !== 'round' && p.kind !== '' && p.kind !== 'statistics')
     throw new VoteNo(`PREPARE of unknown kind ${JSON.stringify(p.kind)}`);
   if (core.keyset === null) throw new VoteNo(`cannot decrypt: ${core.keysetError}`);
   checkContributors(core, p);
@@ -63,32 +72,87 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
   const open = core.follower.history.openRound?.roundOpen;
   if (open === undefined || open.round !== p.round)
     throw new VoteNo(`the log does not show round ${p.round} open`);
+  if ((open.kind ?? '') !== (p.kind === 'statistics' ? 'statistics' : '')) {
+    throw new VoteNo(`PREPARE of kind ${p.kind} for round ${p.round}, opened as ${open.kind || 'round'}`);
+  }
+  const info: AggregateInfo = {
+    encoding: p.encoding,
+    totalParams: p.totalParams,
+    contributors: p.contributors,
+    totalWeight: p.totalWeight,
+    participants: p.participants,
+    totalExamples: p.totalExamples,
+    object: '',
+    objectBytes: 0,
+  };
+  const participants = open.assignments.map((a) => a.site);
   const w = core.store.readModel(head);
-  const next = applyAggregate(
-    core,
-    w,
-    core.store.loadStrategyState(),
-    {
-      encoding: p.encoding,
-      totalParams: p.totalParams,
-      contributors: p.contributors,
-      totalWeight: p.totalWeight,
-      participants: p.participants,
-      totalExamples: p.totalExamples,
-      object: '',
-      objectBytes: 0,
-    },
-    ciphertexts,
-    p,
-    open.assignments.map((a) => a.site),
-  );
+  if (p.kind === 'statistics') return statisticsCandidate(core, p, info, ciphertexts, participants, w);
+  const next = applyAggregate(core, w, core.store.loadStrategyState(), info, ciphertexts, p, participants);
   const commit = roundCommit(head, {
     round: p.round,
     aggregateDigest: p.aggregateDigest,
     modelHash: modelHash(next.parameters),
     params: p.params,
   });
+  // The totals of the base model's evaluation go with the YES vote (the coordinator records them).
+  core.evaluation.prepared =
+    next.evaluation === null ? null : { round: p.round, totals: { ...next.evaluation, model: head.hash } };
+  if (next.evaluation !== null && next.evaluation.examples > 0) {
+    const e = next.evaluation;
+    core.ctx.log.info(
+      {
+        round: p.round,
+        examples: e.examples,
+        accuracy: e.correct / e.examples,
+        loss: e.lossSum / e.examples,
+      },
+      'federated evaluation of the base model (decrypted totals)',
+    );
+  }
   return { commit, parameters: next.parameters, strategyState: next.strategyState };
+}
+
+/**
+ * The candidate of a statistics round: the federation's feature sums decrypted from the aggregate
+ * (never fewer than `round.minContributors` sites), encoded as the commit's params; the model and
+ * strategy state stay the head's.
+ */
+function statisticsCandidate(
+  core: AgentCore,
+  p: ControlBodies['prepare'],
+  info: AggregateInfo,
+  ciphertexts: readonly Uint8Array[],
+  participants: readonly string[],
+  w: Float32Array,
+): PreparedCandidate {
+  const features = contractFeatureCount(core.ctx.config);
+  if (features === null || !federatedStandardization(core.ctx.config)) {
+    throw new VoteNo(
+      'a statistics round, but this federation does not standardize with federated statistics',
+    );
+  }
+  if (p.totalParams !== statisticsLaneCount(features, p.encoding.bits)) {
+    throw new VoteNo(
+      `statistics of ${p.totalParams} lanes, ${features} features need ${statisticsLaneCount(features, p.encoding.bits)}`,
+    );
+  }
+  const decoded = decryptAggregate(core, info, ciphertexts, p, participants);
+  const totals = decodeStatistics(decoded.laneSums, features, p.encoding.bits);
+  if (totals === null)
+    throw new VoteNo('the statistics sums cannot be anyone’s (no rows, or a negative variance)');
+  const head = core.store.head()!;
+  const commit = statisticsCommit(head, {
+    round: p.round,
+    aggregateDigest: p.aggregateDigest,
+    params: encodeStatisticsParams(totals),
+  });
+  core.ctx.log.info(
+    { round: p.round, rows: Number(totals.rows), features },
+    'federated statistics decrypted',
+  );
+  const strategyState = core.store.loadStrategyState() ?? core.strategy.initialState(w.length);
+  return { commit, parameters: w, strategyState };
 }
 
 /**
@@ -112,10 +176,8 @@ function checkContributors(core: AgentCore, p: ControlBodies['prepare']): void {
       `the aggregate lists another update under my name (digest ${bytesToHex(listed.digest).slice(0, 12)})`,
     );
   }
-  if (listed !== undefined && listed.weight !== core.shard.count) {
-    throw new VoteNo(
-      `the aggregate lists my weight as ${listed.weight}, I have ${core.shard.count} examples`,
-    );
+  if (listed !== undefined && listed.weight !== core.examples) {
+    throw new VoteNo(`the aggregate lists my weight as ${listed.weight}, I have ${core.examples} examples`);
   }
 }
 
@@ -220,6 +282,8 @@ export async function vote(
     bytesSent: sent?.bytes ?? 0,
     stateHash: candidate ? strategyStateHash(candidate.strategyState) : new Uint8Array(0),
     attempt: p.attempt,
+    evaluation: yes && core.evaluation.prepared?.round === round ? core.evaluation.prepared.totals : null,
+    params: yes && commit?.kind === 'statistics' ? commit.params : new Uint8Array(0),
   };
   if (yes) core.counters.votesYes++;
   else core.counters.votesNo++;

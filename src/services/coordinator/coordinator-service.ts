@@ -1,9 +1,9 @@
 import type { ObjectStore } from '@nats-io/obj';
-import { modelLayout } from '../../../federation/index.ts';
 import { CohortError } from '../../errors/index.ts';
 import { REGISTRY_CHANGE_MAX_BYTES } from '../../registry/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
+import { updatePlan } from '../evaluation-plan.ts';
 import { snapshotWriter } from '../federation-log/index.ts';
 import { type IntakeKind, intakeLimits } from '../intake-limits.ts';
 import type { MemberContext } from '../member-context.ts';
@@ -55,6 +55,7 @@ class Coordinator implements IntakeHost {
   readonly membership: Membership;
   readonly switches = new SwitchTracker();
   readonly parameterCount: number;
+  readonly updateLength: number;
   clip: number;
   current: ActiveRound | undefined;
   readonly #genesis: ReturnType<typeof federationGenesis>;
@@ -94,7 +95,9 @@ class Coordinator implements IntakeHost {
       ctx.registryView.isRevoked(id),
     );
     this.#genesis = federationGenesis(ctx.config);
-    this.parameterCount = modelLayout(modelSpecFor(ctx.config)).parameterCount;
+    const plan = updatePlan(ctx.config, modelSpecFor(ctx.config), ctx.config.codec.bits);
+    this.parameterCount = plan.parameters;
+    this.updateLength = plan.totalParams;
     this.clip = ctx.config.codec.clip;
     this.#rollbacks = new RollbackQueue(() => this.#wake());
     this.#aggregates = lazyObjectStore(ctx.transport.connection, ctx.subjects.aggregatesBucket, {

@@ -1,4 +1,4 @@
-import type { Assignment } from '../../protocol/index.ts';
+import type { Assignment, EvaluationBody } from '../../protocol/index.ts';
 
 /** Options of `startCoordinator`. */
 export interface CoordinatorOptions {
@@ -91,7 +91,7 @@ export type MemberRoleName = 'site' | 'aggregator';
 export interface RoundSummary {
   readonly round: number;
   /** `round` (training) or `rollback`. */
-  readonly kind: 'round' | 'rollback';
+  readonly kind: 'round' | 'rollback' | 'statistics';
   readonly commit: boolean;
   /** Why it aborted ('' on COMMIT). */
   readonly reason: string;
@@ -113,6 +113,11 @@ export interface RoundSummary {
   readonly noVoters: readonly string[];
   /** Voters that did not vote in time (excluded like NO voters). */
   readonly missing: readonly string[];
+  /**
+   * COMMIT with federated evaluation: the participants' totals on their validation rows for the
+   * round's base model (the parent commit), as the decision records them; null otherwise.
+   */
+  readonly evaluation: EvaluationBody | null;
 }
 
 /** What `CoordinatorHandle.done` resolves with. */

@@ -1,3 +1,4 @@
+import { bytesEqual } from '../../../crypto/digest/index.ts';
 import type { AggregateInfo, DecisionBody } from '../../protocol/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
@@ -10,7 +11,7 @@ const EMPTY = new Uint8Array(0);
 /** Facts of a round its decision records besides the votes. */
 export interface RoundFacts {
   readonly round: number;
-  readonly kind: 'round' | 'rollback';
+  readonly kind: 'round' | 'rollback' | 'statistics';
   readonly participants: number;
   readonly started: number;
   readonly contributors: number;
@@ -31,6 +32,8 @@ export function noVotes(reason: string): Verdict {
     commitHash: EMPTY,
     modelHash: EMPTY,
     stateHash: EMPTY,
+    evaluation: null,
+    params: EMPTY,
   };
 }
 
@@ -66,6 +69,12 @@ export async function decide(
       if (Number.isFinite(next) && Math.fround(next) > 0) nextClip = next;
     }
   }
+  // The YES voters' totals must evaluate the round's base (the parent): anything else is not kept.
+  let evaluation = verdict.commit && facts.kind === 'round' ? verdict.evaluation : null;
+  if (evaluation !== null && !bytesEqual(evaluation.model, head.hash)) {
+    ctx.log.warn({ round: facts.round }, 'votes evaluate another model than the parent: not recorded');
+    evaluation = null;
+  }
   const decision: DecisionBody = {
     federation: cfg.federation.id,
     round: facts.round,
@@ -78,7 +87,8 @@ export async function decide(
     voters: [...verdict.yes, ...verdict.no].sort(),
     reason: verdict.reason,
     kind: verdict.commit ? facts.kind : '',
-    params: verdict.commit ? facts.params : EMPTY,
+    // A statistics commit's params are the feature sums the voters decrypted (its hash binds them).
+    params: verdict.commit ? (facts.kind === 'statistics' ? verdict.params : facts.params) : EMPTY,
     aggregate: facts.aggregate,
     rollbackTarget: facts.rollbackTarget,
     stateHash: verdict.stateHash,
@@ -86,6 +96,7 @@ export async function decide(
     exclusions: table,
     nextClip: Math.fround(nextClip),
     attempt: state.attempt,
+    evaluation,
   };
   const entry = await host.log.append({ decision });
   failpoint('coordinator.decision-logged', facts.round);
@@ -133,6 +144,7 @@ export async function decide(
     durationMs: host.now() - facts.started,
     noVoters: verdict.no,
     missing: verdict.missing,
+    evaluation,
   };
 }
 

@@ -29,6 +29,8 @@ export interface RoundHost {
   readonly log: CoordinatorLog;
   /** Parameters of the federation's model. */
   readonly parameterCount: number;
+  /** Lanes of every site's update in a training round: the parameters, then the evaluation lanes. */
+  readonly updateLength: number;
   /** The clip of the next training round (adapted after each commit). */
   clip: number;
   /** The round the handlers route partials and votes to. */

@@ -1,5 +1,5 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
-import type { ControlBodies } from '../../protocol/index.ts';
+import type { ControlBodies, EvaluationBody } from '../../protocol/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 
 /** What a round's votes decide. */
@@ -15,6 +15,10 @@ export interface Verdict {
   readonly commitHash: Uint8Array;
   readonly modelHash: Uint8Array;
   readonly stateHash: Uint8Array;
+  /** On COMMIT: the evaluation totals every YES named (null when the round carried none). */
+  readonly evaluation: EvaluationBody | null;
+  /** On COMMIT: the params the YES votes named (statistics rounds; empty otherwise). */
+  readonly params: Uint8Array;
 }
 
 const EMPTY = new Uint8Array(0);
@@ -24,13 +28,17 @@ const EMPTY = new Uint8Array(0);
  * voters voted YES (voters that stayed silent are left out of the round's view and catch up by
  * replay), and every YES names the same commit hash, H(w′) and strategy-state hash, that commit
  * hash being the one the coordinator expects for that H(w′) (`expectedCommit`, which binds the
- * parent, height, round, aggregate and parameters). Anything else aborts, with the reason.
+ * parent, height, round, aggregate and parameters), and the same evaluation totals (they come from
+ * the same decrypted aggregate). Anything else aborts, with the reason.
  */
 export function judgeVotes(input: {
   readonly voters: readonly string[];
   readonly votes: ReadonlyMap<string, ControlBodies['vote']>;
-  /** The commit hash the coordinator computes for a model hash; throws on an unusable one. */
-  readonly expectedCommit: (modelHash: Uint8Array) => Uint8Array;
+  /**
+   * The commit hash the coordinator computes for a model hash (and, in a statistics round, the
+   * params the voters computed); throws on an unusable one.
+   */
+  readonly expectedCommit: (modelHash: Uint8Array, params: Uint8Array) => Uint8Array;
   /** For the reason text. */
   readonly voteTimeoutMs: number;
 }): Verdict {
@@ -47,6 +55,8 @@ export function judgeVotes(input: {
     commitHash: EMPTY,
     modelHash: EMPTY,
     stateHash: EMPTY,
+    evaluation: null,
+    params: EMPTY,
   });
   if (voters.length === 0) return abort('no live site to vote');
   if (no.length > 0) {
@@ -66,10 +76,15 @@ export function judgeVotes(input: {
     if (!bytesEqual(vote.modelHash, first.modelHash)) return abort('votes name different model hashes');
     if (!bytesEqual(vote.stateHash, first.stateHash)) return abort('votes name different strategy states');
   }
+  // A voter that prepared before a restart re-sends its YES without the totals (it kept only the
+  // candidate): the others' totals stand, but every totals named must agree.
+  const named = yes.map((v) => input.votes.get(v)!.evaluation ?? null).filter((e) => e !== null);
+  if (named.some((e) => !sameEvaluation(e, named[0]!)))
+    return abort('votes name different evaluation totals');
   if (first.stateHash.length !== 32) return abort('votes name no strategy-state hash');
   let expected: Uint8Array;
   try {
-    expected = input.expectedCommit(first.modelHash);
+    expected = input.expectedCommit(first.modelHash, first.params ?? EMPTY);
   } catch (err) {
     return abort(`votes carry an unusable model hash: ${(err as Error).message}`);
   }
@@ -87,5 +102,20 @@ export function judgeVotes(input: {
     commitHash: first.commitHash,
     modelHash: first.modelHash,
     stateHash: first.stateHash,
+    evaluation: named[0] ?? null,
+    params: first.params ?? EMPTY,
   };
+}
+
+function sameEvaluation(a: EvaluationBody | null, b: EvaluationBody | null): boolean {
+  if (a === null || b === null) return a === b;
+  return (
+    bytesEqual(a.model, b.model) &&
+    a.examples === b.examples &&
+    a.correct === b.correct &&
+    a.lossSum === b.lossSum &&
+    a.classes === b.classes &&
+    a.confusion.length === b.confusion.length &&
+    a.confusion.every((v, i) => v === b.confusion[i])
+  );
 }

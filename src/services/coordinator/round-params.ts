@@ -1,6 +1,7 @@
 import { sha256 } from '../../../crypto/digest/index.ts';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
 import { CanonicalWriter } from '../../protocol/canonical-writer.ts';
+import { bytesToHex, hexToBytes } from '../../versions/index.ts';
 
 /** Domain tag at the start of {@link encodeRoundParams}. */
 export const ROUND_PARAMS_DOMAIN = 'cohort/v1/round-params';
@@ -16,11 +17,19 @@ export interface RoundParams {
   readonly strategy: string;
   /** Client learning rate (`learning.learningRate`). */
   readonly learningRate: number;
+  /**
+   * SHA-256 of the federation's data contract (`dataContractDigest(config.data)`), 64 lowercase hex
+   * characters; only the genesis params of a federation with a `data` section carry it.
+   */
+  readonly dataContract?: string;
 }
 
 /**
- * Canonical bytes of the round parameters (big-endian, `str` = u32 length ‖ UTF-8):
- * `str("cohort/v1/round-params") ‖ u64(round) ‖ u8(bits) ‖ f32(clip) ‖ str(strategy) ‖ f64(learningRate)`.
+ * Canonical bytes of the round parameters (big-endian, `str` = u32 length ‖ UTF-8, `bytes` = u32
+ * length ‖ bytes):
+ * `str("cohort/v1/round-params") ‖ u64(round) ‖ u8(bits) ‖ f32(clip) ‖ str(strategy) ‖ f64(learningRate)`,
+ * then `‖ bytes(dataContract)` (32 bytes) only when a data contract digest is given — so params
+ * without one are byte-identical to those written before data contracts existed.
  * The clip is written as float32, so any double that rounds to the same float32 encodes the same.
  */
 export function encodeRoundParams(p: RoundParams): Uint8Array {
@@ -32,14 +41,17 @@ export function encodeRoundParams(p: RoundParams): Uint8Array {
   if (!Number.isFinite(p.learningRate)) {
     throw new InvalidArgumentError(`params.learningRate ${p.learningRate} must be finite`);
   }
-  return new CanonicalWriter()
+  const dataContract =
+    p.dataContract === undefined ? undefined : hexToBytes('params.dataContract', p.dataContract, 32);
+  const writer = new CanonicalWriter()
     .str(ROUND_PARAMS_DOMAIN)
     .u64(p.round)
     .u8(p.bits)
     .f32(p.clip)
     .str(p.strategy)
-    .f64(p.learningRate)
-    .finish();
+    .f64(p.learningRate);
+  if (dataContract !== undefined) writer.bytes(dataContract);
+  return writer.finish();
 }
 
 /** Inverse of {@link encodeRoundParams}; throws `INVALID_ARGUMENT` on anything else. */
@@ -70,9 +82,22 @@ export function decodeRoundParams(bytes: Uint8Array): RoundParams {
   need(8);
   const learningRate = view.getFloat64(at, false);
   at += 8;
+  let dataContract: string | undefined;
+  if (at < bytes.length) {
+    need(4);
+    const n = view.getUint32(at, false);
+    if (n !== 32)
+      throw new InvalidArgumentError(`round params: a ${n}-byte data contract digest (expected 32)`);
+    at += 4;
+    need(n);
+    dataContract = bytesToHex(bytes.subarray(at, at + n));
+    at += n;
+  }
   if (at !== bytes.length)
     throw new InvalidArgumentError(`${bytes.length - at} trailing bytes after round params`);
-  return { round, bits, clip, strategy, learningRate };
+  return dataContract === undefined
+    ? { round, bits, clip, strategy, learningRate }
+    : { round, bits, clip, strategy, learningRate, dataContract };
 }
 
 /**

@@ -7,11 +7,13 @@ import {
   codecEncoding,
   type RoundContext,
   sealControl,
+  statisticsLaneCount,
 } from '../../protocol/index.ts';
 import { assignBounded, createRing } from '../../tree/index.ts';
 import { bytesToHex, createCommit, ZERO_HASH } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
 import type { ChainCommit } from '../federation-log/index.ts';
+import { contractFeatureCount, federatedStandardization, statisticsCommitAt } from '../statistics-plan.ts';
 import type { RoundSummary } from './events.ts';
 import { PartialIntake } from './partial-intake.ts';
 import { decide, noVotes, type RoundFacts } from './round-decision.ts';
@@ -90,6 +92,13 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     .sort((a, b) => (a.site < b.site ? -1 : a.site > b.site ? 1 : 0));
   const clip = Math.fround(host.clip);
   const totalExamples = assignments.reduce((n, a) => n + a.examples, 0);
+  // Federated standardization: until the chain holds the federation's feature statistics, the
+  // round gathers them instead of training.
+  const statistics =
+    federatedStandardization(cfg) && statisticsCommitAt(host.log.history, head.height) === undefined;
+  const totalParams = statistics
+    ? statisticsLaneCount(contractFeatureCount(cfg)!, cfg.codec.bits)
+    : host.updateLength;
   const attempt = new Uint8Array(randomBytes(ATTEMPT_BYTES));
   const context: RoundContext = {
     federation: cfg.federation.id,
@@ -116,8 +125,9 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     crcChunkBytes: cfg.codec.crcChunkBytes,
     deadlineUnixMs,
     totalExamples,
-    totalParams: host.parameterCount,
+    totalParams,
     attempt,
+    kind: statistics ? 'statistics' : '',
   };
   await logOpen(host, open);
   failpoint('coordinator.round-open-logged', round);
@@ -126,7 +136,7 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     context,
     encoding,
     assignments,
-    totalParams: host.parameterCount,
+    totalParams,
     keys: (id) => ctx.keys(id),
     allowedAlgorithms: cfg.crypto.signature.allowed,
   });
@@ -155,16 +165,19 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   }
   for (const [aggregator, why] of intake.failed)
     ctx.log.warn({ round, aggregator, why }, 'partial refused: round goes on without it');
-  const params = encodeRoundParams({
-    round,
-    bits: cfg.codec.bits,
-    clip,
-    strategy: cfg.learning.strategy,
-    learningRate: cfg.learning.learningRate,
-  });
+  // A statistics commit's params are the sums the sites decrypt: they come with the YES votes.
+  const params = statistics
+    ? EMPTY
+    : encodeRoundParams({
+        round,
+        bits: cfg.codec.bits,
+        clip,
+        strategy: cfg.learning.strategy,
+        learningRate: cfg.learning.learningRate,
+      });
   const base = {
     round,
-    kind: 'round' as const,
+    kind: statistics ? ('statistics' as const) : ('round' as const),
     participants: assignments.length,
     started,
     params,
@@ -218,7 +231,7 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     // Small aggregates travel inside PREPARE; large ones (a frame holds at most 64 MiB) by reference.
     ciphertexts: object.length <= INLINE_AGGREGATE_BYTES ? [...aggregate.ciphertexts] : [],
     params,
-    kind: 'round',
+    kind: statistics ? 'statistics' : 'round',
     rollbackTarget: EMPTY,
     aggregateObject: object.length <= INLINE_AGGREGATE_BYTES ? '' : objectName,
     attempt,
@@ -323,20 +336,22 @@ async function collectVotes(
   state: ActiveRound,
   prepare: ControlBodies['prepare'],
 ): Promise<Verdict | undefined> {
-  // The commit every YES must name, for the H(w′) it names: PREPARE's fields bind the rest.
+  // The commit every YES must name, for the H(w′) it names: PREPARE's fields bind the rest. A
+  // statistics commit keeps the head's model and carries the sums the voters decrypted.
+  const { ctx } = host;
+  const head = host.log.history.head.commit;
   const rollback = prepare.kind === 'rollback';
-  const expectedCommit = (modelHash: Uint8Array) =>
+  const statistics = prepare.kind === 'statistics';
+  const expectedCommit = (modelHash: Uint8Array, voted: Uint8Array) =>
     createCommit({
       parent: prepare.baseCommit,
       height: prepare.version + 1,
       round: prepare.round,
       aggregateDigest: rollback ? ZERO_HASH : prepare.aggregateDigest,
-      modelHash,
-      params: prepare.params,
-      kind: rollback ? 'rollback' : 'round',
+      modelHash: statistics ? head.modelHash : modelHash,
+      params: statistics ? voted : prepare.params,
+      kind: rollback ? 'rollback' : statistics ? 'statistics' : 'round',
     }).hash;
-  const { ctx } = host;
-  const head = host.log.history.head.commit;
   const voters = host.membership.eligibleSites({ hash: head.hash, height: head.height });
   state.phase = 'voting';
   host.setPhase('voting');

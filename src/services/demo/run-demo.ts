@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { TextSink } from '../../cli/cli-context.ts';
 import { findNatsServer } from '../../transport/index.ts';
 import { createLocalDeployment } from '../deployment.ts';
+import { mnistDataContract, writeDemoSiteData } from './demo-site-data.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/cohort.js', import.meta.url));
 
@@ -21,11 +22,17 @@ export interface DemoOptions {
   readonly trainLimit?: number;
 }
 
+/** Share of each demo site's rows held out for validation. */
+const DEMO_VALIDATION_FRACTION = 0.1;
+
 /**
  * The demo federation: nats-server with per-member users, a key ceremony, then a coordinator,
  * aggregators and site agents as separate processes that talk only through NATS, training the
- * MNIST 2NN in `he` mode. Streams the coordinator's per-round lines; other processes log JSON to
- * files in the working folder.
+ * MNIST 2NN in `he` mode. The federation declares MNIST's data contract (`data`), and each site
+ * gets its own files (`<dir>/site-data/`, split IID like `cohort data split`) and its own site
+ * configuration (`<dir>/<site>.site.yaml`, with a validation split), so every agent starts with
+ * `--site-config` and checks its data against the contract as a real site does. Streams the
+ * coordinator's per-round lines; other processes log JSON to files in the working folder.
  */
 export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink): Promise<number> {
   findNatsServer(); // a clear error now if nats-server is not installed
@@ -53,7 +60,15 @@ export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink
       },
       learning: { trainLimit: options.trainLimit },
       codec: { clip: 0.02 },
+      data: mnistDataContract(),
     },
+  });
+  const siteConfigs = writeDemoSiteData({
+    dir,
+    sites: deployment.sites,
+    seed: deployment.config.learning.initSeed,
+    validationFraction: DEMO_VALIDATION_FRACTION,
+    ...(options.trainLimit === undefined ? {} : { trainLimit: options.trainLimit }),
   });
   say(
     `key ceremony done (Falcon-512 signing keys, CKKS key and federation data key wrapped per site with ML-KEM-768); nats-server ${deployment.nats.url} with per-member permissions (${((performance.now() - t0) / 1000).toFixed(1)} s)`,
@@ -72,10 +87,11 @@ export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink
   try {
     for (const a of deployment.aggregators) spawnMember(['aggregator', '--member', a], a, false);
     for (const [i, s] of deployment.sites.entries()) {
-      spawnMember(['agent', '--member', s, ...(i === 0 ? ['--evaluate'] : [])], s, false);
+      const own = ['--site-config', siteConfigs.get(s)!];
+      spawnMember(['agent', '--member', s, ...own, ...(i === 0 ? ['--evaluate'] : [])], s, false);
     }
     say(
-      `started ${deployment.aggregators.length} aggregators and ${deployment.sites.length} agents (logs in ${dir})`,
+      `started ${deployment.aggregators.length} aggregators and ${deployment.sites.length} agents, each on its own MNIST files checked against the data contract (logs in ${dir})`,
     );
     const coordinator = spawnMember(['coordinator', '--rounds', String(options.rounds)], 'coordinator', true);
     const lines = createInterface({ input: coordinator.stdout! });

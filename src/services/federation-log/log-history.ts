@@ -258,7 +258,7 @@ export class LogHistory {
         );
       }
       const kind = d.kind as CommitKind;
-      if (kind !== 'round' && kind !== 'rollback') {
+      if (kind !== 'round' && kind !== 'rollback' && kind !== 'statistics') {
         throw this.#invalid(entry, `COMMIT of round ${d.round} has kind ${JSON.stringify(d.kind)}`);
       }
       if (kind === 'rollback') {
@@ -271,6 +271,14 @@ export class LogHistory {
         }
       } else if (d.aggregate === null || d.aggregateDigest.length !== 32) {
         throw this.#invalid(entry, `COMMIT of round ${d.round} names no aggregate`);
+      } else if (kind === 'statistics' && !bytesEqual(d.modelHash, head.modelHash)) {
+        throw this.#invalid(entry, `statistics COMMIT of round ${d.round} changes the model`);
+      }
+      if (d.evaluation != null && !bytesEqual(d.evaluation.model, head.hash)) {
+        throw this.#invalid(
+          entry,
+          `COMMIT of round ${d.round} records an evaluation of another model than its parent`,
+        );
       }
       let commit: Commit;
       try {

@@ -38,6 +38,7 @@ function yes(member: string, over: Partial<Vote> = {}): Vote {
     bytesSent: 1000,
     stateHash: STATE,
     attempt: new Uint8Array(16),
+    evaluation: null,
     ...over,
   };
 }
@@ -64,7 +65,36 @@ function judge(voters: string[], votes: Vote[]) {
 
 const ABC = ['site-c', 'site-a', 'site-b'];
 
+const EVAL = {
+  model: H('parent'),
+  examples: 5,
+  correct: 3,
+  lossSum: 1.75,
+  classes: 2,
+  confusion: [1, 1, 1, 2],
+};
+
 describe('judgeVotes', () => {
+  it('records the evaluation totals the YES votes agree on; a YES without totals (a re-sent vote) does not count against them', () => {
+    const v = judge(ABC, [
+      yes('site-a', { evaluation: EVAL }),
+      yes('site-b', { evaluation: { ...EVAL, confusion: [...EVAL.confusion] } }),
+      yes('site-c'),
+    ]);
+    expect(v.commit).toBe(true);
+    expect(v.evaluation).toEqual(EVAL);
+    expect(judge(ABC, [yes('site-a'), yes('site-b'), yes('site-c')]).evaluation).toBeNull();
+  });
+
+  it('aborts when YES votes name different evaluation totals', () => {
+    const v = judge(ABC, [
+      yes('site-a', { evaluation: EVAL }),
+      yes('site-b', { evaluation: { ...EVAL, confusion: [2, 0, 1, 2] } }),
+      yes('site-c', { evaluation: EVAL }),
+    ]);
+    expect(v).toMatchObject({ commit: false, reason: 'votes name different evaluation totals' });
+  });
+
   it('commits when every voter voted YES on the same hashes, the expected commit', () => {
     const v = judge(ABC, [yes('site-a'), yes('site-b'), yes('site-c')]);
     expect(v).toMatchObject({

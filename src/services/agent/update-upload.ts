@@ -1,0 +1,70 @@
+import type { ControlBodies } from '../../protocol/index.ts';
+import type { AgentCore } from './agent-core.ts';
+
+/** A site's signed, encrypted update as `encodeUpdate` frames it. */
+export interface FramedUpdate {
+  readonly blocks: readonly Uint8Array[];
+  readonly manifest: Uint8Array;
+  readonly digest: Uint8Array;
+}
+
+/**
+ * Sends `update`'s blocks, then its manifest, to `aggregator`, each acknowledged, and records it as
+ * the site's last delivered update (its vote reports the bytes and `rms`; the voter checks the
+ * aggregate lists it). Gives up (false) before a block once `stale()` says the round has moved on.
+ */
+export async function uploadUpdate(
+  core: AgentCore,
+  open: ControlBodies['round-open'],
+  aggregator: string,
+  update: FramedUpdate,
+  rms: number,
+  stale: () => boolean,
+): Promise<boolean> {
+  const u0 = performance.now();
+  const subject = core.ctx.subjects.update(aggregator, core.member);
+  for (const block of update.blocks) {
+    if (stale()) return false;
+    await core.ctx.transport.request(subject, block);
+    core.counters.blocksSent++;
+  }
+  await core.ctx.transport.request(subject, update.manifest);
+  core.lastUploadMs = performance.now() - u0;
+  core.counters.updatesSent++;
+  core.lastUpdate = {
+    round: open.round,
+    rms,
+    bytes: update.manifest.length + update.blocks.reduce((a, b) => a + b.length, 0),
+    digest: update.digest,
+    aggregator,
+    peers: open.assignments
+      .filter((a) => a.aggregator === aggregator && a.site !== core.member)
+      .map((a) => a.site),
+  };
+  return true;
+}
+
+/** The round context and codec options of a site's update in the round `open` announced. */
+export function updateFraming(core: AgentCore, open: ControlBodies['round-open']) {
+  const head = core.store.head()!;
+  return {
+    credentials: { signer: core.member, ckks: core.keyset!, signing: core.ctx.signing },
+    context: {
+      federation: core.ctx.config.federation.id,
+      round: open.round,
+      baseCommit: head.hash,
+      version: head.height,
+    },
+    options: {
+      bits: open.bits as 1 | 2 | 4 | 8,
+      clip: open.clip,
+      maxContributors: open.maxContributors,
+      crcChunkBytes: open.crcChunkBytes,
+    },
+    // Its presence lane: its place among the round's participants (checked by every decrypting site).
+    position: {
+      index: open.assignments.findIndex((a) => a.site === core.member),
+      participants: open.assignments.length,
+    },
+  };
+}

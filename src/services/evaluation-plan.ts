@@ -1,0 +1,42 @@
+import type { ModelSpec } from '../../federation/index.ts';
+import { modelLayout } from '../../federation/index.ts';
+import type { CohortConfig } from '../config/index.ts';
+import { evaluationLaneCount } from '../protocol/index.ts';
+
+/**
+ * How a round's updates are laid out: the model's parameters, then (with federated evaluation)
+ * the evaluation lanes of a `classes`-class model. Coordinator and sites compute it from the same
+ * configuration, and RoundOpen pins the total, so a site configured otherwise skips the round.
+ */
+export interface UpdatePlan {
+  /** Parameters of the model. */
+  readonly parameters: number;
+  /** Classes evaluated, or null without federated evaluation. */
+  readonly classes: number | null;
+  /** Evaluation lanes after the parameters (0 without federated evaluation). */
+  readonly evaluationLanes: number;
+  /** What RoundOpen pins as `totalParams`. */
+  readonly totalParams: number;
+}
+
+/**
+ * Whether rounds carry federated evaluation: `learning.evaluation`, by default on for a federation
+ * with a data contract (its sites have validation rows) and off for the bundled-MNIST split.
+ */
+export function federatedEvaluation(config: CohortConfig): boolean {
+  const chosen = config.learning.evaluation;
+  if (chosen !== undefined) return chosen === 'federated';
+  return config.data !== undefined;
+}
+
+/** The update layout of a round at `bits` per lane (see {@link UpdatePlan}). */
+export function updatePlan(config: CohortConfig, spec: ModelSpec, bits: number): UpdatePlan {
+  const layout = modelLayout(spec);
+  const parameters = layout.parameterCount;
+  if (!federatedEvaluation(config)) {
+    return { parameters, classes: null, evaluationLanes: 0, totalParams: parameters };
+  }
+  const classes = layout.layers[layout.layers.length - 1]!.outputs;
+  const evaluationLanes = evaluationLaneCount(classes, bits);
+  return { parameters, classes, evaluationLanes, totalParams: parameters + evaluationLanes };
+}
