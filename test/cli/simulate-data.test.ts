@@ -36,6 +36,42 @@ describe('cohort simulate with data by path', () => {
     expect(existsSync(join(out, 'data-by-path', 'summary.json'))).toBe(true);
   });
 
+  it('trains a CNN from configuration on IDX images, in the clear and through the CKKS codec', async () => {
+    const file = writeDataByPath(dir);
+    const r = await cohort(
+      'simulate',
+      '--config',
+      file,
+      '--runs',
+      'idx-cnn,idx-cnn-he',
+      '--rounds',
+      '2',
+      '--out',
+      join(dir, 'cnn'),
+    );
+    expect(r.stderr).not.toMatch(/error/i);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/idx-cnn: .*final \d+\.\d\d% \(cpu/);
+    expect(r.stdout).toMatch(/idx-cnn-he: .*final \d+\.\d\d% \(cpu/);
+  });
+
+  it('runs the FedAvg paper’s MNIST CNN (1,663,370 parameters)', async () => {
+    const r = await cohort(
+      'simulate',
+      '--config',
+      'config/experiments/mnist-cnn-short.yaml',
+      '--runs',
+      'float32',
+      '--rounds',
+      '1',
+      '--out',
+      join(dir, 'fedavg-cnn'),
+    );
+    expect(r.stderr).not.toMatch(/error/i);
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/float32: .*final \d+\.\d\d% \(cpu/);
+  });
+
   it('names the file and field of a broken .npy file', async () => {
     const file = writeDataByPath(dir);
     const { writeFileSync } = await import('node:fs');

@@ -466,9 +466,11 @@ describe('versions show formatting', () => {
         'params',
         'paramsHex',
         'snapshots',
+        'statistics',
       ].sort(),
     );
     expect(j.evaluation).toBeNull();
+    expect(j.statistics).toBeNull();
     expect(j.params).toEqual({ round: 2, bits: 8, clip: 0.5, strategy: 'fedavg', learningRate: 0.05 });
     expect(j.paramsHex).toBe(bytesToHex(script.commits[2]!.params));
     expect(j.aggregate).toEqual({

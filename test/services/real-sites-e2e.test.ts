@@ -14,7 +14,8 @@ import { formatRoundLine } from '../../src/cli/commands/coordinator.ts';
 import type { CohortConfigInput, SiteConfigInput } from '../../src/config/index.ts';
 import { parseSiteConfig } from '../../src/config/index.ts';
 import { wdbcPath } from '../../src/data/index.ts';
-import { type AgentService, startAgent } from '../../src/services/agent/index.ts';
+import { decodeStatisticsParams, standardizerFromTotals } from '../../src/protocol/index.ts';
+import { type AgentService, federationGenesis, startAgent } from '../../src/services/agent/index.ts';
 import type { CoordinatorSummary } from '../../src/services/coordinator/index.ts';
 import { Federation, hex } from '../helpers/federation.ts';
 
@@ -41,6 +42,7 @@ describe.skipIf(!torch)(
     const agents = new Map<string, AgentService>();
     let summary: CoordinatorSummary;
     let lines: string[];
+    const siteConfigs = new Map<string, SiteConfigInput>();
 
     beforeAll(async () => {
       const text = readFileSync(wdbcPath(), 'utf8').trim().split(/\r?\n/);
@@ -72,7 +74,6 @@ describe.skipIf(!torch)(
       });
       dir = mkdtempSync(join(tmpdir(), 'cohort-real-sites-'));
       let at = 0;
-      const siteConfigs = new Map<string, SiteConfigInput>();
       f.dep.sites.forEach((site, i) => {
         const take = i < SIZES.length ? SIZES[i]! : rows.length - at;
         const part = rows.slice(at, at + take);
@@ -145,6 +146,21 @@ describe.skipIf(!torch)(
       expect(weights.every((n) => n > 0)).toBe(true);
     });
 
+    it('the statistics commit binds the sums of every site’s training rows, and only the sums', async () => {
+      const [stats] = await f.decisions();
+      expect(stats!.kind).toBe('statistics');
+      expect(hex(stats!.modelHash)).toBe(hex(federationGenesis(f.dep.config).commit.modelHash));
+      const totals = decodeStatisticsParams(stats!.params);
+      const rows = [...agents.values()].reduce((a, s) => a + s.stats().examples, 0);
+      expect(Number(totals.rows)).toBe(rows);
+      const { mean, std } = standardizerFromTotals(totals);
+      expect(mean.length).toBe(30);
+      // radius_mean over WDBC is about 14.1 (σ ≈ 3.5): the sums are of the real rows.
+      expect(mean[0]).toBeGreaterThan(12);
+      expect(mean[0]).toBeLessThan(16);
+      expect(std[0]).toBeGreaterThan(2);
+    });
+
     it('each training round prints the federated evaluation: the example-weighted mean of the sites’ own', async () => {
       const decisions = await f.decisions();
       for (const r of summary.rounds.filter((s) => s.kind === 'round')) {
@@ -174,6 +190,19 @@ describe.skipIf(!torch)(
     it('every site ends on the same committed head', () => {
       const heads = new Set([...agents.values()].map((a) => hex(a.head()!.hash)));
       expect(heads.size).toBe(1);
+    });
+
+    it('a site that lost its store replays the chain, statistics commit included, to the same model', async () => {
+      const site = f.dep.sites[0]!;
+      const head = hex(agents.get(site)!.head()!.hash);
+      await agents.get(site)!.stop();
+      rmSync(join(f.dep.config.paths.dataDir, site), { recursive: true, force: true });
+      const again = await startAgent(await f.member(site), {
+        siteConfig: parseSiteConfig(siteConfigs.get(site)!),
+      });
+      agents.set(site, again);
+      expect(hex(again.head()!.hash)).toBe(head);
+      expect(again.stats().replayed).toBe(ROUNDS);
     });
   },
 );

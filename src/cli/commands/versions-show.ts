@@ -1,6 +1,10 @@
 import type { Command } from 'commander';
 import { commitRoundParams, type FederationTimeline, resolveRef } from '../../history/index.ts';
-import type { ExclusionRecord } from '../../protocol/index.ts';
+import {
+  decodeStatisticsParams,
+  type ExclusionRecord,
+  standardizerFromTotals,
+} from '../../protocol/index.ts';
 import type { RoundParams } from '../../services/coordinator/index.ts';
 import type { ChainCommit } from '../../services/federation-log/index.ts';
 import type { CliContext } from '../cli-context.ts';
@@ -59,6 +63,11 @@ export interface ShowJson extends CommitJson {
    * The federated evaluation its decision records: the round's participants' totals on their
    * validation rows for the model the round started from (`model`, the parent); null without.
    */
+  /**
+   * A statistics commit: the federation's feature statistics its params bind (rows, per-feature
+   * means and population deviations every site standardizes with); null for other commits.
+   */
+  statistics: { rows: number; mean: number[]; std: number[] } | null;
   evaluation: {
     model: string;
     examples: number;
@@ -77,6 +86,7 @@ export function showJson(timeline: FederationTimeline, c: ChainCommit): ShowJson
     ...commitJson(timeline, c),
     params: commitRoundParams(c.commit),
     paramsHex: hex(c.commit.params),
+    statistics: c.commit.kind === 'statistics' ? statisticsJson(c.commit.params) : null,
     aggregate:
       a === null
         ? null
@@ -125,9 +135,11 @@ export function showLines(j: ShowJson): string[] {
     ['date:', j.sequence === null ? '-' : `${isoDate(j.unixMs)} (log entry ${j.sequence})`],
     [
       'params:',
-      j.params === null
-        ? `(not round params: ${j.paramsHex.length / 2} bytes)`
-        : describeRoundParams(j.params),
+      j.statistics !== null
+        ? `feature statistics of ${j.statistics.rows} rows, ${j.statistics.mean.length} features`
+        : j.params === null
+          ? `(not round params: ${j.paramsHex.length / 2} bytes)`
+          : describeRoundParams(j.params),
     ],
   ];
   if (j.kind === 'rollback') {
@@ -204,4 +216,15 @@ export function registerVersionsShowCommand(versions: Command, ctx: CliContext):
         );
     });
   });
+}
+
+/** The statistics a statistics commit's params bind, or null when they do not decode. */
+function statisticsJson(params: Uint8Array): ShowJson['statistics'] {
+  try {
+    const totals = decodeStatisticsParams(params);
+    const { mean, std } = standardizerFromTotals(totals);
+    return { rows: Number(totals.rows), mean: Array.from(mean), std: Array.from(std) };
+  } catch {
+    return null;
+  }
 }
