@@ -1,15 +1,13 @@
+export { createExternalTrainer, type ExternalTrainer, type TrainResult } from './external-trainer.ts';
+export { INHERITED_ENV } from './trainer-env.ts';
+export { TRAINER_ERROR_CODES, TrainerError, type TrainerErrorCode } from './trainer-error.ts';
 export {
-  createExternalTrainer,
   DEFAULT_KEEP_FAILED_CALLS,
   DEFAULT_KILL_GRACE_MS,
   DEFAULT_MAX_RESULT_JSON_BYTES,
-  type ExternalTrainer,
   type ExternalTrainerOptions,
   MAX_RESULT_HEADER_BYTES,
-  type TrainResult,
-} from './external-trainer.ts';
-export { INHERITED_ENV } from './trainer-env.ts';
-export { TRAINER_ERROR_CODES, TrainerError, type TrainerErrorCode } from './trainer-error.ts';
+} from './trainer-options.ts';
 export { STDERR_TAIL_BYTES } from './trainer-process.ts';
 export {
   type DescribeRequest,

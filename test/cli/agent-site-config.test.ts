@@ -48,6 +48,27 @@ describe('cohort agent --site-config', () => {
     );
   });
 
+  it.each([
+    [
+      'a missing column',
+      'radius_mean,diagnosis\n1,B\n',
+      (csv: string) =>
+        `error [DATA_FORMAT]: ${csv} line 1: column "texture_mean" (contract feature 2) is missing; header has: radius_mean, diagnosis\n`,
+    ],
+    [
+      'text in a number column',
+      'radius_mean,texture_mean,diagnosis\n1,2,B\n3,abc,M\n',
+      (csv: string) => `${csv} line 3, field "texture_mean": "abc" is not a number`,
+    ],
+  ])('stops at start on %s, naming file, line and field', (_what, text, message) => {
+    const csv = write(`${_what.replaceAll(' ', '-')}.csv`, text);
+    const site = write(`${_what.replaceAll(' ', '-')}.yaml`, `data:\n  csv: { path: ${csv} }\n`);
+    const r = agent('--member', 'site-1', '--site-config', site);
+    expect(r.status).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain(message(csv));
+  });
+
   it('stops at start on a site configuration that does not fit the contract', () => {
     write('b.csv', 'Radius,texture_mean,diagnosis\n1,2,B\n');
     const site = write('mapped.yaml', 'data:\n  csv: { path: b.csv, columns: { radius_maen: Radius } }\n');
