@@ -13,6 +13,7 @@ export {
   type ResolveExperimentOptions,
   resolveExperiment,
 } from './load-experiment.ts';
+export { readRoundMetrics, resultsTable } from './results-table.ts';
 export { type ExperimentOutput, runExperiment, summaryTable } from './run-experiment.ts';
 export {
   type RoundMetrics,

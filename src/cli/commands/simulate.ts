@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../../errors/index.ts';
-import { loadExperiment, runExperiment } from '../../simulate/index.ts';
+import { loadExperiment, readRoundMetrics, resultsTable, runExperiment } from '../../simulate/index.ts';
 import type { CliContext } from '../cli-context.ts';
 
 interface SimulateOptions {
@@ -9,9 +9,14 @@ interface SimulateOptions {
   runs?: string;
   rounds?: string;
   out?: string;
+  table?: string;
 }
 
-/** `cohort simulate --config <yaml>` (or `--experiment <yaml>`): N virtual sites in one process through the real engines and codec. */
+/**
+ * `cohort simulate --config <yaml>` (or `--experiment <yaml>`): N virtual sites in one process through
+ * the real engines and codec; with `--table <metrics.jsonl,…>` it prints the results table of runs
+ * already made instead.
+ */
 export function registerSimulateCommand(program: Command, ctx: CliContext): void {
   program
     .command('simulate')
@@ -21,6 +26,10 @@ export function registerSimulateCommand(program: Command, ctx: CliContext): void
     .option('--runs <names>', 'comma-separated run names to execute (default: all)')
     .option('--rounds <n>', "override every run's round count (short runs)")
     .option('--out <dir>', "output folder (default: the file's outputDir)")
+    .option(
+      '--table <files>',
+      'print the results table from metrics.jsonl files (comma-separated) instead of running',
+    )
     .action(async (o: SimulateOptions) => {
       if ((o.config === undefined) === (o.experiment === undefined)) {
         throw new InvalidArgumentError(
@@ -29,6 +38,14 @@ export function registerSimulateCommand(program: Command, ctx: CliContext): void
       }
       const file = (o.config ?? o.experiment)!;
       const experiment = loadExperiment(file, { env: ctx.env });
+      if (o.table !== undefined) {
+        const files = o.table
+          .split(',')
+          .map((f) => f.trim())
+          .filter(Boolean);
+        ctx.stdout.write(`${resultsTable(experiment.runs, readRoundMetrics(files))}\n`);
+        return;
+      }
       let runs = experiment.runs;
       if (o.rounds !== undefined) {
         const rounds = Number(o.rounds);
