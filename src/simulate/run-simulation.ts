@@ -33,6 +33,7 @@ import {
 } from '../data/index.ts';
 import { InvalidArgumentError } from '../errors/index.ts';
 import type { RunConfig } from './experiment-schema.ts';
+import { TrainPool } from './train-pool.ts';
 import {
   type Contribution,
   float32Channel,
@@ -255,7 +256,13 @@ export async function runSimulation(cfg: RunConfig, hooks: SimulationHooks = {})
     );
   }
   const siteData = parts.map((idx) => subset(data.train, idx));
+  if (cfg.training.workers > 1 && cfg.training.engine !== 'cpu') {
+    throw new InvalidArgumentError(`training.workers ${cfg.training.workers} needs training.engine cpu`);
+  }
   const engine = await createEngine(cfg);
+  // Several CPU workers train the round's sites side by side (the same results as one after another).
+  const pool =
+    cfg.training.workers > 1 ? new TrainPool(cfg.training.workers, spec, data.train, data.test, parts) : null;
   const channel = await createChannel(cfg);
   const strategy = createStrategy(strategyConfig(cfg));
   let global = initParameters(spec, cfg.model.initSeed);
@@ -273,23 +280,36 @@ export async function runSimulation(cfg: RunConfig, hooks: SimulationHooks = {})
       const totalExamples = chosen.reduce((a, s) => a + siteData[s]!.count, 0);
       const contributions: Contribution[] = [];
       let lossSum = 0;
+      const settings = (site: number) => ({
+        learningRate: lr,
+        momentum: cfg.training.momentum,
+        batchSize: cfg.training.batchSize,
+        epochs: cfg.training.epochs,
+        proximalMu: strategy.clientProximalMu,
+        shuffleSeed: counterRandom(cfg.seed >>> 0, round >>> 0, site),
+      });
+      let done = 0;
+      const trainSite = async (site: number) => {
+        const r =
+          pool === null
+            ? await engine.train(spec, global, siteData[site]!, settings(site))
+            : await pool.train(site, global, settings(site));
+        hooks.onClientDone?.(cfg.name, round, ++done, chosen.length);
+        return r;
+      };
+      // One engine trains one site at a time; a pool trains as many at once as it has workers.
+      const results = [];
+      if (pool === null) for (const site of chosen) results.push(await trainSite(site));
+      else results.push(...(await Promise.all(chosen.map(trainSite))));
       for (const [k, site] of chosen.entries()) {
         const local = siteData[site]!;
-        const result = await engine.train(spec, global, local, {
-          learningRate: lr,
-          momentum: cfg.training.momentum,
-          batchSize: cfg.training.batchSize,
-          epochs: cfg.training.epochs,
-          proximalMu: strategy.clientProximalMu,
-          shuffleSeed: counterRandom(cfg.seed >>> 0, round >>> 0, site),
-        });
+        const result = results[k]!;
         // Weighted share n_k·m/N: the plain mean of the contributions is FedAvg's weighted mean.
         const scale = (local.count * chosen.length) / totalExamples;
         const update = new Float32Array(global.length);
         for (let i = 0; i < update.length; i++) update[i] = (result.parameters[i]! - global[i]!) * scale;
         contributions.push({ site, update });
         lossSum += result.meanLoss * local.count;
-        hooks.onClientDone?.(cfg.name, round, k + 1, chosen.length);
       }
       const usedClip = channel.mode === 'float32' ? null : clip;
       const agg = await channel.aggregate(round, clip, contributions);
@@ -303,7 +323,8 @@ export async function runSimulation(cfg: RunConfig, hooks: SimulationHooks = {})
       let testLoss: number | null = null;
       let accuracy: number | null = null;
       if (round % cfg.evalEvery === 0 || round === cfg.rounds) {
-        const ev = await engine.evaluate(spec, global, data.test);
+        const ev =
+          pool === null ? await engine.evaluate(spec, global, data.test) : await pool.evaluate(global);
         testLoss = ev.loss;
         accuracy = ev.accuracy;
         finalAccuracy = ev.accuracy;
@@ -324,6 +345,7 @@ export async function runSimulation(cfg: RunConfig, hooks: SimulationHooks = {})
     }
   } finally {
     channel.dispose();
+    await pool?.close();
     await engine.dispose();
   }
   return {
