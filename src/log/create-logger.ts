@@ -25,20 +25,31 @@ export interface CreateLoggerOptions {
  * Creates a JSON logger. Values under secret-ish keys ({@link REDACT_PATHS}: `secretKey`,
  * `secret`, `password`, `token`, `privateKey`, `key`, at the top level and two levels down)
  * are replaced by `[redacted]`, and every binary value (typed array, Buffer, ArrayBuffer) in
- * a log record is replaced by a `[N bytes]` marker, so key material never reaches a log.
+ * a log record is replaced by a `[N bytes]` marker, so key material never reaches a log. Every
+ * line is one JSON object with unique keys (a record's own `msg` becomes `detail`).
  */
 export function createLogger(options: CreateLoggerOptions = {}): Logger {
   const pinoOptions: pino.LoggerOptions = {
     level: options.level ?? 'info',
     redact: { paths: [...REDACT_PATHS], censor: REDACTED },
     formatters: {
-      log: (record) => scrubBytes(record) as Record<string, unknown>,
+      log: (record) => scrubBytes(keepMessageKey(record)) as Record<string, unknown>,
       bindings: (bindings) => scrubBytes(bindings) as Record<string, unknown>,
     },
   };
   if (options.name !== undefined) pinoOptions.name = options.name;
   if (options.base !== undefined) pinoOptions.base = { pid: process.pid, ...options.base };
   return options.destination === undefined ? pino(pinoOptions) : pino(pinoOptions, options.destination);
+}
+
+/**
+ * A record's own `msg` field would be written beside the line's message under the same key, and
+ * JSON readers keep only one of the two: it is moved to `detail` (or `detailMsg` when that is taken).
+ */
+function keepMessageKey(record: Record<string, unknown>): Record<string, unknown> {
+  if (!Object.hasOwn(record, 'msg')) return record;
+  const { msg, ...rest } = record;
+  return Object.hasOwn(rest, 'detail') ? { ...rest, detailMsg: msg } : { ...rest, detail: msg };
 }
 
 /**

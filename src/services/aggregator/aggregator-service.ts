@@ -151,7 +151,7 @@ export async function startAggregator(
         n.heartbeatsSent++;
       },
       (err: unknown) => {
-        if (!stopped) log.warn({ code: codeOf(err), msg: messageOf(err) }, 'heartbeat not sent');
+        if (!stopped) log.warn({ code: codeOf(err), detail: messageOf(err) }, 'heartbeat not sent');
       },
     );
   };
@@ -197,7 +197,7 @@ export async function startAggregator(
       n.partialsFailed++;
       if (collector === current && state !== 'stopped') state = 'idle';
       log.error(
-        { round: collector.round, code: codeOf(err), msg: messageOf(err) },
+        { round: collector.round, code: codeOf(err), detail: messageOf(err) },
         'partial aggregate not built',
       );
     }
@@ -255,7 +255,7 @@ export async function startAggregator(
     } catch (err) {
       n.partialsFailed++;
       lastPartial = { ...report, sent: false };
-      log.error({ round, code: codeOf(err), msg: messageOf(err) }, 'partial aggregate not delivered');
+      log.error({ round, code: codeOf(err), detail: messageOf(err) }, 'partial aggregate not delivered');
     }
   };
 
@@ -290,7 +290,7 @@ export async function startAggregator(
       if (!stopped) startRound(open);
     } catch (err) {
       n.roundOpensRefused++;
-      log.warn({ code: codeOf(err), msg: messageOf(err) }, 'round-open refused');
+      log.warn({ code: codeOf(err), detail: messageOf(err) }, 'round-open refused');
     }
     return undefined;
   };
@@ -301,7 +301,7 @@ export async function startAggregator(
     } catch (err) {
       n.rejected++;
       log.warn(
-        { subject: msg.subject, round: current?.round, code: codeOf(err), msg: messageOf(err) },
+        { subject: msg.subject, round: current?.round, code: codeOf(err), detail: messageOf(err) },
         'update refused',
       );
       throw err;
@@ -367,7 +367,7 @@ export async function startAggregator(
   };
   const subs: TransportSubscription[] = [
     ctx.transport.subscribe(subjects.roundOpen, onRoundOpen, {
-      onError: (err) => log.warn({ code: err.code, msg: err.message }, 'round-open subscription error'),
+      onError: (err) => log.warn({ code: err.code, detail: err.message }, 'round-open subscription error'),
       ...intakeLimits(ctx, 'round-open', onDrop),
     }),
     ctx.transport.subscribe(subjects.updatesFor(ctx.member), onUpdate, {

@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
+import { createWriteStream, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -74,15 +74,20 @@ export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink
     `key ceremony done (Falcon-512 signing keys, CKKS key and federation data key wrapped per site with ML-KEM-768); nats-server ${deployment.nats.url} with per-member permissions (${((performance.now() - t0) / 1000).toFixed(1)} s)`,
   );
   const children: ChildProcess[] = [];
+  const logs: WriteStream[] = [];
+  // Each member's JSON log lines (stdout) and anything on stderr go to <dir>/<member>.log; the
+  // coordinator's other lines (one per round) are the demo's output.
   const spawnMember = (args: string[], name: string, pipe: boolean) => {
     const child = spawn(process.execPath, [BIN, ...args, '--config', deployment.configPath], {
-      stdio: ['ignore', pipe ? 'pipe' : 'ignore', 'pipe'],
+      stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env },
     });
     const log = createWriteStream(join(dir, `${name}.log`));
-    child.stderr?.pipe(log);
+    child.stderr?.pipe(log, { end: false });
+    if (!pipe) child.stdout?.pipe(log, { end: false });
     children.push(child);
-    return child;
+    logs.push(log);
+    return { child, log };
   };
   try {
     for (const a of deployment.aggregators) spawnMember(['aggregator', '--member', a], a, false);
@@ -93,10 +98,15 @@ export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink
     say(
       `started ${deployment.aggregators.length} aggregators and ${deployment.sites.length} agents, each on its own MNIST files checked against the data contract (logs in ${dir})`,
     );
-    const coordinator = spawnMember(['coordinator', '--rounds', String(options.rounds)], 'coordinator', true);
+    const { child: coordinator, log: coordinatorLog } = spawnMember(
+      ['coordinator', '--rounds', String(options.rounds)],
+      'coordinator',
+      true,
+    );
     const lines = createInterface({ input: coordinator.stdout! });
     lines.on('line', (line) => {
-      if (!line.startsWith('{')) say(line);
+      if (line.startsWith('{')) coordinatorLog.write(`${line}\n`);
+      else say(line);
     });
     const code = await new Promise<number>((resolve) => coordinator.on('exit', (c) => resolve(c ?? 1)));
     say(`coordinator exited with ${code} after ${((performance.now() - t0) / 1000).toFixed(1)} s`);
@@ -105,6 +115,7 @@ export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink
     for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 300));
     for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+    await Promise.all(logs.map((l) => new Promise((r) => l.end(r))));
     await deployment.stop();
     if (!options.keep) rmSync(dir, { recursive: true, force: true });
     else err.write(`kept ${dir}\n`);
