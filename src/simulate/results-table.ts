@@ -65,8 +65,15 @@ export function resultsTable(runs: readonly RunConfig[], metrics: readonly Round
     present.map((r) => [r.name, [...byRun.get(r.name)!].sort((a, b) => a.round - b.round)]),
   );
   const reference = reached(sorted.get(present[0]!.name)!, target);
-  const head = `| run | updates | rounds to ${(target * 100).toFixed(0)}% | accuracy at round ${reference ?? '—'} | best | rounds run | bytes up${reference === undefined ? '' : ' to target'} |`;
-  const sep = '| --- | --- | --- | --- | --- | --- | --- |';
+  const head = [
+    'run',
+    'updates',
+    `rounds to ${(target * 100).toFixed(0)}%`,
+    `accuracy at round ${reference ?? '—'}`,
+    'best',
+    'rounds run',
+    `bytes up${reference === undefined ? '' : ' to target'}`,
+  ];
   const rows = present.map((r) => {
     const list = sorted.get(r.name)!;
     const at = reached(list, r.targetAccuracy);
@@ -79,7 +86,23 @@ export function resultsTable(runs: readonly RunConfig[], metrics: readonly Round
     const best = Math.max(...list.map((m) => m.accuracy ?? 0));
     const accAt = list.find((m) => m.round === reference)?.accuracy ?? undefined;
     const upTo = list.filter((m) => at === undefined || m.round <= at).reduce((a, m) => a + m.bytesUp, 0);
-    return `| ${r.name} | ${channel} | ${at ?? `not in ${list.length}`} | ${pct(accAt)} | ${pct(best)} | ${list.length} | ${bytes(upTo)} |`;
+    return [
+      r.name,
+      channel,
+      String(at ?? `not in ${list.length}`),
+      pct(accAt),
+      pct(best),
+      String(list.length),
+      bytes(upTo),
+    ];
   });
-  return [head, sep, ...rows].join('\n');
+  return markdownTable(head, rows);
+}
+
+/** A Markdown table with its columns padded to their widest cell (as the formatter lays it out). */
+function markdownTable(head: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = head.map((h, c) => Math.max(3, h.length, ...rows.map((r) => r[c]!.length)));
+  const line = (cells: readonly string[]) =>
+    `| ${cells.map((cell, c) => cell.padEnd(widths[c]!)).join(' | ')} |`;
+  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
 }

@@ -38,10 +38,10 @@ describe('resultsTable', () => {
     writeFileSync(b, `${metrics('ef-8bit', [0.9, 0.98, 0.989, 0.993]).split('\n').reverse().join('\n')}\n`);
     expect(resultsTable(runs, readRoundMetrics([a, b]))).toBe(
       [
-        '| run | updates | rounds to 99% | accuracy at round 3 | best | rounds run | bytes up to target |',
-        '| --- | --- | --- | --- | --- | --- | --- |',
-        '| float32 | exact FedAvg (float32) | 3 | 99.10% | 99.20% | 4 | 30 MB |',
-        '| ef-8bit | error feedback, 8-bit | 4 | 98.90% | 99.30% | 4 | 40 MB |',
+        '| run     | updates                | rounds to 99% | accuracy at round 3 | best   | rounds run | bytes up to target |',
+        '| ------- | ---------------------- | ------------- | ------------------- | ------ | ---------- | ------------------ |',
+        '| float32 | exact FedAvg (float32) | 3             | 99.10%              | 99.20% | 4          | 30 MB              |',
+        '| ef-8bit | error feedback, 8-bit  | 4             | 98.90%              | 99.30% | 4          | 40 MB              |',
       ].join('\n'),
     );
   });
@@ -50,7 +50,7 @@ describe('resultsTable', () => {
     const c = join(dir, 'c.jsonl');
     writeFileSync(c, `${metrics('he-8bit', [0.5, 0.6])}\n`);
     expect(resultsTable(runs, readRoundMetrics([c])).split('\n')[2]).toBe(
-      '| he-8bit | 8-bit through CKKS + signatures | not in 2 | — | 60.00% | 2 | 20 MB |',
+      '| he-8bit | 8-bit through CKKS + signatures | not in 2      | —                   | 60.00% | 2          | 20 MB    |',
     );
     const bad = join(dir, 'bad.jsonl');
     writeFileSync(bad, '{"run":"x","round":0}\n');
