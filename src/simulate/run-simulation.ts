@@ -64,6 +64,7 @@ export interface RunSummary {
   readonly engine: string;
   readonly mode: string;
   readonly bits: number | null;
+  /** Rounds run: the configured count, or fewer when `stopAtTarget` ended the run early. */
   readonly rounds: number;
   readonly targetAccuracy: number;
   /** First evaluated round reaching the target, or null. */
@@ -270,6 +271,7 @@ export async function runSimulation(cfg: RunConfig, hooks: SimulationHooks = {})
   let clip = cfg.codec.initialClip;
   let lr = cfg.training.learningRate;
   let roundsToTarget: number | null = null;
+  let roundsRun = 0;
   let finalAccuracy = 0;
   let bestAccuracy = 0;
   let totalBytes = 0;
@@ -342,6 +344,8 @@ export async function runSimulation(cfg: RunConfig, hooks: SimulationHooks = {})
         sites: chosen.length,
         seconds: (performance.now() - t0) / 1000,
       });
+      roundsRun = round;
+      if (cfg.stopAtTarget && roundsToTarget !== null) break;
     }
   } finally {
     channel.dispose();
@@ -353,7 +357,7 @@ export async function runSimulation(cfg: RunConfig, hooks: SimulationHooks = {})
     engine: engine.description,
     mode: cfg.codec.mode,
     bits: cfg.codec.mode === 'float32' ? null : cfg.codec.bits,
-    rounds: cfg.rounds,
+    rounds: roundsRun,
     targetAccuracy: cfg.targetAccuracy,
     roundsToTarget,
     finalAccuracy,
