@@ -1,8 +1,10 @@
 import { Command } from 'commander';
 import { type CliContext, processContext } from './cli-context.ts';
 import type { CommandRegistrar } from './command-registrar.ts';
+import { registerAdminCommand } from './commands/admin.ts';
 import { registerAgentCommand } from './commands/agent.ts';
 import { registerAggregatorCommand } from './commands/aggregator.ts';
+import { registerAuditCommand } from './commands/audit.ts';
 import { registerCodecCommand } from './commands/codec-demo.ts';
 import { registerConfigCommand } from './commands/config.ts';
 import { registerCoordinatorCommand } from './commands/coordinator.ts';
@@ -12,6 +14,7 @@ import { registerKeysCommand } from './commands/keys.ts';
 import { registerNatsCommand } from './commands/nats.ts';
 import { registerRegistryCommand } from './commands/registry.ts';
 import { registerSimulateCommand } from './commands/simulate.ts';
+import { registerStatusCommand } from './commands/status.ts';
 import { registerVersionCommand } from './commands/version.ts';
 import { registerVersionsCommand } from './commands/versions.ts';
 import { packageVersion } from './package-version.ts';
@@ -31,6 +34,9 @@ const COMMANDS: readonly CommandRegistrar[] = [
   registerAggregatorCommand,
   registerAgentCommand,
   registerVersionsCommand,
+  registerAuditCommand,
+  registerStatusCommand,
+  registerAdminCommand,
 ];
 
 /**

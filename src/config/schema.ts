@@ -274,6 +274,63 @@ const historySchema = z.strictObject({
   logMaxBytes: z.int().min(1_048_576).default(1_073_741_824),
 });
 
+/** Scopes an admin API token may hold (docs/admin-api.md): admin ⊇ operator ⊇ auditor. */
+const adminScopeSchema = z.enum(['admin', 'operator', 'auditor']);
+
+const adminTokenSchema = z.strictObject({
+  /** Names the token in logs and in the log's admin-action records (never the token itself). */
+  id: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, {
+    error: 'must be 1-64 characters of A-Z, a-z, 0-9, "_", "." and "-"',
+  }),
+  /** SHA-256 of the token, hex (`cohort admin token` prints both); the token itself is never configured. */
+  sha256: z.string().regex(/^[0-9a-f]{64}$/, {
+    error: 'must be the SHA-256 of the token: 64 lowercase hex digits (cohort admin token)',
+  }),
+  scopes: z.array(adminScopeSchema).min(1),
+});
+
+/** The coordinator's admin API (docs/admin-api.md); absent: no API. */
+const adminSchema = z
+  .strictObject({
+    /** Listen address; 127.0.0.1 unless operators reach it from elsewhere (then with `tls`). */
+    host: z.string().min(1).default('127.0.0.1'),
+    /** Listen port (0: any free port; the coordinator prints the bound address). */
+    port: z.int().min(0).max(65_535).default(8640),
+    tokens: z.array(adminTokenSchema).default(() => []),
+    /** HTTPS with this PEM certificate and key (files); plain HTTP without. */
+    tls: z.strictObject({ cert: z.string().min(1), key: z.string().min(1) }).optional(),
+    /** Serve `GET /metrics` without a token (for a Prometheus on a trusted network); default: operator scope. */
+    metricsPublic: z.boolean().default(false),
+    /** A site's model store readable on the coordinator's host, for `GET /v1/versions/{ref}/export`. */
+    modelStore: z.string().min(1).optional(),
+    /** Requests per window: by client address before authentication, by token after, and per token on rollback and key rotation. */
+    rateLimit: z
+      .strictObject({
+        windowMs: z.int().min(1000).max(3_600_000).default(60_000),
+        perIp: z.int().min(1).max(1_000_000).default(600),
+        perToken: z.int().min(1).max(1_000_000).default(120),
+        sensitive: z.int().min(1).max(1_000_000).default(5),
+      })
+      .prefault({}),
+  })
+  .superRefine((admin, ctx) => {
+    if (!Array.isArray(admin.tokens)) return;
+    const ids = new Set<string>();
+    const hashes = new Set<string>();
+    admin.tokens.forEach((t, i) => {
+      if (typeof t?.id === 'string' && ids.has(t.id))
+        ctx.addIssue({ code: 'custom', path: ['tokens', i, 'id'], message: `duplicate token id ${t.id}` });
+      if (typeof t?.sha256 === 'string' && hashes.has(t.sha256))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['tokens', i, 'sha256'],
+          message: 'the same token is configured twice',
+        });
+      ids.add(t?.id);
+      hashes.add(t?.sha256);
+    });
+  });
+
 const logSchema = z.strictObject({
   level: z.enum(LOG_LEVELS).default('info'),
 });
@@ -300,6 +357,8 @@ export const cohortConfigSchema = z
     history: historySchema.prefault({}),
     /** The federation's data contract (docs/data-contract.md); pinned into the genesis commit. */
     data: dataContractSchema.optional(),
+    /** The coordinator's admin API (docs/admin-api.md). */
+    admin: adminSchema.optional(),
   })
   .superRefine((cfg, ctx) => {
     const bits = cfg.codec?.bits;

@@ -2,6 +2,7 @@ import {
   type ChainCommit,
   type DecidedRound,
   type LogEntry,
+  type LoggedAdminAction,
   type LoggedSnapshot,
   LogHistory,
   type LogPosition,
@@ -40,6 +41,11 @@ export class FederationTimeline {
   /** Decided rounds, oldest first. */
   get rounds(): readonly TimelineRound[] {
     return this.history.decided;
+  }
+
+  /** Admin actions the log recorded (operators' requests through the admin API), oldest first. */
+  get adminActions(): readonly LoggedAdminAction[] {
+    return this.history.adminActions;
   }
 
   /** Checks `entry` against the history and folds it in. */

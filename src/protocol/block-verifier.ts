@@ -63,6 +63,12 @@ export interface BlockVerifierOptions {
   readonly pinned?: PinnedUpdate;
   /** Presence lanes of the round (RoundOpen's assignments), which set the blocks' geometry; default 1. */
   readonly participants?: number;
+  /**
+   * Called after each lattice verification actually run (not for one answered from the cache),
+   * with its duration in milliseconds and whether it verified; for metrics. Errors it throws are
+   * ignored.
+   */
+  readonly onSignatureVerified?: (ms: number, ok: boolean) => void;
 }
 
 /** The update size and example weights a RoundOpen pins. */
@@ -411,7 +417,14 @@ export class BlockVerifier {
       this.#verified.set(cacheKey, true);
       return;
     }
-    if (!verify(key, updateSignatureDomain(h), statement, signature)) {
+    const started = performance.now();
+    const ok = verify(key, updateSignatureDomain(h), statement, signature);
+    try {
+      this.#opts.onSignatureVerified?.(performance.now() - started, ok);
+    } catch {
+      // an observer must not change what is verified
+    }
+    if (!ok) {
       throw new BlockRejectedError(
         'BAD_SIGNATURE',
         `signature of ${JSON.stringify(h.signer)} does not verify`,

@@ -213,10 +213,28 @@ export interface RegistryChangeRecord {
 }
 
 /**
- * What a log entry holds: exactly one of `roundOpen`, `decision`, `snapshot`, `registryChange`
- * (named by `record`).
+ * An operator's action through the admin API (cohort.proto `AdminAction`), logged by the
+ * coordinator before it acts. `caller` is the bearer token's configured id, never the token.
  */
-export type LogRecordKind = 'roundOpen' | 'decision' | 'snapshot' | 'registryChange';
+export interface AdminActionBody {
+  /** Stable action name (`runs.start`, `versions.rollback`, `sites.enroll`…). */
+  action: string;
+  caller: string;
+  /** The scope the route requires. */
+  scope: string;
+  /** What it acts on (a run id, a round, a commit hash, a member id); '' for none. */
+  target: string;
+  /** Canonical JSON bytes of the request's validated arguments. */
+  arguments: Uint8Array;
+  /** The API's clock when it accepted the request, ms since the epoch. */
+  unixMs: number;
+}
+
+/**
+ * What a log entry holds: exactly one of `roundOpen`, `decision`, `snapshot`, `registryChange`,
+ * `adminAction` (named by `record`).
+ */
+export type LogRecordKind = 'roundOpen' | 'decision' | 'snapshot' | 'registryChange' | 'adminAction';
 
 /** One federation log entry (cohort.proto `LogRecord`). */
 export interface LogRecordBody {
@@ -232,6 +250,7 @@ export interface LogRecordBody {
   decision?: DecisionBody | null;
   snapshot?: SnapshotRecordBody | null;
   registryChange?: RegistryChangeRecord | null;
+  adminAction?: AdminActionBody | null;
 }
 
 /** The control message kinds. */

@@ -18,6 +18,7 @@ export {
   sameEncoding,
 } from './codec-options.ts';
 export {
+  type AdminActionBody,
   type AggregateInfo,
   type Assignment,
   ATTEMPT_BYTES,

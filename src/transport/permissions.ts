@@ -47,7 +47,10 @@ export interface FederationAuthorizationSpec {
   /** Aggregators; `children` names the child aggregators whose partials this one sums (tree depth > 1). */
   readonly aggregators?: readonly (MemberCredential & { readonly children?: readonly string[] })[];
   readonly sites?: readonly MemberCredential[];
-  /** Read-only members: they may read the log stream and subscribe to their inbox, and publish nothing else. */
+  /**
+   * Read-only members: they may read the log stream and the aggregate store (ciphertexts of sums,
+   * which `cohort audit verify` re-hashes) and subscribe to their inbox, and publish nothing else.
+   */
   readonly auditors?: readonly MemberCredential[];
   /**
    * How long a responder may answer a request it received (`allow_responses.expires`); default
@@ -115,7 +118,7 @@ function streamWriterSubjects(stream: string): string[] {
  *   update or consumers), plus `$KV.<lease>.>` and `$O.<bucket>.>` of its own buckets and
  *   `$JS.API.INFO` (the account check of `jetstreamManager`);
  * - an auditor subscribes to its inbox and the registry announcements and may only read the log
- *   stream.
+ *   stream and the aggregate store (never updates, snapshots or leases).
  * Member ids must be unique across roles (they name heartbeat subjects and users).
  */
 export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
@@ -248,7 +251,12 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
     add(
       'auditor',
       au,
-      { allow: readOnlyStreamSubjects(s.logStream) },
+      {
+        allow: [
+          ...readOnlyStreamSubjects(s.logStream),
+          ...readOnlyStreamSubjects(objectStreamName(s.aggregatesBucket)),
+        ],
+      },
       { allow: [s.registry, ownInbox(au.id)] },
       false,
     );

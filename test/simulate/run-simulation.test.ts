@@ -53,6 +53,23 @@ describe('simulation: short MNIST 2NN (config/experiments/mnist-2nn-short.yaml)'
     expect(he[0]!.bytesUp).toBeLessThan(results.get('float32')!.rounds[0]!.bytesUp * 1.5);
   });
 
+  it('stopAtTarget ends the run at the first round that reaches the target', async () => {
+    const full = results.get('float32')!.rounds;
+    expect(full.length).toBeGreaterThanOrEqual(3);
+    // A target the full run first reaches before its last round.
+    const target = full[1]!.accuracy!;
+    const first = full.findIndex((r) => r.accuracy! >= target) + 1;
+    expect(first).toBeLessThan(full.length);
+    const rounds: RoundMetrics[] = [];
+    const summary = await runSimulation(
+      { ...experiment.runs[0]!, targetAccuracy: target, stopAtTarget: true },
+      { onRound: (m) => rounds.push(m) },
+    );
+    expect(summary.roundsToTarget).toBe(first);
+    expect(summary.rounds).toBe(first);
+    expect(rounds.map((r) => r.accuracy)).toEqual(full.slice(0, first).map((r) => r.accuracy));
+  });
+
   it('is deterministic: the same run twice gives the same metrics', async () => {
     const again = await metricsOf({ ...experiment.runs[0]!, rounds: 2 });
     expect(again.rounds.map((r) => r.accuracy)).toEqual(

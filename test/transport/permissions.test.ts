@@ -98,6 +98,13 @@ describe('federationUsers', () => {
     expect(site.allowResponses).toBeUndefined();
     expect(user('auditor').allowResponses).toBeUndefined();
     expect(user('auditor').subscribe.allow).toEqual(['cohort.f1.registry', '_INBOX.f1.auditor.>']);
+    // An auditor reads the log and the aggregates (to re-hash them), never updates or snapshots.
+    expect(user('auditor').publish.allow).toEqual([
+      '$JS.API.STREAM.INFO.COHORT_F1',
+      '$JS.API.STREAM.MSG.GET.COHORT_F1',
+      '$JS.API.STREAM.INFO.OBJ_cohort-f1-aggregates',
+      '$JS.API.STREAM.MSG.GET.OBJ_cohort-f1-aggregates',
+    ]);
   });
 
   it('lets no role publish on _INBOX.>: responders answer through allow_responses', () => {

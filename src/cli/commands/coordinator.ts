@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { coordinatorAdminDeps, type ServedAdminApi, serveAdminApi } from '../../admin/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import type { EvaluationBody } from '../../protocol/index.ts';
 import {
@@ -9,12 +10,14 @@ import {
 import { openMember } from '../../services/index.ts';
 import type { CliContext } from '../cli-context.ts';
 import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
+import { coordinatorAdminServices } from './coordinator-admin.ts';
 
 interface CoordinatorFlags extends ConfigFlags {
   config: string;
   member?: string;
   rounds?: string;
   leaseWait?: string;
+  idle?: boolean;
 }
 
 /** `1.2 MB`-style size. */
@@ -46,9 +49,12 @@ export function formatEvaluation(e: EvaluationBody): string {
 }
 
 /**
- * `cohort coordinator --config <file> [--rounds n]`: runs the federation's rounds over NATS (the
- * coordinator of docs/round-protocol.md), printing one line per decided round, and exits 0 after
- * the last round (`--rounds`, else `round.count`; rounds already in the decision log count).
+ * `cohort coordinator --config <file> [--rounds n] [--idle]`: runs the federation's rounds over
+ * NATS (the coordinator of docs/round-protocol.md), printing one line per decided round, and exits
+ * 0 after the last round (`--rounds`, else `round.count`; rounds already in the decision log
+ * count). With `--idle` it runs only `--rounds` (none when absent), then waits for runs started
+ * through the admin API until interrupted. With an `admin` section it serves the admin API
+ * (docs/admin-api.md) while it runs and prints `admin API listening on <url>`.
  */
 export function registerCoordinatorCommand(program: Command, ctx: CliContext): void {
   addConfigOptions(
@@ -63,7 +69,8 @@ export function registerCoordinatorCommand(program: Command, ctx: CliContext): v
       .option(
         '--lease-wait <ms>',
         "wait this long for another coordinator's lease to expire (default 2 × history.leaseMs; a standby passes a large value)",
-      ),
+      )
+      .option('--idle', 'after --rounds (none by default), wait for runs started through the admin API'),
   ).action(async (flags: CoordinatorFlags) => {
     const config = loadConfigWithFlags(flags.config, flags, ctx);
     let rounds: number | undefined;
@@ -78,10 +85,20 @@ export function registerCoordinatorCommand(program: Command, ctx: CliContext): v
       if (!Number.isInteger(leaseWaitMs) || leaseWaitMs < 0)
         throw new InvalidArgumentError(`--lease-wait ${flags.leaseWait} must be an integer ≥ 0 (ms)`);
     }
+    if (flags.idle === true && config.admin === undefined) {
+      throw new InvalidArgumentError(
+        '--idle needs an admin section: runs are started through the admin API',
+        {
+          details: { name: 'idle' },
+        },
+      );
+    }
     const member = flags.member ?? config.members?.coordinator ?? 'coordinator';
     const mctx = await openMember(config, member);
+    const services = config.admin === undefined ? undefined : coordinatorAdminServices(config, mctx);
     const say = (s: string) => ctx.stdout.write(`${s}\n`);
     const onEvent = (e: CoordinatorEvent) => {
+      services?.onEvent(e);
       if (e.type === 'started') {
         say(
           `coordinator ${member}: federation ${config.federation.id}, head ${e.head.slice(0, 12)} (height ${e.height}), next round ${e.round}`,
@@ -109,12 +126,33 @@ export function registerCoordinatorCommand(program: Command, ctx: CliContext): v
     const handle = startCoordinator(mctx, {
       ...(rounds === undefined ? {} : { rounds }),
       ...(leaseWaitMs === undefined ? {} : { leaseWaitMs }),
+      ...(flags.idle === true ? { idle: true } : {}),
       onEvent,
     });
+    services?.attach(handle);
     const interrupt = () => void handle.stop();
     process.once('SIGINT', interrupt);
     process.once('SIGTERM', interrupt);
+    let api: ServedAdminApi | undefined;
     try {
+      if (config.admin !== undefined) {
+        const deps = coordinatorAdminDeps({
+          handle,
+          member: mctx,
+          config,
+          ...(services === undefined
+            ? {}
+            : { metrics: services.metrics, exportAuditBundle: services.exportAuditBundle }),
+          ...(config.admin.modelStore === undefined ? {} : { modelStore: config.admin.modelStore }),
+        });
+        try {
+          api = await serveAdminApi(config.admin, deps, mctx.log.child({ component: 'admin-api' }));
+        } catch (err) {
+          await handle.stop();
+          throw err;
+        }
+        say(`admin API listening on ${api.url}`);
+      }
       const summary = await handle.done;
       const lat = summary.switchLatency;
       const latency =
@@ -131,6 +169,7 @@ export function registerCoordinatorCommand(program: Command, ctx: CliContext): v
     } finally {
       process.off('SIGINT', interrupt);
       process.off('SIGTERM', interrupt);
+      await api?.close().catch(() => undefined);
       await mctx.close();
     }
   });

@@ -2,6 +2,8 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { bytesEqual } from '../../../crypto/digest/index.ts';
+import { InvalidArgumentError } from '../../errors/index.ts';
+import type { AdminActionBody } from '../../protocol/index.ts';
 import {
   bytesToHex,
   type Commit,
@@ -34,11 +36,22 @@ export interface CoordinatorLog {
    * new tail in the coordinator's data folder. Checks the lease first.
    */
   append(record: LogRecordInput): Promise<LogEntry>;
+  /**
+   * Appends an admin action (docs/admin-api.md) through {@link append}, so it is serialized with
+   * the coordinator's other appends and signed like them.
+   *
+   * @throws InvalidArgumentError when `action` names no action or caller, or its arguments exceed
+   *   {@link ADMIN_ACTION_MAX_ARGUMENT_BYTES}; the log's errors otherwise.
+   */
+  appendAdminAction(action: AdminActionBody): Promise<LogEntry>;
   /** Releases the lease. */
   close(): Promise<void>;
 }
 
 const TAIL_FILE = 'log-tail.json';
+
+/** Largest `arguments` of a logged admin action, bytes (they summarize a request, never carry key material). */
+export const ADMIN_ACTION_MAX_ARGUMENT_BYTES = 4096;
 
 /**
  * Opens the log for the coordinator (DESIGN §6, one writer):
@@ -174,6 +187,33 @@ class LeasedLog implements CoordinatorLog {
     });
     this.#queue = run.catch(() => undefined);
     return run;
+  }
+
+  appendAdminAction(action: AdminActionBody): Promise<LogEntry> {
+    if (typeof action?.action !== 'string' || action.action.length === 0 || action.action.length > 64) {
+      return Promise.reject(
+        new InvalidArgumentError('action.action must be 1-64 characters', { details: { name: 'action' } }),
+      );
+    }
+    if (typeof action.caller !== 'string' || action.caller.length === 0 || action.caller.length > 64) {
+      return Promise.reject(
+        new InvalidArgumentError('action.caller must be 1-64 characters', { details: { name: 'caller' } }),
+      );
+    }
+    if (
+      !(action.arguments instanceof Uint8Array) ||
+      action.arguments.length > ADMIN_ACTION_MAX_ARGUMENT_BYTES
+    ) {
+      return Promise.reject(
+        new InvalidArgumentError(
+          `action.arguments must be at most ${ADMIN_ACTION_MAX_ARGUMENT_BYTES} bytes`,
+          {
+            details: { name: 'arguments' },
+          },
+        ),
+      );
+    }
+    return this.append({ adminAction: action });
   }
 
   async close(): Promise<void> {

@@ -8,6 +8,7 @@ import { snapshotWriter } from '../federation-log/index.ts';
 import { type IntakeKind, intakeLimits } from '../intake-limits.ts';
 import type { MemberContext } from '../member-context.ts';
 import { lazyObjectStore } from '../store/index.ts';
+import { adminControls } from './admin-control.ts';
 import { type CoordinatorLog, openCoordinatorLog } from './coordinator-log.ts';
 import type {
   CoordinatorEvent,
@@ -23,9 +24,11 @@ import { type IntakeHost, MemberIntake } from './member-intake.ts';
 import { Membership } from './membership.ts';
 import { RegistryQueue } from './registry-queue.ts';
 import { RollbackQueue } from './rollback-queue.ts';
+import { roundAbortReason } from './round-abort.ts';
 import { abortOpenRound } from './round-decision.ts';
 import type { ActiveRound } from './round-host.ts';
 import { runRollbackRound, runTrainingRound } from './round-runner.ts';
+import { RunControl } from './run-control.ts';
 import { SnapshotIntake } from './snapshot-intake.ts';
 import { SwitchTracker } from './switch-tracker.ts';
 
@@ -45,6 +48,7 @@ export function startCoordinator(ctx: MemberContext, options: CoordinatorOptions
     stop: () => c.stop(),
     stats: () => c.stats(),
     rollback: (target, reason) => c.requestRollback(target, reason),
+    ...adminControls(c),
   };
 }
 
@@ -63,7 +67,8 @@ class Coordinator implements IntakeHost {
   readonly #subscriptions: TransportSubscription[] = [];
   readonly #waiters = new Set<() => void>();
   readonly #rollbacks: RollbackQueue;
-  readonly #registryChanges = new RegistryQueue();
+  readonly registryChanges = new RegistryQueue();
+  readonly runs: RunControl;
   readonly #aggregates: () => Promise<ObjectStore>;
   readonly #intake = new MemberIntake(this);
   #log: CoordinatorLog | undefined;
@@ -99,7 +104,8 @@ class Coordinator implements IntakeHost {
     this.parameterCount = plan.parameters;
     this.updateLength = plan.totalParams;
     this.clip = ctx.config.codec.clip;
-    this.#rollbacks = new RollbackQueue(() => this.#wake());
+    this.runs = new RunControl({ idle: options.idle === true, now: this.now, wake: () => this.#wake() });
+    this.#rollbacks = new RollbackQueue(() => this.runs.rollbackQueued());
     this.#aggregates = lazyObjectStore(ctx.transport.connection, ctx.subjects.aggregatesBucket, {
       replicas: ctx.config.history.replicas,
       description: `Cohort ${ctx.config.federation.id}: aggregate of each round`,
@@ -149,6 +155,7 @@ class Coordinator implements IntakeHost {
 
   stats(): CoordinatorStats {
     const head = this.#log?.history.head.commit;
+    const beats = this.membership.heartbeatCounts(this.ctx.config.round.heartbeatMs);
     return {
       phase: this.#phase,
       round: this.#roundNumber,
@@ -163,6 +170,9 @@ class Coordinator implements IntakeHost {
       rejected: this.#rejected,
       rejectedByReason: Object.fromEntries(this.#rejectedBy),
       snapshots: this.#snapshots?.stored ?? 0,
+      parameters: this.parameterCount,
+      heartbeatsExpected: beats.expected,
+      heartbeatsReceived: beats.received,
     };
   }
 
@@ -216,7 +226,7 @@ class Coordinator implements IntakeHost {
     await Promise.all(this.#subscriptions.map((s) => s.ready()));
     await this.#finishPreviousRun();
 
-    const last = this.options.rounds ?? cfg.round.count;
+    this.runs.begin(this.options.rounds ?? (this.options.idle === true ? undefined : cfg.round.count));
     const quorum = cfg.round.quorum ?? ctx.members.sites.length + ctx.members.aggregators.length;
     this.#phase = 'waiting';
     // Round 1 waits for the quorum; a restarted coordinator waits at most one liveness window (a
@@ -229,10 +239,11 @@ class Coordinator implements IntakeHost {
     this.#throwIfFatal();
     this.#starting = false;
 
-    while (!this.#stopping && (last === 0 || this.#roundNumber <= last)) {
+    while (await this.runs.admit(this.#roundNumber, this)) {
       const round = this.#roundNumber;
       await this.#appendRegistryChanges(round);
       const rollback = this.#rollbacks.next(history);
+      if (rollback === undefined && !this.runs.training(round)) continue; // a refused rollback, no run
       const summary = rollback
         ? await runRollbackRound(this, round, rollback.target, rollback.reason)
         : await runTrainingRound(this, round);
@@ -240,6 +251,7 @@ class Coordinator implements IntakeHost {
       if (summary === undefined) break; // stopped
       rollback?.started(round);
       this.#summaries.push(summary);
+      this.runs.decided(summary);
       this.emit({ type: 'decision', summary });
       this.#roundNumber = history.lastRound + 1;
     }
@@ -323,7 +335,7 @@ class Coordinator implements IntakeHost {
    * on `cohort.<F>.registry` (docs/key-ceremony.md).
    */
   async #appendRegistryChanges(round: number): Promise<void> {
-    await this.#registryChanges.appendDue(
+    await this.registryChanges.appendDue(
       round,
       this.log,
       (entry) => this.ctx.transport.publish(this.ctx.subjects.registry, entry.bytes),
@@ -432,7 +444,7 @@ class Coordinator implements IntakeHost {
         s.registryRequest,
         async (msg) => {
           try {
-            return this.#registryChanges.fromRequest(msg.data, this.ctx, this.log.history, this.now());
+            return this.registryChanges.fromRequest(msg.data, this.ctx, this.log.history, this.now());
           } catch (err) {
             this.#refused('admin', msg.subject, err);
             throw err;
@@ -471,7 +483,7 @@ class Coordinator implements IntakeHost {
     const poll = Math.min(250, this.ctx.config.round.heartbeatMs);
     while (!condition()) {
       this.#throwIfFatal();
-      if (this.#stopping) return false;
+      if (this.#stopping || roundAbortReason(this.current) !== undefined) return false;
       const left = deadline - this.now();
       if (left <= 0) return condition();
       await new Promise<void>((resolve) => {
@@ -492,7 +504,8 @@ class Coordinator implements IntakeHost {
     this.current?.intake?.builder.dispose();
     this.current = undefined;
     this.#rollbacks.close();
-    this.#registryChanges.close();
+    this.registryChanges.close();
+    this.runs.close();
     await Promise.all(this.#subscriptions.map((s) => s.unsubscribe()));
     this.#subscriptions.length = 0;
     await this.#log?.close().catch(() => undefined);

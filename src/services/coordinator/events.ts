@@ -1,4 +1,5 @@
 import type { Assignment, EvaluationBody } from '../../protocol/index.ts';
+import type { AdminControls } from './admin-control.ts';
 
 /** Options of `startCoordinator`. */
 export interface CoordinatorOptions {
@@ -7,6 +8,12 @@ export interface CoordinatorOptions {
    * coordinator restarted on a log that ends at round 3 with `rounds: 5` runs rounds 4 and 5.
    */
   readonly rounds?: number;
+  /**
+   * Outlive runs (docs/admin-api.md): rounds open only inside a run, the start-up run is
+   * `rounds` when given (none otherwise), and after a run the coordinator waits for the next one
+   * started through `startRun` instead of ending; it ends on `stop`. Default false.
+   */
+  readonly idle?: boolean;
   /** Called for every event (membership, round steps, decisions, switches); errors it throws are ignored. */
   readonly onEvent?: (event: CoordinatorEvent) => void;
   /** Wait for partials this long after the round's deadline (default 2000 ms). */
@@ -159,10 +166,19 @@ export interface CoordinatorStats {
   readonly rejectedByReason: Readonly<Record<string, number>>;
   /** Snapshots stored by this run. */
   readonly snapshots: number;
+  /** Parameters of the federation's model (what a float32 update carries, 4 bytes each). */
+  readonly parameters: number;
+  /**
+   * Heartbeats the live members should have sent so far, by their sender stamps and
+   * `round.heartbeatMs` (see `Membership.heartbeatCounts`); grows only.
+   */
+  readonly heartbeatsExpected: number;
+  /** Verified heartbeats received, at most {@link heartbeatsExpected}; grows only. */
+  readonly heartbeatsReceived: number;
 }
 
-/** A running coordinator. */
-export interface CoordinatorHandle {
+/** A running coordinator; its operator controls ({@link AdminControls}) serve the admin API. */
+export interface CoordinatorHandle extends AdminControls {
   /**
    * Resolves after the last round (or stop); rejects when the log cannot be written or read, the
    * lease is lost, or the log is behind what members report (`LOG_BEHIND`).

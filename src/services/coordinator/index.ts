@@ -1,4 +1,14 @@
-export { type CoordinatorLog, openCoordinatorLog } from './coordinator-log.ts';
+export {
+  type AdminControls,
+  MAX_ABORT_REASON,
+  type MemberStatus,
+  type QueuedRegistryChange,
+} from './admin-control.ts';
+export {
+  ADMIN_ACTION_MAX_ARGUMENT_BYTES,
+  type CoordinatorLog,
+  openCoordinatorLog,
+} from './coordinator-log.ts';
 export { startCoordinator } from './coordinator-service.ts';
 export type {
   CoordinatorEvent,
@@ -21,4 +31,11 @@ export {
   ROUND_PARAMS_DOMAIN,
   type RoundParams,
 } from './round-params.ts';
+export {
+  MAX_RUN_LABEL,
+  MAX_RUN_ROUNDS,
+  type RunInfo,
+  type RunSettings,
+  type RunState,
+} from './run-control.ts';
 export { SNAPSHOT_ACK } from './snapshot-intake.ts';

@@ -1,4 +1,5 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
+import { assertInteger } from '../../errors/index.ts';
 import type { ExclusionRecord } from '../../protocol/index.ts';
 import type { MemberRoleName } from './events.ts';
 
@@ -13,6 +14,17 @@ export interface MemberView {
   head: Uint8Array;
   height: number;
   state: string;
+}
+
+/** Heartbeat accounting of one member (see {@link Membership.heartbeatCounts}). */
+interface HeartbeatSpan {
+  /** Sender stamp (ms) of the latest heartbeat. */
+  last: number;
+  /** Sum of the gaps between consecutive heartbeats within spans, ms. */
+  gapMs: number;
+  /** Spans begun: the first heartbeat, and each one after a silence longer than the window. */
+  spans: number;
+  received: number;
 }
 
 /** The coordinator's head, as membership needs it. */
@@ -50,6 +62,7 @@ export class Membership {
   readonly #now: () => number;
   readonly #revoked: (id: string) => boolean;
   readonly #views = new Map<string, MemberView>();
+  readonly #beats = new Map<string, HeartbeatSpan>();
   #exclusions = new Map<string, ExclusionRecord>();
 
   /**
@@ -80,8 +93,9 @@ export class Membership {
   heartbeat(
     id: string,
     role: MemberRoleName,
-    hb: { examples: number; head: Uint8Array; height: number; state: string },
+    hb: { examples: number; head: Uint8Array; height: number; state: string; sentUnixMs?: number },
   ): { joined: boolean } {
+    this.#countHeartbeat(id, Number.isSafeInteger(hb.sentUnixMs) ? hb.sentUnixMs! : this.#now());
     const known = this.#views.get(id);
     const joined = known === undefined || !this.isLive(id);
     const view: MemberView = known ?? {
@@ -99,6 +113,41 @@ export class Membership {
     view.state = hb.state;
     this.#views.set(id, view);
     return { joined };
+  }
+
+  /**
+   * Heartbeats expected and received so far, over every member (the two counters of the
+   * heartbeat-loss ratio, docs/metrics.md). Per member, a span is a run of heartbeats whose
+   * sender stamps are at most the liveness window apart (a longer silence ends the span: the
+   * member was gone, not losing heartbeats); a span from stamp a to stamp b expects
+   * `1 + round((b − a) / heartbeatMs)` heartbeats. Extra heartbeats (a site announces a catch-up
+   * at once) count as received only up to what is expected, so both values only grow.
+   *
+   * @param heartbeatMs the members' heartbeat interval (`round.heartbeatMs`), > 0.
+   */
+  heartbeatCounts(heartbeatMs: number): { expected: number; received: number } {
+    assertInteger('heartbeatMs', heartbeatMs, 1, Number.MAX_SAFE_INTEGER);
+    let expected = 0;
+    let received = 0;
+    for (const b of this.#beats.values()) {
+      const e = b.spans + Math.round(b.gapMs / heartbeatMs);
+      expected += e;
+      received += Math.min(b.received, e);
+    }
+    return { expected, received };
+  }
+
+  #countHeartbeat(id: string, stamp: number): void {
+    const b = this.#beats.get(id);
+    if (b === undefined) {
+      this.#beats.set(id, { last: stamp, gapMs: 0, spans: 1, received: 1 });
+      return;
+    }
+    const gap = stamp - b.last;
+    if (gap > this.#window) b.spans++;
+    else if (gap > 0) b.gapMs += gap;
+    b.received++;
+    b.last = Math.max(b.last, stamp);
   }
 
   /** A verified `switched`: the site is at `head` now. */

@@ -61,10 +61,18 @@ export class RegistryQueue {
    *   `REGISTRY_CHANGE_REFUSED`; CohortError `STOPPED`.
    */
   fromRequest(data: Uint8Array, ctx: MemberContext, history: LogHistory, now: number): Uint8Array {
-    const change = this.#enqueue(decodeRegistryChangeRecord(data), ctx, history, now).change;
+    const change = this.submit(data, ctx, history, now);
     return new TextEncoder().encode(
       JSON.stringify({ queued: true, kind: change.kind, member: change.member, fromRound: change.fromRound }),
     );
+  }
+
+  /**
+   * The bytes of a `RegistryChange` (from the admin API or a NATS request), checked and queued as
+   * {@link fromRequest} does; returns the change. Throws as {@link fromRequest}.
+   */
+  submit(data: Uint8Array, ctx: MemberContext, history: LogHistory, now: number): RegistryChangeBody {
+    return this.#enqueue(decodeRegistryChangeRecord(data), ctx, history, now).change;
   }
 
   /**

@@ -3,6 +3,7 @@ import type { AggregateInfo, DecisionBody } from '../../protocol/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
 import type { RoundSummary } from './events.ts';
+import { roundAbortReason } from './round-abort.ts';
 import type { ActiveRound, RoundHost } from './round-host.ts';
 import type { Verdict } from './round-judge.ts';
 
@@ -46,9 +47,13 @@ export async function decide(
   host: RoundHost,
   state: ActiveRound,
   facts: RoundFacts,
-  verdict: Verdict,
+  judged: Verdict,
 ): Promise<RoundSummary> {
   const { ctx } = host;
+  // An operator's abort (admin API) wins over any verdict until the decision is logged; it
+  // counts against no site.
+  const aborted = roundAbortReason(state);
+  const verdict = aborted === undefined ? judged : noVotes(aborted);
   const cfg = ctx.config;
   host.setPhase('deciding');
   state.phase = 'decided';

@@ -12,6 +12,7 @@ export { FEDERATION_LOG_ERROR_CODES, FederationLogError, type FederationLogError
 export {
   type ChainCommit,
   type DecidedRound,
+  type LoggedAdminAction,
   type LoggedRegistryChange,
   type LoggedSnapshot,
   LogHistory,

@@ -35,6 +35,7 @@ export function recordKind(record: LogRecordBody): LogRecordKind {
   if (record.decision) return 'decision';
   if (record.roundOpen) return 'roundOpen';
   if (record.registryChange) return 'registryChange';
+  if (record.adminAction) return 'adminAction';
   return 'snapshot';
 }
 
@@ -73,9 +74,13 @@ export function openLogEntry(
   if (!(record.previousEntry instanceof Uint8Array) || record.previousEntry.length !== ENTRY_HASH_BYTES) {
     throw invalid(`previousEntry is not ${ENTRY_HASH_BYTES} bytes`);
   }
-  const set = [record.roundOpen, record.decision, record.snapshot, record.registryChange].filter(
-    (r) => r != null,
-  ).length;
+  const set = [
+    record.roundOpen,
+    record.decision,
+    record.snapshot,
+    record.registryChange,
+    record.adminAction,
+  ].filter((r) => r != null).length;
   if (set !== 1) throw invalid(`holds ${set} records, expects exactly one`);
   return { sequence: record.sequence, bytes, hash: sha256(bytes), record };
 }

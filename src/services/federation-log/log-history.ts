@@ -1,5 +1,11 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
-import type { ControlBodies, DecisionBody, LogRecordBody, SnapshotRecordBody } from '../../protocol/index.ts';
+import type {
+  AdminActionBody,
+  ControlBodies,
+  DecisionBody,
+  LogRecordBody,
+  SnapshotRecordBody,
+} from '../../protocol/index.ts';
 import {
   decodeRegistryChangeBody,
   openRegistryChange,
@@ -62,6 +68,12 @@ export interface LoggedRegistryChange {
   readonly change: RegistryChangeBody;
 }
 
+/** An admin action the log recorded (an operator's request through the admin API, logged before it acted). */
+export interface LoggedAdminAction {
+  readonly entry: LogEntry;
+  readonly action: AdminActionBody;
+}
+
 /** Options of {@link LogHistory}. */
 export interface LogHistoryOptions {
   /**
@@ -97,6 +109,7 @@ export class LogHistory {
   #lastDecision: LogEntry | null = null;
   readonly #stream: string;
   readonly #registryChanges: LoggedRegistryChange[] = [];
+  readonly #adminActions: LoggedAdminAction[] = [];
   /**
    * The registry as of the last entry applied (the pinned registry and every logged change), with
    * its round kept at the round this history is at; undefined without {@link LogHistoryOptions.registry}.
@@ -186,6 +199,11 @@ export class LogHistory {
     return this.#registryChanges;
   }
 
+  /** Admin actions recorded so far, in log order. */
+  get adminActions(): readonly LoggedAdminAction[] {
+    return this.#adminActions;
+  }
+
   /** The round the next registry change would apply from: the round after the last one named. */
   get nextRound(): number {
     return this.#lastRound + 1;
@@ -197,6 +215,7 @@ export class LogHistory {
     if (kind === 'roundOpen') this.#applyOpen(entry, entry.record.roundOpen!);
     else if (kind === 'decision') this.#applyDecision(entry, entry.record.decision!);
     else if (kind === 'registryChange') this.#applyRegistryChange(entry, entry.record.registryChange!);
+    else if (kind === 'adminAction') this.#applyAdminAction(entry, entry.record.adminAction!);
     else this.#applySnapshot(entry, entry.record.snapshot!);
     this.#position = { sequence: entry.sequence, hash: entry.hash };
     this.registry?.setRound(this.#open?.roundOpen.round ?? this.#lastRound + 1);
@@ -357,6 +376,20 @@ export class LogHistory {
       throw this.#invalid(entry, `registry change refused: ${(err as Error).message}`);
     }
     this.#registryChanges.push({ entry, change });
+  }
+
+  /**
+   * An admin action changes no history state (its effect, if any, is a later record of its own);
+   * it must name its action and caller, so that every logged action is attributable.
+   */
+  #applyAdminAction(entry: LogEntry, a: AdminActionBody): void {
+    if (typeof a.action !== 'string' || a.action.length === 0) {
+      throw this.#invalid(entry, 'admin action names no action');
+    }
+    if (typeof a.caller !== 'string' || a.caller.length === 0) {
+      throw this.#invalid(entry, `admin action ${JSON.stringify(a.action)} names no caller`);
+    }
+    this.#adminActions.push({ entry, action: a });
   }
 
   #applySnapshot(entry: LogEntry, s: SnapshotRecordBody): void {

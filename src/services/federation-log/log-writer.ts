@@ -17,7 +17,10 @@ import { FederationLogError } from './log-error.ts';
 import { logStreamName } from './log-stream.ts';
 
 /** What {@link FederationLogWriter.append} is given: one record; the writer fills the rest. */
-export type LogRecordInput = Pick<LogRecordBody, 'roundOpen' | 'decision' | 'snapshot' | 'registryChange'>;
+export type LogRecordInput = Pick<
+  LogRecordBody,
+  'roundOpen' | 'decision' | 'snapshot' | 'registryChange' | 'adminAction'
+>;
 
 /** The single writer of a federation's log (the coordinator). */
 export interface FederationLogWriter {
@@ -100,9 +103,13 @@ class JetStreamLogWriter implements FederationLogWriter {
   async append(input: LogRecordInput): Promise<LogEntry> {
     // An entry without exactly one record could never be read back (readers refuse it, and a
     // second record is dropped by the protobuf oneof), yet it could never be removed either.
-    const records = [input?.roundOpen, input?.decision, input?.snapshot, input?.registryChange].filter(
-      (r) => r != null,
-    ).length;
+    const records = [
+      input?.roundOpen,
+      input?.decision,
+      input?.snapshot,
+      input?.registryChange,
+      input?.adminAction,
+    ].filter((r) => r != null).length;
     if (records !== 1) {
       throw new InvalidArgumentError(`a log entry holds exactly one record, got ${records}`, {
         details: { name: 'record' },
@@ -126,6 +133,7 @@ class JetStreamLogWriter implements FederationLogWriter {
       ...(input.decision ? { decision: input.decision } : {}),
       ...(input.snapshot ? { snapshot: input.snapshot } : {}),
       ...(input.registryChange ? { registryChange: input.registryChange } : {}),
+      ...(input.adminAction ? { adminAction: input.adminAction } : {}),
     };
     const bytes = sealControl('log-record', record, this.#options.signer, this.#options.signing);
     const attempts = this.#options.attempts ?? 5;

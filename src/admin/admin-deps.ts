@@ -1,0 +1,74 @@
+import type { FederationTimeline } from '../history/index.ts';
+import type { AdminActionBody } from '../protocol/index.ts';
+import type {
+  CoordinatorStats,
+  MemberStatus,
+  QueuedRegistryChange,
+  RunInfo,
+  RunSettings,
+} from '../services/coordinator/index.ts';
+import type { ChainCommit } from '../services/federation-log/index.ts';
+
+/**
+ * What the admin API reads from and asks of the running coordinator: a narrow view of
+ * `CoordinatorHandle` (the API never reaches past it into the service).
+ */
+export interface AdminCoordinator {
+  stats(): CoordinatorStats;
+  members(): readonly MemberStatus[];
+  runs(): readonly RunInfo[];
+  startRun(settings: RunSettings, by: string): RunInfo;
+  stopRun(id: string, by: string): RunInfo;
+  /** Decides the open round `round` ABORT (`ROUND_NOT_OPEN` when it is not the open one). */
+  abortRound(round: number, reason: string): void;
+  /**
+   * Queues a rollback to `target` (a commit hash below the head); resolves once the coordinator
+   * accepted it (the round itself follows), rejects at once with `ROLLBACK_REFUSED` otherwise.
+   */
+  queueRollback(target: Uint8Array, reason: string): Promise<void>;
+  /** An officer-signed `RegistryChange` (bytes), checked and queued by the coordinator. */
+  submitRegistryChange(request: Uint8Array): QueuedRegistryChange;
+  /** Appends a signed admin-action record to the log; resolves with its sequence. */
+  appendAdminAction(action: AdminActionBody): Promise<number>;
+}
+
+/** The federation's verified history, as `cohort versions` reads it. */
+export interface AdminHistory {
+  /** The timeline, brought up to the log's last entry first (reads are serialized). */
+  timeline(): Promise<FederationTimeline>;
+  /** Log time of entry `sequence` (ms since the epoch); a RoundOpen's time for round timings. */
+  entryTime(sequence: number): Promise<number>;
+}
+
+/** A downloadable file the API serves as is. */
+export interface AdminDownload {
+  readonly contentType: string;
+  /** File name for `Content-Disposition`. */
+  readonly fileName: string;
+  readonly bytes: Uint8Array;
+}
+
+/** The Prometheus exposition, built by `src/metrics`. */
+export interface AdminMetrics {
+  readonly contentType: string;
+  text(): Promise<string>;
+}
+
+/**
+ * Everything `buildAdminApi` serves from. Optional slots answer `NOT_CONFIGURED` (501) while
+ * empty: the routes and the OpenAPI document do not depend on what is wired.
+ */
+export interface AdminDeps {
+  /** The federation id (shown in the status). */
+  readonly federation: string;
+  readonly coordinator: AdminCoordinator;
+  readonly history: AdminHistory;
+  /** The model of a chain commit as safetensors (needs a site's model store on this host). */
+  readonly exportModel?: (commit: ChainCommit, timeline: FederationTimeline) => Promise<AdminDownload>;
+  /** The audit bundle (src/audit). */
+  readonly exportAuditBundle?: () => Promise<AdminDownload>;
+  /** `GET /metrics`. */
+  readonly metrics?: AdminMetrics;
+  /** Clock, ms since the epoch (default `Date.now`): stamps admin actions. */
+  readonly now?: () => number;
+}

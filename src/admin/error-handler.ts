@@ -1,0 +1,143 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { CohortError } from '../errors/index.ts';
+
+/** HTTP status of each `CohortError` code the API answers; any other error is a bare 500. */
+export const STATUS_BY_CODE: Readonly<Record<string, number>> = Object.freeze({
+  VALIDATION_FAILED: 400,
+  INVALID_ARGUMENT: 400,
+  REF_INVALID: 400,
+  REGISTRY_INVALID: 400,
+  REGISTRY_CHANGE_KIND: 400,
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  REF_UNKNOWN: 404,
+  RUN_UNKNOWN: 404,
+  ROUND_UNKNOWN: 404,
+  MODEL_MISSING: 404,
+  REF_AMBIGUOUS: 409,
+  RUN_ACTIVE: 409,
+  RUN_NOT_ACTIVE: 409,
+  ROUND_NOT_OPEN: 409,
+  ROLLBACK_REFUSED: 409,
+  REGISTRY_CHANGE_REFUSED: 409,
+  REGISTRY_SIGNATURE_INVALID: 422,
+  RATE_LIMITED: 429,
+  NOT_CONFIGURED: 501,
+  NOT_STARTED: 503,
+  STOPPED: 503,
+  LOG_UNAVAILABLE: 503,
+  LOG_FENCED: 503,
+  LOG_SEQUENCE_CONFLICT: 503,
+  LEASE_LOST: 503,
+});
+
+/** The body of every error answer. */
+export interface ErrorBody {
+  statusCode: number;
+  /** Stable code (`CohortError.code`, or `INTERNAL`). */
+  code: string;
+  /** The status's reason phrase. */
+  error: string;
+  message: string;
+  /** 400 from schema validation: the offending field (`body.rounds`, `querystring.limit`). */
+  field?: string;
+}
+
+const REASONS: Readonly<Record<number, string>> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  406: 'Not Acceptable',
+  409: 'Conflict',
+  413: 'Payload Too Large',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Entity',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  501: 'Not Implemented',
+  503: 'Service Unavailable',
+};
+
+/** The JSON schema of {@link ErrorBody} (every route's 4xx/5xx answers). */
+export const ERROR_SCHEMA = {
+  type: 'object',
+  required: ['statusCode', 'code', 'error', 'message'],
+  additionalProperties: false,
+  properties: {
+    statusCode: { type: 'integer' },
+    code: { type: 'string' },
+    error: { type: 'string' },
+    message: { type: 'string' },
+    field: { type: 'string' },
+  },
+} as const;
+
+/** `body.rounds`-style path of an Ajv error. */
+function fieldOf(context: string, e: { instancePath?: string; params?: Record<string, unknown> }): string {
+  const path = (e.instancePath ?? '')
+    .split('/')
+    .filter((p) => p.length > 0)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const extra = e.params?.additionalProperty ?? e.params?.missingProperty;
+  if (typeof extra === 'string') path.push(extra);
+  return [context, ...path].join('.');
+}
+
+function body(statusCode: number, code: string, message: string, field?: string): ErrorBody {
+  return {
+    statusCode,
+    code,
+    error: REASONS[statusCode] ?? 'Error',
+    message,
+    ...(field === undefined ? {} : { field }),
+  };
+}
+
+/**
+ * The API's one error handler: schema failures are 400 `VALIDATION_FAILED` naming the field (an
+ * unknown field is refused, never stripped); a `CohortError` answers the status of its code
+ * ({@link STATUS_BY_CODE}) with its message; Fastify's own client errors (bad JSON, wrong media
+ * type, body too large) keep their 4xx; anything else is logged and answered as a bare 500.
+ */
+export function installErrorHandler(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    if (Array.isArray(err.validation) && err.validation.length > 0) {
+      const first = err.validation[0] as {
+        instancePath?: string;
+        params?: Record<string, unknown>;
+        keyword?: string;
+        message?: string;
+      };
+      const field = fieldOf(err.validationContext ?? 'request', first);
+      const why =
+        first.keyword === 'additionalProperties'
+          ? 'unknown field'
+          : first.keyword === 'required'
+            ? 'required'
+            : (first.message ?? 'invalid');
+      return reply.code(400).send(body(400, 'VALIDATION_FAILED', `${field}: ${why}`, field));
+    }
+    if (err instanceof CohortError) {
+      const status = STATUS_BY_CODE[err.code];
+      if (status !== undefined) {
+        if (status >= 500) req.log.warn({ code: err.code, err: err.message }, 'admin request failed');
+        return reply.code(status).send(body(status, err.code, err.message));
+      }
+    } else if (
+      typeof err.statusCode === 'number' &&
+      err.statusCode >= 400 &&
+      err.statusCode < 500 &&
+      typeof err.code === 'string'
+    ) {
+      return reply.code(err.statusCode).send(body(err.statusCode, err.code, err.message));
+    }
+    req.log.error({ err }, 'admin request failed');
+    return reply.code(500).send(body(500, 'INTERNAL', 'internal error'));
+  });
+  app.setNotFoundHandler((req, reply) => {
+    reply.code(404).send(body(404, 'NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`));
+  });
+}

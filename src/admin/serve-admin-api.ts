@@ -1,0 +1,61 @@
+import { readFileSync } from 'node:fs';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import type { CohortConfig } from '../config/index.ts';
+import { ConfigError } from '../errors/index.ts';
+import type { AdminDeps } from './admin-deps.ts';
+import { buildAdminApi } from './build-admin-api.ts';
+
+/** A listening admin API. */
+export interface ServedAdminApi {
+  readonly app: FastifyInstance;
+  /** `http(s)://host:port` it listens on (the bound port when `admin.port` is 0). */
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+function readPem(path: string, field: string): Buffer {
+  try {
+    return readFileSync(path);
+  } catch (cause) {
+    throw new ConfigError(
+      'CONFIG_UNREADABLE',
+      `admin.tls.${field}: cannot read ${path}: ${(cause as Error).message}`,
+      {
+        cause,
+        details: { path: `admin.tls.${field}` },
+      },
+    );
+  }
+}
+
+/**
+ * Builds the API from the configuration's `admin` section (tokens, rate limits, TLS files,
+ * metrics scope) over `deps` and listens on `admin.host:admin.port`.
+ */
+export async function serveAdminApi(
+  admin: NonNullable<CohortConfig['admin']>,
+  deps: AdminDeps,
+  logger?: FastifyBaseLogger,
+): Promise<ServedAdminApi> {
+  const tls =
+    admin.tls === undefined
+      ? undefined
+      : { cert: readPem(admin.tls.cert, 'cert'), key: readPem(admin.tls.key, 'key') };
+  const app = buildAdminApi(deps, {
+    tokens: admin.tokens,
+    rateLimit: admin.rateLimit,
+    metricsPublic: admin.metricsPublic,
+    ...(tls === undefined ? {} : { tls }),
+    ...(logger === undefined ? {} : { logger }),
+  });
+  try {
+    await app.listen({ host: admin.host, port: admin.port });
+  } catch (err) {
+    await app.close().catch(() => undefined);
+    throw err;
+  }
+  const address = app.server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : admin.port;
+  const host = admin.host.includes(':') ? `[${admin.host}]` : admin.host;
+  return { app, url: `${tls === undefined ? 'http' : 'https'}://${host}:${port}`, close: () => app.close() };
+}

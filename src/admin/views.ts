@@ -1,0 +1,132 @@
+import type { FederationTimeline, TimelineRound } from '../history/index.ts';
+import type { MemberStatus, RoundSummary, RunInfo } from '../services/coordinator/index.ts';
+import type { OpenRound } from '../services/federation-log/index.ts';
+import { bytesToHex } from '../versions/index.ts';
+
+/** A run as lists show it (counts, no rounds). */
+export function runJson(run: RunInfo) {
+  return {
+    id: run.id,
+    label: run.label,
+    rounds: run.rounds,
+    untilRound: run.untilRound,
+    state: run.state,
+    startedBy: run.startedBy,
+    startedUnixMs: run.startedUnixMs,
+    stoppedBy: run.stoppedBy,
+    endedUnixMs: run.endedUnixMs,
+    decided: run.summaries.length,
+    committed: run.summaries.filter((s) => s.commit).length,
+    aborted: run.summaries.filter((s) => !s.commit).length,
+  };
+}
+
+/** A round summary without the evaluation (the versions routes show it with the commit). */
+export function summaryJson(s: RoundSummary) {
+  return {
+    round: s.round,
+    kind: s.kind,
+    commit: s.commit,
+    reason: s.reason,
+    contributors: s.contributors,
+    participants: s.participants,
+    commitHash: s.commitHash ?? null,
+    height: s.height,
+    logSequence: s.logSequence,
+    aggregateBytes: s.aggregateBytes,
+    uploadBytes: s.uploadBytes,
+    durationMs: s.durationMs,
+    noVoters: [...s.noVoters],
+    missing: [...s.missing],
+  };
+}
+
+/** A run with its rounds, the sites each round summed (from the log) and its duration. */
+export function runDetailJson(run: RunInfo, timeline: FederationTimeline) {
+  const end = run.endedUnixMs;
+  return {
+    ...runJson(run),
+    durationMs: end === null ? null : end - run.startedUnixMs,
+    roundsDecided: run.summaries.map((s) => ({
+      ...summaryJson(s),
+      contributorSites: (timeline.history.decisionOf(s.round)?.decision.aggregate?.contributors ?? []).map(
+        (c) => c.site,
+      ),
+    })),
+  };
+}
+
+/** A decided round as the log holds it. */
+export function decidedRoundJson(r: TimelineRound) {
+  const d = r.decision;
+  return {
+    round: r.round,
+    kind: r.open.kind === 'statistics' ? 'statistics' : d.rollbackTarget.length > 0 ? 'rollback' : 'round',
+    status: d.commit ? ('commit' as const) : ('abort' as const),
+    reason: d.reason,
+    baseHeight: r.open.version,
+    height: d.height,
+    commitHash: d.commit ? bytesToHex(d.commitHash) : null,
+    participants: r.open.assignments.map((a) => a.site),
+    contributors: (d.aggregate?.contributors ?? []).map((c) => c.site),
+    voters: [...d.voters],
+    missing: [...d.missing],
+    openSequence: r.openSequence,
+    sequence: r.sequence,
+    deadlineUnixMs: r.open.deadlineUnixMs,
+    decidedUnixMs: r.unixMs,
+  };
+}
+
+/** The round open in the log (not decided yet). */
+export function openRoundJson(o: OpenRound) {
+  const open = o.roundOpen;
+  return {
+    round: open.round,
+    kind: open.kind === 'statistics' ? 'statistics' : open.assignments.length === 0 ? 'rollback' : 'round',
+    status: 'open' as const,
+    reason: '',
+    baseHeight: open.version,
+    height: open.version,
+    commitHash: null,
+    participants: open.assignments.map((a) => a.site),
+    contributors: [],
+    voters: [],
+    missing: [],
+    openSequence: o.entry.sequence,
+    sequence: null,
+    deadlineUnixMs: open.deadlineUnixMs,
+    decidedUnixMs: null,
+  };
+}
+
+/** Rounds newest first: the open one (if any), then decided ones, at most `limit`. */
+export function loggedRounds(timeline: FederationTimeline, limit: number) {
+  const out: ReturnType<typeof decidedRoundJson | typeof openRoundJson>[] = [];
+  const open = timeline.history.openRound;
+  if (open !== null) out.push(openRoundJson(open));
+  const decided = timeline.rounds;
+  for (let i = decided.length - 1; i >= 0 && out.length < limit; i--) out.push(decidedRoundJson(decided[i]!));
+  return out.slice(0, limit);
+}
+
+/** A member with the last commit that summed its update (sites), from the log. */
+export function memberJson(m: MemberStatus, timeline: FederationTimeline) {
+  let lastContribution = null;
+  if (m.role === 'site') {
+    const decided = timeline.rounds;
+    for (let i = decided.length - 1; i >= 0; i--) {
+      const r = decided[i]!;
+      if (r.decision.commit && r.decision.aggregate?.contributors.some((c) => c.site === m.id)) {
+        lastContribution = {
+          round: r.round,
+          height: r.decision.height,
+          commitHash: bytesToHex(r.decision.commitHash),
+          unixMs: r.unixMs,
+        };
+        break;
+      }
+    }
+  }
+  return { ...m, lastContribution };
+}

@@ -1,0 +1,317 @@
+import { createHash, type Hash } from 'node:crypto';
+import { bytesEqual } from '../../crypto/digest/index.ts';
+import { InvalidArgumentError } from '../errors/index.ts';
+import { type Commit, decodeCommit, encodeCommit } from '../versions/index.ts';
+import { AuditError } from './audit-error.ts';
+import type { StoredEntry } from './audit-source.ts';
+
+/** The first 12 bytes of a bundle: ASCII `COHORT-AUDIT`. */
+export const AUDIT_BUNDLE_MAGIC: Uint8Array = new TextEncoder().encode('COHORT-AUDIT');
+/** The format version this build writes and reads (u32 big-endian after the magic). */
+export const AUDIT_BUNDLE_VERSION = 1;
+
+/** Item types of a bundle (one byte each). */
+export const BUNDLE_ITEM = Object.freeze({
+  meta: 1,
+  registry: 2,
+  genesis: 3,
+  entry: 4,
+  object: 5,
+  absent: 6,
+  trailer: 0xff,
+} as const);
+
+/** Longest item name, in UTF-8 bytes. */
+const MAX_NAME_BYTES = 1024;
+const HEADER_BYTES = AUDIT_BUNDLE_MAGIC.length + 4;
+const SEQUENCE_RE = /^[1-9][0-9]{0,15}$/;
+
+/** The bundle's `meta` item (UTF-8 JSON): what was exported, from where, by whom, when. */
+export interface AuditBundleMeta {
+  readonly format: 'cohort-audit-bundle';
+  readonly version: number;
+  readonly federation: string;
+  /** The log stream's name. */
+  readonly stream: string;
+  /** The member whose credentials read the log. */
+  readonly member: string | null;
+  /** The exporter's clock (ms since the epoch). */
+  readonly exportedUnixMs: number;
+  /** The log's last sequence when exported (the stream's state). */
+  readonly lastSequence: number;
+  /** `included`: every aggregate a COMMIT names is in the bundle (or marked absent); `skipped`: none is. */
+  readonly aggregates: 'included' | 'skipped';
+}
+
+/**
+ * A decoded audit bundle: what a federation's log held when it was exported, byte for byte. Nothing
+ * in it is trusted: `registry` and `genesis` are copies for an auditor who pins them by hash.
+ */
+export interface AuditBundle {
+  readonly meta: AuditBundleMeta;
+  /** The member registry file (a `SignedRegistry`), as exported; null when the bundle has none. */
+  readonly registry: Uint8Array | null;
+  /** The genesis commit, as exported (its hash recomputed when decoded); null when the bundle has none. */
+  readonly genesis: Commit | null;
+  /** Stored entries in increasing sequence order. */
+  readonly entries: readonly StoredEntry[];
+  /** Aggregate objects by name: the bytes, or null for an object the store did not hold. */
+  readonly objects: ReadonlyMap<string, Uint8Array | null>;
+}
+
+/** Receives a bundle's bytes in order (a file, an HTTP response). */
+export type BundleSink = (chunk: Uint8Array) => void | Promise<void>;
+
+/** Writes a bundle's items, in order, to a sink, hashing everything for the trailer. */
+class BundleWriter {
+  readonly #sink: BundleSink;
+  readonly #hash: Hash = createHash('sha256');
+
+  constructor(sink: BundleSink) {
+    this.#sink = sink;
+  }
+
+  #done = false;
+
+  async #out(chunk: Uint8Array): Promise<void> {
+    if (!this.#done) this.#hash.update(chunk);
+    await this.#sink(chunk);
+  }
+
+  async start(): Promise<void> {
+    const header = new Uint8Array(HEADER_BYTES);
+    header.set(AUDIT_BUNDLE_MAGIC, 0);
+    new DataView(header.buffer).setUint32(AUDIT_BUNDLE_MAGIC.length, AUDIT_BUNDLE_VERSION, false);
+    await this.#out(header);
+  }
+
+  async item(type: number, name: string, data: Uint8Array): Promise<void> {
+    const nameBytes = new TextEncoder().encode(name);
+    if (nameBytes.length > MAX_NAME_BYTES) {
+      throw new InvalidArgumentError(
+        `bundle item name ${JSON.stringify(name)} is over ${MAX_NAME_BYTES} bytes`,
+      );
+    }
+    if (data.length > 0xffff_ffff) {
+      throw new InvalidArgumentError(`bundle item ${JSON.stringify(name)} is over 4 GiB`);
+    }
+    const head = new Uint8Array(1 + 4 + nameBytes.length + 4);
+    const view = new DataView(head.buffer);
+    head[0] = type;
+    view.setUint32(1, nameBytes.length, false);
+    head.set(nameBytes, 5);
+    view.setUint32(5 + nameBytes.length, data.length, false);
+    await this.#out(head);
+    if (data.length > 0) await this.#out(data);
+  }
+
+  async finish(): Promise<void> {
+    const digest = new Uint8Array(this.#hash.digest());
+    this.#done = true; // the trailer is not part of what it hashes
+    await this.item(BUNDLE_ITEM.trailer, '', digest);
+  }
+}
+
+/**
+ * Writes `bundle` to `sink` in order (the format of {@link encodeAuditBundle}), hashing as it goes
+ * for the trailer: a bundle can be streamed without being held whole.
+ */
+export async function writeAuditBundle(bundle: AuditBundle, sink: BundleSink): Promise<void> {
+  const w = new BundleWriter(sink);
+  await w.start();
+  await w.item(BUNDLE_ITEM.meta, 'meta', new TextEncoder().encode(JSON.stringify(bundle.meta)));
+  if (bundle.registry !== null) await w.item(BUNDLE_ITEM.registry, 'registry.bin', bundle.registry);
+  if (bundle.genesis !== null) await w.item(BUNDLE_ITEM.genesis, 'genesis', encodeCommit(bundle.genesis));
+  for (const e of bundle.entries) await w.item(BUNDLE_ITEM.entry, String(e.sequence), e.bytes);
+  for (const [name, bytes] of bundle.objects) {
+    await w.item(bytes === null ? BUNDLE_ITEM.absent : BUNDLE_ITEM.object, name, bytes ?? new Uint8Array(0));
+  }
+  await w.finish();
+}
+
+/**
+ * The bytes of `bundle` (see docs/log-format.md, "Auditing"): `COHORT-AUDIT` ‖ u32 version, then
+ * items `u8 type ‖ u32 name length ‖ name ‖ u32 data length ‖ data` (big-endian): meta, registry,
+ * genesis, the entries in increasing sequence, the objects, and a trailer holding the SHA-256 of
+ * every byte before it. Entries with equal or decreasing sequences are refused.
+ */
+export async function encodeAuditBundle(bundle: AuditBundle): Promise<Uint8Array> {
+  for (let i = 1; i < bundle.entries.length; i++) {
+    if (bundle.entries[i]!.sequence <= bundle.entries[i - 1]!.sequence) {
+      throw new InvalidArgumentError('bundle.entries must be in strictly increasing sequence order', {
+        details: { name: 'bundle.entries' },
+      });
+    }
+  }
+  const chunks: Uint8Array[] = [];
+  await writeAuditBundle(bundle, (c) => {
+    chunks.push(c);
+  });
+  // A plain Uint8Array (a Buffer's `slice` would be a view, not a copy).
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+function invalid(source: string, problem: string, details: Record<string, unknown> = {}): AuditError {
+  return new AuditError('BUNDLE_INVALID', `${source}: ${problem}`, { details: { source, ...details } });
+}
+
+/**
+ * Decodes an audit bundle, checking its structure only (what it holds is the audit's to verify):
+ * magic and version, every item within the file, the trailer's SHA-256 of everything before it,
+ * exactly one trailer at the end, the meta first and valid, at most one registry and genesis (whose
+ * hash must be its fields' hash), entries named by strictly increasing decimal sequences, object
+ * names unique.
+ *
+ * @throws AuditError `BUNDLE_INVALID` naming `source` and the problem.
+ */
+export function decodeAuditBundle(bytes: Uint8Array, source = 'bundle'): AuditBundle {
+  if (!(bytes instanceof Uint8Array)) throw new InvalidArgumentError('bytes must be a Uint8Array');
+  if (
+    bytes.length < HEADER_BYTES ||
+    !bytesEqual(bytes.subarray(0, AUDIT_BUNDLE_MAGIC.length), AUDIT_BUNDLE_MAGIC)
+  ) {
+    throw invalid(source, 'not an audit bundle (no COHORT-AUDIT magic)');
+  }
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const version = view.getUint32(AUDIT_BUNDLE_MAGIC.length, false);
+  if (version !== AUDIT_BUNDLE_VERSION) {
+    throw invalid(source, `format version ${version}, this build reads ${AUDIT_BUNDLE_VERSION}`);
+  }
+  const items: { type: number; name: string; data: Uint8Array; start: number }[] = [];
+  let at = HEADER_BYTES;
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  while (at < bytes.length) {
+    const start = at;
+    if (at + 5 > bytes.length) throw invalid(source, `item at byte ${start} is truncated`);
+    const type = bytes[at]!;
+    const nameLength = view.getUint32(at + 1, false);
+    if (nameLength > MAX_NAME_BYTES)
+      throw invalid(source, `item at byte ${start} has a ${nameLength}-byte name`);
+    if (at + 5 + nameLength + 4 > bytes.length) throw invalid(source, `item at byte ${start} is truncated`);
+    let name: string;
+    try {
+      name = decoder.decode(bytes.subarray(at + 5, at + 5 + nameLength));
+    } catch {
+      throw invalid(source, `item at byte ${start} has a name that is not UTF-8`);
+    }
+    const dataLength = view.getUint32(at + 5 + nameLength, false);
+    const dataStart = at + 9 + nameLength;
+    if (dataStart + dataLength > bytes.length)
+      throw invalid(source, `item ${JSON.stringify(name)} is truncated`);
+    items.push({ type, name, data: bytes.subarray(dataStart, dataStart + dataLength), start });
+    at = dataStart + dataLength;
+  }
+  const trailer = items.pop();
+  if (
+    trailer === undefined ||
+    trailer.type !== BUNDLE_ITEM.trailer ||
+    trailer.name !== '' ||
+    trailer.data.length !== 32
+  ) {
+    throw invalid(source, 'does not end with its trailer (truncated?)');
+  }
+  const digest = createHash('sha256').update(bytes.subarray(0, trailer.start)).digest();
+  if (!bytesEqual(digest, trailer.data)) {
+    throw invalid(source, "the trailer's SHA-256 is not that of the bytes before it (corrupted in transit?)");
+  }
+  const [first, ...rest] = items;
+  if (first === undefined || first.type !== BUNDLE_ITEM.meta)
+    throw invalid(source, 'does not start with its meta');
+  const meta = decodeMeta(source, first.data, decoder);
+  let registry: Uint8Array | null = null;
+  let genesis: Commit | null = null;
+  const entries: StoredEntry[] = [];
+  const objects = new Map<string, Uint8Array | null>();
+  // Items come in this order: registry (at most one), genesis (at most one), entries, objects.
+  const RANK: Readonly<Record<number, number>> = {
+    [BUNDLE_ITEM.registry]: 1,
+    [BUNDLE_ITEM.genesis]: 2,
+    [BUNDLE_ITEM.entry]: 3,
+    [BUNDLE_ITEM.object]: 4,
+    [BUNDLE_ITEM.absent]: 4,
+  };
+  let rank = 0;
+  for (const item of rest) {
+    const r = RANK[item.type];
+    if (r === undefined)
+      throw invalid(source, `item ${JSON.stringify(item.name)} has unknown type ${item.type}`);
+    if (r < rank || (r === rank && r <= 2)) {
+      throw invalid(source, `item ${JSON.stringify(item.name)} of type ${item.type} is out of place`);
+    }
+    rank = r;
+    if (item.type === BUNDLE_ITEM.registry) {
+      registry = new Uint8Array(item.data);
+    } else if (item.type === BUNDLE_ITEM.genesis) {
+      try {
+        genesis = decodeCommit(item.data);
+      } catch (err) {
+        throw invalid(source, `genesis is not a commit: ${(err as Error).message}`);
+      }
+    } else if (item.type === BUNDLE_ITEM.entry) {
+      if (!SEQUENCE_RE.test(item.name) || !Number.isSafeInteger(Number(item.name))) {
+        throw invalid(source, `entry name ${JSON.stringify(item.name)} is not a sequence`);
+      }
+      const sequence = Number(item.name);
+      const previous = entries[entries.length - 1]?.sequence ?? 0;
+      if (sequence <= previous) {
+        throw invalid(source, `entry ${sequence} follows entry ${previous}: entries must increase`);
+      }
+      if (sequence > meta.lastSequence) {
+        throw invalid(
+          source,
+          `entry ${sequence} is beyond the last sequence ${meta.lastSequence} of its meta`,
+        );
+      }
+      entries.push({ sequence, bytes: new Uint8Array(item.data) });
+    } else {
+      if (objects.has(item.name)) throw invalid(source, `holds object ${JSON.stringify(item.name)} twice`);
+      if (item.type === BUNDLE_ITEM.absent && item.data.length !== 0) {
+        throw invalid(source, `absent object ${JSON.stringify(item.name)} has data`);
+      }
+      objects.set(item.name, item.type === BUNDLE_ITEM.absent ? null : new Uint8Array(item.data));
+    }
+  }
+  return { meta, registry, genesis, entries, objects };
+}
+
+function decodeMeta(
+  source: string,
+  data: Uint8Array,
+  decoder: { decode(b: Uint8Array): string },
+): AuditBundleMeta {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(decoder.decode(data));
+  } catch (err) {
+    throw invalid(source, `meta is not JSON: ${(err as Error).message}`);
+  }
+  const m = raw as Record<string, unknown>;
+  const bad = (field: string) => invalid(source, `meta.${field} is missing or invalid`, { field });
+  if (typeof m !== 'object' || m === null || Array.isArray(m)) throw invalid(source, 'meta is not an object');
+  if (m['format'] !== 'cohort-audit-bundle') throw bad('format');
+  if (m['version'] !== AUDIT_BUNDLE_VERSION) throw bad('version');
+  for (const f of ['federation', 'stream'] as const) {
+    if (typeof m[f] !== 'string' || (m[f] as string).length === 0) throw bad(f);
+  }
+  if (m['member'] !== null && typeof m['member'] !== 'string') throw bad('member');
+  for (const f of ['exportedUnixMs', 'lastSequence'] as const) {
+    if (!Number.isSafeInteger(m[f]) || (m[f] as number) < 0) throw bad(f);
+  }
+  if (m['aggregates'] !== 'included' && m['aggregates'] !== 'skipped') throw bad('aggregates');
+  return {
+    format: 'cohort-audit-bundle',
+    version: AUDIT_BUNDLE_VERSION,
+    federation: m['federation'] as string,
+    stream: m['stream'] as string,
+    member: m['member'] as string | null,
+    exportedUnixMs: m['exportedUnixMs'] as number,
+    lastSequence: m['lastSequence'] as number,
+    aggregates: m['aggregates'] as 'included' | 'skipped',
+  };
+}

@@ -1,0 +1,42 @@
+export { type AggregateCheck, checkAggregate, expectedAggregateBlocks } from './aggregate-check.ts';
+export {
+  AUDIT_BUNDLE_MAGIC,
+  AUDIT_BUNDLE_VERSION,
+  type AuditBundle,
+  type AuditBundleMeta,
+  BUNDLE_ITEM,
+  type BundleSink,
+  decodeAuditBundle,
+  encodeAuditBundle,
+  writeAuditBundle,
+} from './audit-bundle.ts';
+export { AUDIT_ERROR_CODES, AuditError, type AuditErrorCode } from './audit-error.ts';
+export {
+  AUDIT_PROBLEM_CODES,
+  AUDIT_UNCHECKED_CODES,
+  type AuditAggregateStatus,
+  type AuditCheckCounts,
+  type AuditProblem,
+  type AuditProblemCode,
+  type AuditReport,
+  type AuditRound,
+  type AuditUnchecked,
+  type AuditUncheckedCode,
+  auditIncomplete,
+} from './audit-report.ts';
+export type { AggregateRead, AuditSource, StoredEntry } from './audit-source.ts';
+export { type AuditTrustSources, resolveAuditTrust } from './audit-trust.ts';
+export { bundleAuditSource } from './bundle-source.ts';
+export {
+  type ExportAuditBundleOptions,
+  type ExportedBundleSummary,
+  exportAuditBundle,
+} from './export-bundle.ts';
+export { type LiveAuditSourceOptions, openLiveAuditSource } from './live-source.ts';
+export {
+  AUDITED_RECORD_KINDS,
+  type OpenEntryOptions,
+  type OpenedEntry,
+  openStoredEntry,
+} from './open-entry.ts';
+export { type AuditOptions, type AuditTrust, verifyAudit } from './verify-audit.ts';

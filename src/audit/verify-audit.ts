@@ -1,0 +1,344 @@
+import { bytesEqual, sha256 } from '../../crypto/digest/index.ts';
+import type { DecisionBody } from '../protocol/index.ts';
+import { openRegistryChange, type VerifiedRegistry } from '../registry/index.ts';
+import {
+  FederationLogError,
+  LOG_ORIGIN,
+  type LogEntry,
+  LogHistory,
+  type LogPosition,
+  recordKind,
+} from '../services/federation-log/index.ts';
+import {
+  bytesToHex,
+  type Commit,
+  type CommitKind,
+  createCommit,
+  verifyCommit,
+  ZERO_HASH,
+} from '../versions/index.ts';
+import { checkAggregate } from './aggregate-check.ts';
+import { AuditError } from './audit-error.ts';
+import {
+  type AuditCheckCounts,
+  type AuditProblem,
+  type AuditProblemCode,
+  type AuditReport,
+  type AuditRound,
+  type AuditUnchecked,
+  auditIncomplete,
+} from './audit-report.ts';
+import type { AuditSource } from './audit-source.ts';
+import { openStoredEntry } from './open-entry.ts';
+
+/** What the auditor trusts: the member registry (the coordinator's and the officer's keys) and the genesis commit. */
+export interface AuditTrust {
+  /** The federation's signed member registry, verified (pinned by its SHA-256). */
+  readonly registry: VerifiedRegistry;
+  /** The federation's genesis commit (computed from the configuration, or pinned by its hash). */
+  readonly genesis: Commit;
+}
+
+/** Options of {@link verifyAudit}. */
+export interface AuditOptions {
+  /** Do not read aggregates (each is listed as `AGGREGATE_SKIPPED`); default false. */
+  readonly skipAggregates?: boolean;
+}
+
+/** The problem code of a history-rule refusal, by the kind of record refused. */
+const RULE_CODES: Readonly<Record<string, AuditProblemCode>> = {
+  roundOpen: 'ROUND_OPEN_INVALID',
+  decision: 'DECISION_INVALID',
+  snapshot: 'SNAPSHOT_INVALID',
+  registryChange: 'REGISTRY_CHANGE_INVALID',
+  adminAction: 'ADMIN_ACTION_INVALID',
+};
+
+type MutableCounts = { -readonly [K in keyof AuditCheckCounts]: number };
+
+/**
+ * Audits a federation's log as `source` holds it, trusting only `trust`. Every stored entry, in
+ * sequence order:
+ * 1. its frame and signature: `openLogEntry` with the coordinator's key in force at its position
+ *    (the pinned registry with the registry changes logged before it), size-capped before decoding;
+ * 2. its sequence (`SEQUENCE_MISMATCH`, `SEQUENCE_GAP` at the entry after a gap naming both
+ *    sequences) and its link to the previous stored entry (`CHAIN_BROKEN`);
+ * 3. a COMMIT's hash recomputed from its own fields (`COMMIT_HASH_MISMATCH`);
+ * 4. the history rules 1–6 (`LogHistory`), each refusal coded by the record's kind;
+ * 5. a COMMIT's aggregate read from the store ({@link checkAggregate});
+ * then the log's last sequence (`LOG_TRUNCATED` when entries are missing at its end).
+ *
+ * The history rules stop at the first entry that fails any check: later entries would be judged
+ * against a history with a hole, and every rule would only repeat the first problem. Every later
+ * entry still gets checks 1–3 and 5 (a registry change its officer signature), so one audit lists
+ * every forged, altered or misplaced entry; `historyThrough` says how far the rules went.
+ *
+ * @throws AuditError `AUDIT_TRUST_MISSING` when the registry lists no coordinator; a source's
+ *   error when the log cannot be read.
+ */
+export async function verifyAudit(
+  source: AuditSource,
+  trust: AuditTrust,
+  options: AuditOptions = {},
+): Promise<AuditReport> {
+  const coordinator = trust.registry.registry.members.find((m) => m.role === 'coordinator')?.id;
+  if (coordinator === undefined) {
+    throw new AuditError('AUDIT_TRUST_MISSING', 'the trusted member registry lists no coordinator');
+  }
+  if (!verifyCommit(trust.genesis) || trust.genesis.kind !== 'genesis') {
+    throw new AuditError('AUDIT_TRUST_MISMATCH', 'the trusted genesis is not a genesis commit');
+  }
+  const run = new AuditRun(source, trust, coordinator, options);
+  const last = await source.lastSequence();
+  for await (const stored of source.entries(last)) await run.entry(stored.sequence, stored.bytes);
+  return run.finish(last);
+}
+
+class AuditRun {
+  readonly #source: AuditSource;
+  readonly #trust: AuditTrust;
+  readonly #options: AuditOptions;
+  readonly #history: LogHistory;
+  readonly #coordinator: string;
+  readonly #problems: AuditProblem[] = [];
+  readonly #unchecked: AuditUnchecked[] = [];
+  readonly #rounds: AuditRound[] = [];
+  readonly #counts: MutableCounts = {
+    signatures: 0,
+    links: 0,
+    historyRules: 0,
+    commitHashes: 0,
+    aggregates: 0,
+    registryChanges: 0,
+    snapshots: 0,
+    adminActions: 0,
+    uncheckedKinds: 0,
+  };
+  #previous: LogPosition = LOG_ORIGIN;
+  #entries = 0;
+  #folding = true;
+  #historyThrough = 0;
+  /** Set after the first unreadable aggregate: the others are not tried (each would wait for a timeout). */
+  #aggregatesUnreadable: string | undefined;
+
+  constructor(source: AuditSource, trust: AuditTrust, coordinator: string, options: AuditOptions) {
+    this.#source = source;
+    this.#trust = trust;
+    this.#options = options;
+    this.#coordinator = coordinator;
+    this.#history = new LogHistory(trust.genesis, source.stream, { registry: trust.registry });
+  }
+
+  #problem(sequence: number, code: AuditProblemCode, message: string): void {
+    this.#problems.push({ sequence, code, message });
+    this.#folding = false;
+  }
+
+  async entry(sequence: number, bytes: Uint8Array): Promise<void> {
+    this.#entries++;
+    const previous = this.#previous;
+    this.#previous = { sequence, hash: sha256(bytes) };
+    const gap = sequence !== previous.sequence + 1;
+    if (gap) {
+      const missing =
+        sequence === previous.sequence + 2
+          ? `entry ${previous.sequence + 1} is missing`
+          : `entries ${previous.sequence + 1}–${sequence - 1} are missing`;
+      this.#problem(
+        sequence,
+        'SEQUENCE_GAP',
+        `entry ${sequence} follows entry ${previous.sequence}: ${missing}`,
+      );
+    }
+    const view = this.#history.registry!;
+    const opened = openStoredEntry(sequence, bytes, {
+      federation: this.#source.federation,
+      stream: this.#source.stream,
+      coordinator: this.#coordinator,
+      keys: (id) => view.current(id),
+    });
+    if (!opened.ok) {
+      if (opened.code !== 'SIGNATURE_INVALID' && opened.code !== 'FRAME_MALFORMED') this.#counts.signatures++;
+      this.#problem(sequence, opened.code, opened.message);
+      return;
+    }
+    this.#counts.signatures++;
+    const { entry } = opened;
+    if (!gap) {
+      this.#counts.links++;
+      if (!bytesEqual(entry.record.previousEntry, previous.hash)) {
+        this.#problem(
+          sequence,
+          'CHAIN_BROKEN',
+          `entry ${sequence}'s previous_entry ${short(entry.record.previousEntry)} is not the SHA-256 of entry ${previous.sequence} (${short(previous.hash)})`,
+        );
+      }
+    }
+    if (!opened.audited) {
+      this.#counts.uncheckedKinds++;
+      this.#unchecked.push({
+        sequence,
+        code: 'UNCHECKED_KIND',
+        message: `entry ${sequence} holds a record of a kind this build does not check (${entry.record.record ?? 'unknown field'}); its signature and link were checked`,
+      });
+      if (this.#folding) this.#historyThrough = sequence;
+      return;
+    }
+    const decision = entry.record.decision;
+    if (decision?.commit === true) this.#checkCommitHash(sequence, decision);
+    this.#fold(entry);
+    if (decision) await this.#decided(sequence, decision);
+  }
+
+  #checkCommitHash(sequence: number, d: DecisionBody): void {
+    let commit: Commit;
+    try {
+      commit = createCommit({
+        parent: d.parent,
+        height: d.height,
+        round: d.round,
+        aggregateDigest: d.kind === 'rollback' ? ZERO_HASH : d.aggregateDigest,
+        modelHash: d.modelHash,
+        params: d.params,
+        kind: d.kind as CommitKind,
+      });
+    } catch (err) {
+      // Fields no commit can have: the history's rules name the field (or this does, past them).
+      if (!this.#folding) {
+        this.#problem(
+          sequence,
+          'DECISION_INVALID',
+          `COMMIT of round ${d.round} has unusable fields: ${(err as Error).message}`,
+        );
+      }
+      return;
+    }
+    this.#counts.commitHashes++;
+    if (!bytesEqual(commit.hash, d.commitHash)) {
+      this.#problem(
+        sequence,
+        'COMMIT_HASH_MISMATCH',
+        `COMMIT of round ${d.round} names hash ${short(d.commitHash)}, its fields hash to ${short(commit.hash)}`,
+      );
+    }
+  }
+
+  /** Folds a verified, linked entry into the history (rules 1–6) while no problem has been found. */
+  #fold(entry: LogEntry): void {
+    const kind = recordKind(entry.record);
+    if (!this.#folding) {
+      // Past the rules: a registry change still gets its officer signature checked.
+      const change = entry.record.registryChange;
+      const officer = this.#history.registry?.officerKey;
+      if (change && officer !== undefined) {
+        this.#counts.registryChanges++;
+        try {
+          openRegistryChange(change, officer);
+        } catch (err) {
+          this.#problem(
+            entry.sequence,
+            'REGISTRY_CHANGE_INVALID',
+            `registry change refused: ${(err as Error).message}`,
+          );
+        }
+      }
+      return;
+    }
+    try {
+      this.#history.apply(entry);
+    } catch (err) {
+      if (!(err instanceof FederationLogError)) throw err;
+      this.#problem(entry.sequence, RULE_CODES[kind] ?? 'ENTRY_INVALID', err.message);
+      return;
+    }
+    this.#counts.historyRules++;
+    if (kind === 'registryChange') this.#counts.registryChanges++;
+    if (kind === 'snapshot') this.#counts.snapshots++;
+    if (kind === 'adminAction') this.#counts.adminActions++;
+    this.#historyThrough = entry.sequence;
+  }
+
+  async #decided(sequence: number, d: DecisionBody): Promise<void> {
+    const info = d.aggregate;
+    const named = d.commit && d.kind !== 'rollback' && info != null;
+    let status: AuditRound['aggregate'] = 'none';
+    if (named && this.#options.skipAggregates === true) {
+      status = 'unchecked';
+      this.#unchecked.push({
+        sequence,
+        code: 'AGGREGATE_SKIPPED',
+        message: `aggregate ${JSON.stringify(info.object)} of round ${d.round} not checked (skipped on request)`,
+      });
+    } else if (named && this.#aggregatesUnreadable !== undefined) {
+      status = 'unchecked';
+      this.#unchecked.push({
+        sequence,
+        code: 'AGGREGATE_UNREADABLE',
+        message: `aggregate ${JSON.stringify(info.object)} of round ${d.round} not read: ${this.#aggregatesUnreadable}`,
+      });
+    } else if (named) {
+      const check = await checkAggregate(this.#source, sequence, info, d.aggregateDigest);
+      status = check.status;
+      if (check.problem) this.#problems.push(check.problem);
+      if (check.unchecked) {
+        this.#unchecked.push(check.unchecked);
+        if (this.#source.kind === 'live') {
+          this.#aggregatesUnreadable = `the aggregate store could not be read at entry ${sequence}`;
+        }
+      }
+      if (check.status !== 'unchecked') this.#counts.aggregates++;
+    }
+    this.#rounds.push({
+      round: d.round,
+      sequence,
+      outcome: d.commit ? 'commit' : 'abort',
+      kind: d.commit ? d.kind : null,
+      commit: d.commit ? bytesToHex(d.commitHash) : null,
+      height: d.height,
+      aggregate: status,
+    });
+  }
+
+  finish(last: number): AuditReport {
+    const previous = this.#previous;
+    if (last > previous.sequence) {
+      const missing =
+        last === previous.sequence + 1
+          ? `entry ${last} is missing`
+          : `entries ${previous.sequence + 1}–${last} are missing`;
+      this.#problem(
+        last,
+        'LOG_TRUNCATED',
+        `the log's last entry is ${last}, the last one read is ${previous.sequence}: ${missing}`,
+      );
+    }
+    const head = this.#history.head;
+    const problems = [...this.#problems].sort((a, b) => a.sequence - b.sequence);
+    const unchecked = [...this.#unchecked];
+    return {
+      federation: this.#source.federation,
+      source: {
+        kind: this.#source.kind,
+        stream: this.#source.stream,
+        member: this.#source.member,
+        exportedUnixMs: this.#source.exportedUnixMs,
+      },
+      registry: this.#trust.registry.sha256,
+      genesis: bytesToHex(this.#trust.genesis.hash),
+      head: { hash: bytesToHex(head.commit.hash), height: head.commit.height, sequence: head.sequence },
+      entries: this.#entries,
+      lastEntry:
+        previous.sequence === 0 ? null : { sequence: previous.sequence, hash: bytesToHex(previous.hash) },
+      historyThrough: this.#historyThrough,
+      rounds: this.#rounds,
+      checked: { ...this.#counts },
+      problems,
+      unchecked,
+      verified: problems.length === 0 && !auditIncomplete({ unchecked }),
+    };
+  }
+}
+
+function short(hash: Uint8Array): string {
+  return hash.length === 0 ? '(none)' : bytesToHex(hash).slice(0, 12);
+}

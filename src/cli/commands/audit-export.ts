@@ -1,0 +1,75 @@
+import type { Command } from 'commander';
+import { AuditError, exportAuditBundle, resolveAuditTrust } from '../../audit/index.ts';
+import { InvalidArgumentError } from '../../errors/index.ts';
+import { writeAllOrNone } from '../../files/index.ts';
+import type { CliContext } from '../cli-context.ts';
+import {
+  type AuditFlags,
+  addAuditOptions,
+  auditConfig,
+  trustSources,
+  withLiveSource,
+} from './audit-session.ts';
+
+interface ExportFlags extends AuditFlags {
+  out: string;
+  force?: boolean;
+}
+
+/**
+ * `cohort audit export --config <file> --member <id> --out <file> [--skip-aggregates] [--force]`:
+ * writes an audit bundle (docs/log-format.md, "Auditing") of the live log, read with the member's
+ * read-only NATS user: every stored entry byte for byte, the aggregate of every COMMIT (from the
+ * aggregate store, which the member's user must be allowed to read unless `--skip-aggregates`), and
+ * copies of the trusted registry file and the genesis commit. The file is written whole or not at
+ * all (mode 0644). Prints `exported <n> entries (last <seq>), <k> aggregates to <file>`.
+ *
+ * Exit 0; 2 when it cannot run (no keys to trust, NATS or an aggregate unreadable, `--out` exists
+ * without `--force`).
+ */
+export function registerAuditExportCommand(audit: Command, ctx: CliContext): void {
+  addAuditOptions(
+    audit
+      .command('export')
+      .description('write an audit bundle of the live log (entries, aggregates, registry, genesis)')
+      .requiredOption('-o, --out <file>', 'bundle file to write')
+      .option('-f, --force', 'overwrite an existing file'),
+  ).action(async (flags: ExportFlags) => {
+    const config = auditConfig(flags, ctx);
+    if (config === undefined || flags.member === undefined) {
+      throw new InvalidArgumentError('audit export needs --config <file> and --member <id>', {
+        details: { name: config === undefined ? 'config' : 'member' },
+      });
+    }
+    const trust = resolveAuditTrust(trustSources(flags, config, config.federation.id));
+    const chunks: Uint8Array[] = [];
+    const summary = await withLiveSource(config, flags.member, (source) =>
+      exportAuditBundle(
+        source,
+        { registry: trust.registry, genesis: trust.genesis, skipAggregates: flags.skipAggregates === true },
+        (chunk) => {
+          chunks.push(chunk.slice());
+        },
+      ),
+    );
+    writeAllOrNone([{ path: flags.out, bytes: Buffer.concat(chunks), mode: 0o644 }], {
+      force: flags.force === true,
+      exists: (paths) =>
+        new AuditError(
+          'BUNDLE_UNREADABLE',
+          `refusing to overwrite ${paths.join(', ')} (pass --force to replace it)`,
+          {
+            details: { path: flags.out },
+          },
+        ),
+      unwritable: (path, cause) =>
+        new AuditError('BUNDLE_UNREADABLE', `cannot write ${path}: ${(cause as Error).message}`, {
+          cause,
+          details: { path },
+        }),
+    });
+    ctx.stdout.write(
+      `exported ${summary.entries} entries (last ${summary.lastSequence}), ${summary.aggregates === 'skipped' ? 'aggregates skipped' : `${summary.objects} aggregates${summary.absent > 0 ? `, ${summary.absent} absent from the store` : ''}`} to ${flags.out}\n`,
+    );
+  });
+}

@@ -1,0 +1,67 @@
+import type { AdminDownload, AdminMetrics } from '../../admin/index.ts';
+import { exportAuditBundle, openLiveAuditSource, resolveAuditTrust } from '../../audit/index.ts';
+import type { CohortConfig } from '../../config/index.ts';
+import { createCoordinatorMetrics } from '../../metrics/index.ts';
+import type { CoordinatorEvent, CoordinatorHandle } from '../../services/coordinator/index.ts';
+import type { MemberContext } from '../../services/index.ts';
+import { trustSources } from './audit-session.ts';
+
+/** What the coordinator command hands the admin API besides the coordinator itself. */
+export interface CoordinatorAdminServices {
+  /** Feeds the metrics; pass every coordinator event. */
+  readonly onEvent: (event: CoordinatorEvent) => void;
+  readonly metrics: AdminMetrics;
+  readonly exportAuditBundle: () => Promise<AdminDownload>;
+  /** Connects the metrics to the running coordinator's `stats()` (events may arrive before). */
+  attach(handle: CoordinatorHandle): void;
+}
+
+/**
+ * The coordinator's Prometheus metrics (docs/metrics.md) and its audit bundle export
+ * (docs/log-format.md, "Auditing"), read through the coordinator's own NATS connection: the same
+ * bundle `cohort audit export` writes, trusting the configuration's pinned registry and genesis.
+ */
+export function coordinatorAdminServices(
+  config: CohortConfig,
+  mctx: MemberContext,
+): CoordinatorAdminServices {
+  let handle: CoordinatorHandle | undefined;
+  const metrics = createCoordinatorMetrics({
+    // Events flow from the coordinator's start, before `attach`: no scrape happens until the API listens.
+    stats: () => {
+      if (handle === undefined) throw new Error('the coordinator has not started');
+      return handle.stats();
+    },
+    transportStats: () => mctx.transport.stats(),
+    aggregators: mctx.members.aggregators.map((a) => a.id),
+  });
+  const federation = config.federation.id;
+  return {
+    onEvent: (e) => metrics.onEvent(e),
+    metrics: { contentType: metrics.contentType, text: () => metrics.text() },
+    attach: (h) => {
+      handle = h;
+    },
+    exportAuditBundle: async () => {
+      const trust = resolveAuditTrust(trustSources({}, config, federation));
+      const source = await openLiveAuditSource(mctx.transport.connection, {
+        federation,
+        member: mctx.member,
+        timeoutMs: config.nats.timeoutMs,
+      });
+      const chunks: Uint8Array[] = [];
+      await exportAuditBundle(
+        source,
+        { registry: trust.registry, genesis: trust.genesis, skipAggregates: false },
+        (c) => {
+          chunks.push(c.slice());
+        },
+      );
+      return {
+        contentType: 'application/octet-stream',
+        fileName: `${federation}-audit.bundle`,
+        bytes: Buffer.concat(chunks),
+      };
+    },
+  };
+}
