@@ -1,3 +1,4 @@
+import type { AuditReport } from '../audit/index.ts';
 import type { FederationTimeline } from '../history/index.ts';
 import type { AdminActionBody } from '../protocol/index.ts';
 import type {
@@ -48,6 +49,12 @@ export interface AdminDownload {
   readonly bytes: Uint8Array;
 }
 
+/** Options of {@link AdminDeps.verifyLog}. */
+export interface VerifyLogOptions {
+  /** Do not read the aggregates (each is listed as skipped): signatures, chain and history only. */
+  readonly skipAggregates: boolean;
+}
+
 /** The Prometheus exposition, built by `src/metrics`. */
 export interface AdminMetrics {
   readonly contentType: string;
@@ -67,6 +74,11 @@ export interface AdminDeps {
   readonly exportModel?: (commit: ChainCommit, timeline: FederationTimeline) => Promise<AdminDownload>;
   /** The audit bundle (src/audit). */
   readonly exportAuditBundle?: () => Promise<AdminDownload>;
+  /**
+   * An audit of the live log (`verifyAudit` of src/audit over the coordinator's own connection,
+   * trusting the configuration's pinned registry and genesis): `GET /v1/audit/verify`.
+   */
+  readonly verifyLog?: (options: VerifyLogOptions) => Promise<AuditReport>;
   /** `GET /metrics`. */
   readonly metrics?: AdminMetrics;
   /** Clock, ms since the epoch (default `Date.now`): stamps admin actions. */

@@ -7,6 +7,7 @@ import { AdminApiError } from './admin-error.ts';
 import { installErrorHandler } from './error-handler.ts';
 import { type AdminRateLimits, type RouteContext, rateLimitKey } from './route-kit.ts';
 import { registerAuditRoutes } from './routes-audit.ts';
+import { registerDashboardRoutes } from './routes-dashboard.ts';
 import { registerFederationRoutes } from './routes-federation.ts';
 import { registerRoundRoutes } from './routes-rounds.ts';
 import { registerRunRoutes } from './routes-runs.ts';
@@ -161,6 +162,7 @@ export function buildAdminApi(deps: AdminDeps, options: AdminApiOptions): Fastif
     registerRoundRoutes(ctx);
     registerVersionRoutes(ctx);
     registerAuditRoutes(ctx);
+    registerDashboardRoutes(ctx);
   });
   return app;
 }

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import type { AuditReport } from '../audit/index.ts';
 import { exportMetadata } from '../cli/commands/versions-export.ts';
 import { requireStoredModel } from '../cli/commands/versions-store.ts';
 import type { CohortConfig } from '../config/index.ts';
@@ -7,7 +8,7 @@ import { type CoordinatorHandle, federationGenesis, modelSpecFor } from '../serv
 import { type FederationLogReader, openLogReader } from '../services/federation-log/index.ts';
 import type { MemberContext } from '../services/index.ts';
 import { bytesToHex, encodeSafetensors, modelTensors } from '../versions/index.ts';
-import type { AdminDeps, AdminDownload, AdminHistory, AdminMetrics } from './admin-deps.ts';
+import type { AdminDeps, AdminDownload, AdminHistory, AdminMetrics, VerifyLogOptions } from './admin-deps.ts';
 
 /** What {@link coordinatorAdminDeps} wires together. */
 export interface CoordinatorDepsInput {
@@ -22,6 +23,8 @@ export interface CoordinatorDepsInput {
   readonly metrics?: AdminMetrics;
   /** `GET /v1/audit/bundle` (src/audit). */
   readonly exportAuditBundle?: () => Promise<AdminDownload>;
+  /** `GET /v1/audit/verify` (src/audit). */
+  readonly verifyLog?: (options: VerifyLogOptions) => Promise<AuditReport>;
 }
 
 /**
@@ -111,5 +114,6 @@ export function coordinatorAdminDeps(input: CoordinatorDepsInput): AdminDeps {
         }),
     ...(input.metrics === undefined ? {} : { metrics: input.metrics }),
     ...(input.exportAuditBundle === undefined ? {} : { exportAuditBundle: input.exportAuditBundle }),
+    ...(input.verifyLog === undefined ? {} : { verifyLog: input.verifyLog }),
   };
 }

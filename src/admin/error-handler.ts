@@ -24,12 +24,14 @@ export const STATUS_BY_CODE: Readonly<Record<string, number>> = Object.freeze({
   REGISTRY_SIGNATURE_INVALID: 422,
   RATE_LIMITED: 429,
   NOT_CONFIGURED: 501,
+  AUDIT_TRUST_MISSING: 501,
   NOT_STARTED: 503,
   STOPPED: 503,
   LOG_UNAVAILABLE: 503,
   LOG_FENCED: 503,
   LOG_SEQUENCE_CONFLICT: 503,
   LEASE_LOST: 503,
+  AUDIT_SOURCE_UNAVAILABLE: 503,
 });
 
 /** The body of every error answer. */

@@ -4,6 +4,7 @@ export type {
   AdminDownload,
   AdminHistory,
   AdminMetrics,
+  VerifyLogOptions,
 } from './admin-deps.ts';
 export { AdminApiError } from './admin-error.ts';
 export { generateAdminToken, type NewAdminToken, TOKEN_BYTES } from './admin-token.ts';
@@ -20,6 +21,7 @@ export { type CoordinatorDepsInput, coordinatorAdminDeps, logHistorySource } fro
 export { type ErrorBody, STATUS_BY_CODE } from './error-handler.ts';
 export { adminOpenApiText } from './openapi-document.ts';
 export type { AdminRateLimits } from './route-kit.ts';
+export { DASHBOARD_CSP } from './routes-dashboard.ts';
 export { ADMIN_SCOPES, type AdminScope, type RouteScope, scopeAllows } from './scopes.ts';
 export { type ServedAdminApi, serveAdminApi } from './serve-admin-api.ts';
 export { type AdminCaller, type AdminToken, findToken, hashToken } from './token-auth.ts';

@@ -1,7 +1,7 @@
 import { AdminApiError } from './admin-error.ts';
 import { addRoute, type RouteContext, recordAction } from './route-kit.ts';
-import { ABORT_REQUESTED, COUNT_TEXT, closed, LOGGED_ROUND, REASON, ROUND_DETAIL } from './schemas.ts';
-import { decidedRoundJson, loggedRounds, openRoundJson } from './views.ts';
+import { ABORT_REQUESTED, COUNT_TEXT, closed, REASON, ROUND_DETAIL, TIMED_ROUND } from './schemas.ts';
+import { assignmentsJson, decidedRoundJson, loggedRounds, openRoundJson } from './views.ts';
 
 /** Rounds listed by default. */
 const DEFAULT_LIMIT = 20;
@@ -10,15 +10,37 @@ const MAX_LIMIT = 1000;
 
 const ROUND_PARAMS = closed({ round: COUNT_TEXT });
 
+/** RoundOpen times remembered by log sequence (entries never change once written). */
+const MAX_CACHED_TIMES = 10_000;
+
 /** Rounds as the log holds them: list, show (timings, contributions), abort the open one. */
 export function registerRoundRoutes(ctx: RouteContext): void {
   const { deps } = ctx;
+  const times = new Map<number, number>();
+  const entryTime = async (sequence: number) => {
+    let t = times.get(sequence);
+    if (t === undefined) {
+      t = await deps.history.entryTime(sequence);
+      if (times.size >= MAX_CACHED_TIMES) times.clear();
+      times.set(sequence, t);
+    }
+    return t;
+  };
+  const timed = async <R extends { openSequence: number; decidedUnixMs: number | null }>(round: R) => {
+    const openedUnixMs = await entryTime(round.openSequence);
+    return {
+      ...round,
+      openedUnixMs,
+      durationMs: round.decidedUnixMs === null ? null : round.decidedUnixMs - openedUnixMs,
+    };
+  };
   addRoute(ctx, {
     method: 'GET',
     url: '/v1/rounds',
     scope: 'auditor',
     tag: 'rounds',
-    summary: 'Rounds, newest first: the open one, then decided ones (COMMIT and ABORT)',
+    summary:
+      'Rounds, newest first: the open one, then decided ones (COMMIT and ABORT), with their timings and federated evaluation',
     querystring: {
       type: 'object',
       additionalProperties: false,
@@ -29,14 +51,17 @@ export function registerRoundRoutes(ctx: RouteContext): void {
         },
       },
     },
-    response: { 200: { type: 'array', items: LOGGED_ROUND } },
+    response: { 200: { type: 'array', items: TIMED_ROUND } },
     handler: async (req) => {
       const { limit } = req.query as { limit?: string };
       const n = limit === undefined ? DEFAULT_LIMIT : Number(limit);
       if (n > MAX_LIMIT) {
         throw new AdminApiError('VALIDATION_FAILED', `querystring.limit: at most ${MAX_LIMIT}`);
       }
-      return loggedRounds(await deps.history.timeline(), n);
+      const rounds = loggedRounds(await deps.history.timeline(), n);
+      const out = [];
+      for (const r of rounds) out.push(await timed(r));
+      return out;
     },
   });
   addRoute(ctx, {
@@ -44,7 +69,8 @@ export function registerRoundRoutes(ctx: RouteContext): void {
     url: '/v1/rounds/:round',
     scope: 'auditor',
     tag: 'rounds',
-    summary: 'One round: participants, contributions, voters, when it opened and how long it took',
+    summary:
+      'One round: participants and their aggregators, contributions, voters, when it opened and how long it took',
     params: ROUND_PARAMS,
     response: { 200: ROUND_DETAIL },
     handler: async (req) => {
@@ -56,11 +82,9 @@ export function registerRoundRoutes(ctx: RouteContext): void {
         throw new AdminApiError('ROUND_UNKNOWN', `the log holds no round ${round}`);
       }
       const base = decided === undefined ? openRoundJson(open!) : decidedRoundJson(decided);
-      const openedUnixMs = await deps.history.entryTime(base.openSequence);
       return {
-        ...base,
-        openedUnixMs,
-        durationMs: base.decidedUnixMs === null ? null : base.decidedUnixMs - openedUnixMs,
+        ...(await timed(base)),
+        assignments: assignmentsJson(decided === undefined ? open!.roundOpen : decided.open),
         contributions: (decided?.decision.aggregate?.contributors ?? []).map((c) => ({
           site: c.site,
           digest: Buffer.from(c.digest).toString('hex'),

@@ -132,13 +132,29 @@ export const LOGGED_ROUND = closed({
   sequence: nullable(int),
   deadlineUnixMs: int,
   decidedUnixMs: nullable(int),
+  evaluation: nullable({
+    ...closed({ model: str, examples: int, correct: int, lossSum: num }),
+    description:
+      "a COMMIT's federated evaluation: the participants' totals on their validation rows for the model the round started from (`model`); accuracy = correct / examples, mean loss = lossSum / examples",
+  }),
 });
 
-/** {@link LOGGED_ROUND} with its timings (`GET /v1/rounds/{round}`). */
-export const ROUND_DETAIL = closed({
+/** {@link LOGGED_ROUND} with its timings (`GET /v1/rounds`). */
+export const TIMED_ROUND = closed({
   ...LOGGED_ROUND.properties,
-  openedUnixMs: int,
-  durationMs: nullable(int),
+  openedUnixMs: { ...int, description: 'log time of its RoundOpen, ms since the epoch' },
+  durationMs: nullable({ ...int, description: 'RoundOpen to decision, ms (null while open)' }),
+});
+
+/** {@link TIMED_ROUND} with who was assigned where and what was summed (`GET /v1/rounds/{round}`). */
+export const ROUND_DETAIL = closed({
+  ...TIMED_ROUND.properties,
+  assignments: {
+    type: 'array',
+    description:
+      "the RoundOpen's assignments: each participant, its aggregator and its pinned example weight",
+    items: closed({ site: str, aggregator: str, examples: int }),
+  },
   contributions: { type: 'array', items: closed({ site: str, digest: HASH, weight: num }) },
 });
 
@@ -245,3 +261,49 @@ export const ABORT_REQUESTED = closed({ round: int, aborting: bool, actionSequen
 
 /** A binary download. */
 export const BINARY = { type: 'string', format: 'binary' } as const;
+
+/** `GET /v1/whoami`: the presented token's id and scopes. */
+export const WHOAMI = closed({
+  tokenId: str,
+  scopes: { type: 'array', items: { type: 'string', enum: ['admin', 'operator', 'auditor'] } },
+});
+
+const AUDIT_FINDING = closed({ sequence: int, code: str, message: str });
+
+/** `GET /v1/audit/verify`: the summary of an audit of the live log (`verifyAudit`, src/audit). */
+export const AUDIT_VERIFIED = closed({
+  verified: { ...bool, description: 'no problem, and the audit is complete' },
+  federation: str,
+  registry: { ...str, description: 'SHA-256 of the trusted member registry' },
+  genesis: str,
+  head: closed({ hash: str, height: int, sequence: int }),
+  entries: int,
+  lastEntry: nullable(closed({ sequence: int, hash: str })),
+  historyThrough: int,
+  checked: {
+    type: 'object',
+    description:
+      'how many of each check the audit made (`AuditCheckCounts` of src/audit: signatures, links, historyRules, commitHashes, aggregates…)',
+    additionalProperties: int,
+  },
+  problemCount: int,
+  problems: { type: 'array', description: 'the first 100', items: AUDIT_FINDING },
+  uncheckedCount: int,
+  unchecked: { type: 'array', description: 'the first 100', items: AUDIT_FINDING },
+  rounds: {
+    type: 'array',
+    description: 'decided rounds as the audit saw them, the last 1000',
+    items: closed({
+      round: int,
+      sequence: int,
+      outcome: { type: 'string', enum: ['commit', 'abort'] },
+      kind: nullable(str),
+      commit: nullable(str),
+      height: int,
+      aggregate: { type: 'string', enum: ['verified', 'problem', 'unchecked', 'none'] },
+    }),
+  },
+  aggregatesSkipped: bool,
+  startedUnixMs: int,
+  durationMs: int,
+});

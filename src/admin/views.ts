@@ -1,4 +1,5 @@
 import type { FederationTimeline, TimelineRound } from '../history/index.ts';
+import type { ControlBodies, EvaluationBody } from '../protocol/index.ts';
 import type { MemberStatus, RoundSummary, RunInfo } from '../services/coordinator/index.ts';
 import type { OpenRound } from '../services/federation-log/index.ts';
 import { bytesToHex } from '../versions/index.ts';
@@ -75,7 +76,20 @@ export function decidedRoundJson(r: TimelineRound) {
     sequence: r.sequence,
     deadlineUnixMs: r.open.deadlineUnixMs,
     decidedUnixMs: r.unixMs,
+    evaluation: evaluationJson(d.evaluation),
   };
+}
+
+/** A decision's federated evaluation, totals only (the confusion matrix is in `versions show`). */
+function evaluationJson(e: EvaluationBody | null) {
+  return e == null
+    ? null
+    : { model: bytesToHex(e.model), examples: e.examples, correct: e.correct, lossSum: e.lossSum };
+}
+
+/** The RoundOpen's assignments: who takes part, through which aggregator, with what weight. */
+export function assignmentsJson(open: ControlBodies['round-open']) {
+  return open.assignments.map((a) => ({ site: a.site, aggregator: a.aggregator, examples: a.examples }));
 }
 
 /** The round open in the log (not decided yet). */
@@ -97,6 +111,7 @@ export function openRoundJson(o: OpenRound) {
     sequence: null,
     deadlineUnixMs: open.deadlineUnixMs,
     decidedUnixMs: null,
+    evaluation: null,
   };
 }
 

@@ -157,6 +157,13 @@ export const runSchema = z.strictObject({
   rounds: z.int().min(1).max(100_000),
   /** Accuracy whose first crossing is reported as "rounds to target". */
   targetAccuracy: z.number().gt(0).max(1).default(0.97),
+  /**
+   * A published result for the same setting, shown as the results table's last row: where it is
+   * from (paper, table and row) and its rounds to `targetAccuracy`.
+   */
+  reference: z
+    .strictObject({ source: z.string().min(1).max(200), roundsToTarget: z.int().min(1) })
+    .optional(),
   /** End the run at the first evaluated round that reaches `targetAccuracy` instead of running all `rounds`. */
   stopAtTarget: z.boolean().default(false),
   /** Evaluate on the test set every N rounds (and always at the last round). */

@@ -45,7 +45,8 @@ export function readRoundMetrics(files: readonly string[]): RoundMetrics[] {
  * target accuracy (or how many rounds ran without), the accuracy at the round where the first
  * listed run reached it, the best accuracy, the rounds run and the bytes sent up to the target
  * (or in all). Everything in it comes from the metrics: README tables are this output, checked by
- * a test against the tracked metrics file.
+ * a test against the tracked metrics file. A first run with a `reference` adds it as the last row
+ * (its source and rounds to the target, nothing else).
  */
 export function resultsTable(runs: readonly RunConfig[], metrics: readonly RoundMetrics[]): string {
   const byRun = new Map<string, RoundMetrics[]>();
@@ -96,6 +97,9 @@ export function resultsTable(runs: readonly RunConfig[], metrics: readonly Round
       bytes(upTo),
     ];
   });
+  const ref = present[0]!.reference;
+  if (ref !== undefined)
+    rows.push([ref.source, 'as published', String(ref.roundsToTarget), '—', '—', '—', '—']);
   return markdownTable(head, rows);
 }
 

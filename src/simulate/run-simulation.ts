@@ -354,7 +354,7 @@ export async function runSimulation(cfg: RunConfig, hooks: SimulationHooks = {})
   }
   return {
     run: cfg.name,
-    engine: engine.description,
+    engine: pool === null ? engine.description : `${engine.description} × ${cfg.training.workers} workers`,
     mode: cfg.codec.mode,
     bits: cfg.codec.mode === 'float32' ? null : cfg.codec.bits,
     rounds: roundsRun,

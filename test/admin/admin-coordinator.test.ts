@@ -322,5 +322,9 @@ describe('admin API over a real coordinator', () => {
     expect(audit.problems).toEqual([]);
     expect(audit.entries).toBe((await f.logEntries()).length);
     expect(audit.checked.adminActions).toBeGreaterThan(0);
+    // …and the dashboard's verification route audits the same live log.
+    const live = await fetch(`${url}/v1/audit/verify`, { headers: auth('auditor') });
+    expect(live.status).toBe(200);
+    expect(await live.json()).toMatchObject({ verified: true, entries: audit.entries, problems: [] });
   });
 });

@@ -8,7 +8,10 @@ import { loadExperiment, readRoundMetrics, resultsTable } from '../../src/simula
 const dir = mkdtempSync(join(tmpdir(), 'cohort-results-table-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const runs = loadExperiment('config/experiments/mnist-cnn-iid.yaml', { env: {} }).runs;
+const runs = loadExperiment('config/experiments/mnist-cnn-iid.yaml', { env: {} }).runs.map((r) => {
+  const { reference: _ignored, ...rest } = r;
+  return rest;
+});
 
 /** One run's metrics: the given accuracies from round 1, 10 MB up per round. */
 function metrics(run: string, accuracies: number[]): string {
@@ -55,5 +58,18 @@ describe('resultsTable', () => {
     const bad = join(dir, 'bad.jsonl');
     writeFileSync(bad, '{"run":"x","round":0}\n');
     expect(() => readRoundMetrics([bad])).toThrow(`${bad} line 1: not a round's metrics`);
+  });
+
+  it('ends with the published reference row when the first run names one', () => {
+    const d = join(dir, 'd.jsonl');
+    writeFileSync(d, `${metrics('float32', [0.98, 0.991])}\n`);
+    const withRef = runs.map((r) => ({ ...r, reference: { source: 'paper, Table 2', roundsToTarget: 34 } }));
+    expect(
+      resultsTable(withRef, readRoundMetrics([d]))
+        .split('\n')
+        .at(-1),
+    ).toBe(
+      '| paper, Table 2 | as published           | 34            | —                   | —      | —          | —                  |',
+    );
   });
 });

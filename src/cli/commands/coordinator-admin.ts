@@ -1,5 +1,11 @@
-import type { AdminDownload, AdminMetrics } from '../../admin/index.ts';
-import { exportAuditBundle, openLiveAuditSource, resolveAuditTrust } from '../../audit/index.ts';
+import type { AdminDownload, AdminMetrics, VerifyLogOptions } from '../../admin/index.ts';
+import {
+  type AuditReport,
+  exportAuditBundle,
+  openLiveAuditSource,
+  resolveAuditTrust,
+  verifyAudit,
+} from '../../audit/index.ts';
 import type { CohortConfig } from '../../config/index.ts';
 import { createCoordinatorMetrics } from '../../metrics/index.ts';
 import type { CoordinatorEvent, CoordinatorHandle } from '../../services/coordinator/index.ts';
@@ -12,14 +18,17 @@ export interface CoordinatorAdminServices {
   readonly onEvent: (event: CoordinatorEvent) => void;
   readonly metrics: AdminMetrics;
   readonly exportAuditBundle: () => Promise<AdminDownload>;
+  /** An audit of the live log (`GET /v1/audit/verify`, the dashboard's verification status). */
+  readonly verifyLog: (options: VerifyLogOptions) => Promise<AuditReport>;
   /** Connects the metrics to the running coordinator's `stats()` (events may arrive before). */
   attach(handle: CoordinatorHandle): void;
 }
 
 /**
- * The coordinator's Prometheus metrics (docs/metrics.md) and its audit bundle export
- * (docs/log-format.md, "Auditing"), read through the coordinator's own NATS connection: the same
- * bundle `cohort audit export` writes, trusting the configuration's pinned registry and genesis.
+ * The coordinator's Prometheus metrics (docs/metrics.md), its audit bundle export and its audit of
+ * the live log (docs/log-format.md, "Auditing"), read through the coordinator's own NATS
+ * connection: the same bundle `cohort audit export` writes and the same report `cohort audit
+ * verify` makes, trusting the configuration's pinned registry and genesis.
  */
 export function coordinatorAdminServices(
   config: CohortConfig,
@@ -36,6 +45,12 @@ export function coordinatorAdminServices(
     aggregators: mctx.members.aggregators.map((a) => a.id),
   });
   const federation = config.federation.id;
+  const liveSource = () =>
+    openLiveAuditSource(mctx.transport.connection, {
+      federation,
+      member: mctx.member,
+      timeoutMs: config.nats.timeoutMs,
+    });
   return {
     onEvent: (e) => metrics.onEvent(e),
     metrics: { contentType: metrics.contentType, text: () => metrics.text() },
@@ -44,11 +59,7 @@ export function coordinatorAdminServices(
     },
     exportAuditBundle: async () => {
       const trust = resolveAuditTrust(trustSources({}, config, federation));
-      const source = await openLiveAuditSource(mctx.transport.connection, {
-        federation,
-        member: mctx.member,
-        timeoutMs: config.nats.timeoutMs,
-      });
+      const source = await liveSource();
       const chunks: Uint8Array[] = [];
       await exportAuditBundle(
         source,
@@ -62,6 +73,10 @@ export function coordinatorAdminServices(
         fileName: `${federation}-audit.bundle`,
         bytes: Buffer.concat(chunks),
       };
+    },
+    verifyLog: async ({ skipAggregates }) => {
+      const trust = resolveAuditTrust(trustSources({}, config, federation));
+      return verifyAudit(await liveSource(), trust, { skipAggregates });
     },
   };
 }

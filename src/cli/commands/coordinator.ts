@@ -142,7 +142,11 @@ export function registerCoordinatorCommand(program: Command, ctx: CliContext): v
           config,
           ...(services === undefined
             ? {}
-            : { metrics: services.metrics, exportAuditBundle: services.exportAuditBundle }),
+            : {
+                metrics: services.metrics,
+                exportAuditBundle: services.exportAuditBundle,
+                verifyLog: services.verifyLog,
+              }),
           ...(config.admin.modelStore === undefined ? {} : { modelStore: config.admin.modelStore }),
         });
         try {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { AuditReport } from '../../audit/index.ts';
 import type { TextSink } from '../../cli/cli-context.ts';
 import { findNatsServer } from '../../transport/index.ts';
 import { createLocalDeployment } from '../deployment.ts';
@@ -20,6 +21,42 @@ export interface DemoOptions {
   readonly keep: boolean;
   /** Training rows shared by the sites (default: all 60,000). */
   readonly trainLimit?: number;
+}
+
+/**
+ * What an auditor does after the run: `cohort audit verify` as the read-only auditor user, one
+ * summary line (or the problems); its exit status is the demo's.
+ */
+async function auditDemo(
+  configPath: string,
+  auditor: string | undefined,
+  say: (s: string) => void,
+): Promise<number> {
+  if (auditor === undefined) return 0;
+  const child = spawn(
+    process.execPath,
+    [BIN, 'audit', 'verify', '--config', configPath, '--member', auditor, '--json'],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
+  const chunks: Buffer[] = [];
+  const errors: Buffer[] = [];
+  child.stdout?.on('data', (b: Buffer) => chunks.push(b));
+  child.stderr?.on('data', (b: Buffer) => errors.push(b));
+  const code = await new Promise<number>((resolve) => child.on('exit', (c) => resolve(c ?? 1)));
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (code !== 0 || text === '') {
+    say(`audit verify (${auditor}) exited with ${code}: ${Buffer.concat(errors).toString('utf8').trim()}`);
+    for (const p of text === '' ? [] : (JSON.parse(text) as AuditReport).problems)
+      say(`  entry ${p.sequence} ${p.code} ${p.message}`);
+    return code === 0 ? 1 : code;
+  }
+  const r = JSON.parse(text) as AuditReport;
+  say(
+    `audit (${auditor}, read-only NATS user): verified ${r.entries} log entries — signatures, hash chain, ${r.checked.commitHashes} commit hashes, ${r.checked.aggregates} aggregates re-hashed; ${r.problems.length} problems`,
+  );
+  return 0;
 }
 
 /** Share of each demo site's rows held out for validation. */
@@ -110,7 +147,8 @@ export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink
     });
     const code = await new Promise<number>((resolve) => coordinator.on('exit', (c) => resolve(c ?? 1)));
     say(`coordinator exited with ${code} after ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-    return code;
+    if (code !== 0) return code;
+    return await auditDemo(deployment.configPath, deployment.config.members?.auditors[0]?.id, say);
   } finally {
     for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 300));
