@@ -1,9 +1,13 @@
 import { resolve } from 'node:path';
 import type { AuditReport } from '../audit/index.ts';
-import { exportMetadata } from '../cli/commands/versions-export.ts';
-import { requireStoredModel } from '../cli/commands/versions-store.ts';
 import type { CohortConfig } from '../config/index.ts';
-import { assertModelStore, FederationTimeline, syncTimeline } from '../history/index.ts';
+import {
+  assertModelStore,
+  exportMetadata,
+  FederationTimeline,
+  requireStoredModel,
+  syncTimeline,
+} from '../history/index.ts';
 import { type CoordinatorHandle, federationGenesis, modelSpecFor } from '../services/coordinator/index.ts';
 import { type FederationLogReader, openLogReader } from '../services/federation-log/index.ts';
 import type { MemberContext } from '../services/index.ts';

@@ -1,6 +1,4 @@
-import { logItems, logJson } from '../cli/commands/versions-log.ts';
-import { showJson } from '../cli/commands/versions-show.ts';
-import { resolveRef } from '../history/index.ts';
+import { logItems, logJson, resolveRef, showJson } from '../history/index.ts';
 import { bytesToHex } from '../versions/index.ts';
 import { AdminApiError } from './admin-error.ts';
 import { addRoute, type RouteContext, recordAction, required } from './route-kit.ts';

@@ -1,7 +1,6 @@
-/** A text sink (stdout, stderr, or a test buffer). */
-export interface TextSink {
-  write(text: string): unknown;
-}
+import type { TextSink } from '../log/index.ts';
+
+export type { TextSink };
 
 /** What commands write to and read from, injectable for tests. */
 export interface CliContext {

@@ -1,4 +1,4 @@
-import type { TextSink } from '../cli/cli-context.ts';
+import type { TextSink } from '../log/index.ts';
 
 /**
  * A per-round progress bar: on a TTY one line redrawn in place as sites finish; elsewhere (CI,

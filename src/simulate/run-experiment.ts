@@ -1,6 +1,6 @@
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TextSink } from '../cli/cli-context.ts';
+import type { TextSink } from '../log/index.ts';
 import type { RunConfig } from './experiment-schema.ts';
 import type { Experiment } from './load-experiment.ts';
 import { RoundProgress } from './progress.ts';

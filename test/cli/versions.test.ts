@@ -1,20 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import { initParameters, logisticRegression, mlp } from '../../federation/index.ts';
 import { diffJson, diffLines } from '../../src/cli/commands/versions-diff-format.ts';
-import { exportMetadata } from '../../src/cli/commands/versions-export.ts';
 import { float32String, printable } from '../../src/cli/commands/versions-format.ts';
-import { logItems, logJson, logLines } from '../../src/cli/commands/versions-log.ts';
+import { logLines } from '../../src/cli/commands/versions-log.ts';
 import { rollbackOutcomeLine } from '../../src/cli/commands/versions-rollback.ts';
-import { showJson, showLines } from '../../src/cli/commands/versions-show.ts';
+import { showLines } from '../../src/cli/commands/versions-show.ts';
 import { parseConfig } from '../../src/config/index.ts';
 import { CohortError, InvalidArgumentError } from '../../src/errors/index.ts';
 import {
   diffCommits,
+  exportMetadata,
   FederationTimeline,
   findRollbackOutcome,
   HistoryError,
   layerDiffStats,
+  logItems,
+  logJson,
   resolveRef,
+  showJson,
   waitForRollbackOutcome,
 } from '../../src/history/index.ts';
 import { encodeRoundParams } from '../../src/services/coordinator/index.ts';

@@ -1,12 +1,15 @@
-import type { CommitDiff, LayerDiffStats } from '../../history/index.ts';
+import {
+  type CommitDiff,
+  type ContributorJson,
+  contributorsJson,
+  type LayerDiffStats,
+} from '../../history/index.ts';
 import type { RoundParams } from '../../services/coordinator/index.ts';
 import type { ChainCommit } from '../../services/federation-log/index.ts';
 import type { CommitKind } from '../../versions/index.ts';
 import {
   alignColumns,
-  type ContributorJson,
   commitLabel,
-  contributorsJson,
   describeRoundParams,
   float32String,
   hex,

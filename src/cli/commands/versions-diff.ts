@@ -8,6 +8,7 @@ import {
   isModelStore,
   type LayerDiffStats,
   layerDiffStats,
+  missingModelMessage,
   readStoredModel,
   resolveRef,
 } from '../../history/index.ts';
@@ -15,7 +16,7 @@ import { modelSpecFor } from '../../services/coordinator/index.ts';
 import type { CliContext } from '../cli-context.ts';
 import { diffJson, diffLines } from './versions-diff-format.ts';
 import { addVersionsOptions, type VersionsFlags, withVersionsSession } from './versions-session.ts';
-import { missingModelMessage, storeChoice } from './versions-store.ts';
+import { storeChoice } from './versions-store.ts';
 
 interface DiffFlags extends VersionsFlags {
   json?: boolean;

@@ -2,51 +2,28 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, linkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
-import { type ModelSpec, modelLayout } from '../../../federation/index.ts';
-import type { CohortConfig } from '../../config/index.ts';
+import { modelLayout } from '../../../federation/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
-import { assertModelStore, HistoryError, resolveRef } from '../../history/index.ts';
+import {
+  assertModelStore,
+  EXPORT_FORMATS,
+  exportMetadata,
+  HistoryError,
+  requireStoredModel,
+  resolveRef,
+} from '../../history/index.ts';
 import { modelSpecFor } from '../../services/coordinator/index.ts';
-import type { ChainCommit } from '../../services/federation-log/index.ts';
 import { encodeSafetensors, modelTensors } from '../../versions/index.ts';
 import type { CliContext } from '../cli-context.ts';
-import { commitLabel, hex } from './versions-format.ts';
+import { commitLabel } from './versions-format.ts';
 import { addVersionsOptions, type VersionsFlags, withVersionsSession } from './versions-session.ts';
-import { requireStoredModel, storeChoice } from './versions-store.ts';
+import { storeChoice } from './versions-store.ts';
 
 interface ExportFlags extends VersionsFlags {
   format: string;
   out: string;
   store?: string;
   force?: boolean;
-}
-
-/** Formats `versions export` writes. */
-export const EXPORT_FORMATS = ['safetensors'] as const;
-
-/**
- * The safetensors `__metadata__` of an exported commit: `format: "pt"` (PyTorch loaders expect
- * it), `cohort_commit` (hash, hex), `cohort_height`, `cohort_round`, `cohort_federation`,
- * `cohort_model` (the spec's name), `cohort_input` (JSON of the per-sample input shape, e.g.
- * `[1,28,28]`) and `cohort_layers` (JSON of the spec's layer list, e.g.
- * `[{"type":"dense","units":200},{"type":"relu"},…]`: with `cohort_input`, enough to rebuild the
- * `nn.Sequential` the tensor names index).
- */
-export function exportMetadata(
-  config: CohortConfig,
-  spec: ModelSpec,
-  c: ChainCommit,
-): Record<string, string> {
-  return {
-    format: 'pt',
-    cohort_commit: hex(c.commit.hash),
-    cohort_height: String(c.commit.height),
-    cohort_round: String(c.commit.round),
-    cohort_federation: config.federation.id,
-    cohort_model: spec.name,
-    cohort_input: JSON.stringify(spec.input),
-    cohort_layers: JSON.stringify(spec.layers),
-  };
 }
 
 function exists(path: string): HistoryError {

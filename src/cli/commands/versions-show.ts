@@ -1,20 +1,10 @@
 import type { Command } from 'commander';
-import { commitRoundParams, type FederationTimeline, resolveRef } from '../../history/index.ts';
-import {
-  decodeStatisticsParams,
-  type ExclusionRecord,
-  standardizerFromTotals,
-} from '../../protocol/index.ts';
-import type { RoundParams } from '../../services/coordinator/index.ts';
-import type { ChainCommit } from '../../services/federation-log/index.ts';
+import { resolveRef, type ShowJson, showJson } from '../../history/index.ts';
 import type { CliContext } from '../cli-context.ts';
 import {
   alignColumns,
-  type CommitJson,
-  commitJson,
   describeRoundParams,
   float32String,
-  hex,
   isoDate,
   plural,
   printable,
@@ -23,102 +13,6 @@ import { addVersionsOptions, type VersionsFlags, withVersionsSession } from './v
 
 interface ShowFlags extends VersionsFlags {
   json?: boolean;
-}
-
-/** A snapshot the log recorded for a commit. */
-export interface SnapshotJson {
-  /** Log sequence of the snapshot record. */
-  sequence: number;
-  unixMs: number;
-  /** Object-store name of the encrypted snapshot. */
-  object: string;
-  /** SHA-256 of the stored object, hex. */
-  digest: string;
-  bytes: number;
-  /** The site that wrote it. */
-  site: string;
-}
-
-/** `versions show --json`: {@link CommitJson} and everything its decision recorded. */
-export interface ShowJson extends CommitJson {
-  /** The commit's round parameters decoded (`decodeRoundParams`); null when they do not decode. */
-  params: RoundParams | null;
-  /** The raw params bytes, hex. */
-  paramsHex: string;
-  /** The round's stored aggregate (round commits). */
-  aggregate: {
-    object: string;
-    objectBytes: number;
-    totalWeight: number;
-    participants: number;
-    totalExamples: number;
-  } | null;
-  /** The exclusion table recorded with the decision (empty for genesis). */
-  exclusions: ExclusionRecord[];
-  /** The clip the decision set for the next round (null for genesis). */
-  nextClip: number | null;
-  /** Snapshots the log recorded of this commit, in log order. */
-  snapshots: SnapshotJson[];
-  /**
-   * The federated evaluation its decision records: the round's participants' totals on their
-   * validation rows for the model the round started from (`model`, the parent); null without.
-   */
-  /**
-   * A statistics commit: the federation's feature statistics its params bind (rows, per-feature
-   * means and population deviations every site standardizes with); null for other commits.
-   */
-  statistics: { rows: number; mean: number[]; std: number[] } | null;
-  evaluation: {
-    model: string;
-    examples: number;
-    correct: number;
-    lossSum: number;
-    classes: number;
-    confusion: number[];
-  } | null;
-}
-
-/** The {@link ShowJson} of `c`. */
-export function showJson(timeline: FederationTimeline, c: ChainCommit): ShowJson {
-  const d = c.decision;
-  const a = c.commit.kind === 'round' ? (d?.aggregate ?? null) : null;
-  return {
-    ...commitJson(timeline, c),
-    params: commitRoundParams(c.commit),
-    paramsHex: hex(c.commit.params),
-    statistics: c.commit.kind === 'statistics' ? statisticsJson(c.commit.params) : null,
-    aggregate:
-      a === null
-        ? null
-        : {
-            object: a.object,
-            objectBytes: a.objectBytes,
-            totalWeight: a.totalWeight,
-            participants: a.participants,
-            totalExamples: a.totalExamples,
-          },
-    exclusions: (d?.exclusions ?? []).map((e) => ({ ...e })),
-    nextClip: d === null ? null : d.nextClip,
-    evaluation:
-      d?.evaluation == null
-        ? null
-        : {
-            model: hex(d.evaluation.model),
-            examples: d.evaluation.examples,
-            correct: d.evaluation.correct,
-            lossSum: d.evaluation.lossSum,
-            classes: d.evaluation.classes,
-            confusion: [...d.evaluation.confusion],
-          },
-    snapshots: timeline.snapshotsOf(c.commit.hash).map(({ entry, snapshot: s }) => ({
-      sequence: entry.sequence,
-      unixMs: entry.record.unixMs,
-      object: s.object,
-      digest: hex(s.digest),
-      bytes: s.bytes,
-      site: s.site,
-    })),
-  };
 }
 
 /** `versions show` lines: `label: value`, values aligned, lists indented below their label. */
@@ -216,15 +110,4 @@ export function registerVersionsShowCommand(versions: Command, ctx: CliContext):
         );
     });
   });
-}
-
-/** The statistics a statistics commit's params bind, or null when they do not decode. */
-function statisticsJson(params: Uint8Array): ShowJson['statistics'] {
-  try {
-    const totals = decodeStatisticsParams(params);
-    const { mean, std } = standardizerFromTotals(totals);
-    return { rows: Number(totals.rows), mean: Array.from(mean), std: Array.from(std) };
-  } catch {
-    return null;
-  }
 }

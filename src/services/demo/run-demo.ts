@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { AuditReport } from '../../audit/index.ts';
-import type { TextSink } from '../../cli/cli-context.ts';
+import type { TextSink } from '../../log/index.ts';
 import { findNatsServer } from '../../transport/index.ts';
 import { createLocalDeployment } from '../deployment.ts';
 import { mnistDataContract, writeDemoSiteData } from './demo-site-data.ts';
