@@ -6,9 +6,13 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   round: () => import('./round.ts').then((m) => m.runRoundBench()),
   history: () => import('./history.ts').then((m) => m.runHistoryBench()),
   hostile: () => import('./hostile.ts').then((m) => m.runHostileBench()),
+  audit: () => import('./audit.ts').then((m) => m.runAuditBench()),
 };
 
-const names = process.argv.slice(2).filter((a) => !a.startsWith('-'));
+// A bare word right after a `--flag` is that flag's value (`audit --rounds 3`), not a bench name.
+const names = process.argv
+  .slice(2)
+  .filter((a, i, all) => !a.startsWith('-') && !all[i - 1]?.startsWith('--'));
 if (names.length === 0 || names.some((n) => n !== 'all' && !(n in BENCHES))) {
   console.error(`usage: npm run bench -- <${[...Object.keys(BENCHES), 'all'].join('|')}>`);
   process.exit(2);

@@ -9,6 +9,8 @@ import type { AggregateRead, AuditSource } from './audit-source.ts';
 /** What checking one COMMIT's aggregate concluded. */
 export interface AggregateCheck {
   readonly status: AuditAggregateStatus;
+  /** The stored object, when verified (for the recomputation). */
+  readonly bytes?: Uint8Array;
   readonly problem?: AuditProblem;
   readonly unchecked?: AuditUnchecked;
 }
@@ -101,5 +103,5 @@ export async function checkAggregate(
   }
   const empty = blocks.findIndex((b) => b.length === 0);
   if (empty >= 0) return problem('AGGREGATE_SIZE_MISMATCH', `ciphertext ${empty} is empty`);
-  return { status: 'verified' };
+  return { status: 'verified', bytes };
 }

@@ -7,8 +7,13 @@ import type { StoredEntry } from './audit-source.ts';
 
 /** The first 12 bytes of a bundle: ASCII `COHORT-AUDIT`. */
 export const AUDIT_BUNDLE_MAGIC: Uint8Array = new TextEncoder().encode('COHORT-AUDIT');
-/** The format version this build writes and reads (u32 big-endian after the magic). */
-export const AUDIT_BUNDLE_VERSION = 1;
+/**
+ * The format version this build writes (u32 big-endian after the magic): 2 adds the stored
+ * contributions (items 7 and 8). Version 1 bundles (no contributions) are still read.
+ */
+export const AUDIT_BUNDLE_VERSION = 2;
+/** Versions this build reads. */
+const READABLE_VERSIONS: ReadonlySet<number> = new Set([1, 2]);
 
 /** Item types of a bundle (one byte each). */
 export const BUNDLE_ITEM = Object.freeze({
@@ -18,6 +23,8 @@ export const BUNDLE_ITEM = Object.freeze({
   entry: 4,
   object: 5,
   absent: 6,
+  contribution: 7,
+  contributionAbsent: 8,
   trailer: 0xff,
 } as const);
 
@@ -41,6 +48,12 @@ export interface AuditBundleMeta {
   readonly lastSequence: number;
   /** `included`: every aggregate a COMMIT names is in the bundle (or marked absent); `skipped`: none is. */
   readonly aggregates: 'included' | 'skipped';
+  /**
+   * Version 2: `included`: every contribution a partial record lists is in the bundle (or marked
+   * absent); `skipped`: none is (the exporter could not read the updates store, or was asked not
+   * to). Absent in version 1 (read as `skipped`).
+   */
+  readonly contributions?: 'included' | 'skipped';
 }
 
 /**
@@ -57,6 +70,8 @@ export interface AuditBundle {
   readonly entries: readonly StoredEntry[];
   /** Aggregate objects by name: the bytes, or null for an object the store did not hold. */
   readonly objects: ReadonlyMap<string, Uint8Array | null>;
+  /** Version 2: stored contributions (objects of the updates store) by name, or null when not held. */
+  readonly contributions?: ReadonlyMap<string, Uint8Array | null>;
 }
 
 /** Receives a bundle's bytes in order (a file, an HTTP response). */
@@ -78,10 +93,10 @@ class BundleWriter {
     await this.#sink(chunk);
   }
 
-  async start(): Promise<void> {
+  async start(version: number): Promise<void> {
     const header = new Uint8Array(HEADER_BYTES);
     header.set(AUDIT_BUNDLE_MAGIC, 0);
-    new DataView(header.buffer).setUint32(AUDIT_BUNDLE_MAGIC.length, AUDIT_BUNDLE_VERSION, false);
+    new DataView(header.buffer).setUint32(AUDIT_BUNDLE_MAGIC.length, version, false);
     await this.#out(header);
   }
 
@@ -117,14 +132,27 @@ class BundleWriter {
  * for the trailer: a bundle can be streamed without being held whole.
  */
 export async function writeAuditBundle(bundle: AuditBundle, sink: BundleSink): Promise<void> {
+  const version = bundle.meta.version;
+  if (!READABLE_VERSIONS.has(version) || (version === 1 && (bundle.contributions?.size ?? 0) > 0)) {
+    throw new InvalidArgumentError(`bundle.meta.version ${version} cannot hold this bundle`, {
+      details: { name: 'bundle.meta.version' },
+    });
+  }
   const w = new BundleWriter(sink);
-  await w.start();
+  await w.start(version);
   await w.item(BUNDLE_ITEM.meta, 'meta', new TextEncoder().encode(JSON.stringify(bundle.meta)));
   if (bundle.registry !== null) await w.item(BUNDLE_ITEM.registry, 'registry.bin', bundle.registry);
   if (bundle.genesis !== null) await w.item(BUNDLE_ITEM.genesis, 'genesis', encodeCommit(bundle.genesis));
   for (const e of bundle.entries) await w.item(BUNDLE_ITEM.entry, String(e.sequence), e.bytes);
   for (const [name, bytes] of bundle.objects) {
     await w.item(bytes === null ? BUNDLE_ITEM.absent : BUNDLE_ITEM.object, name, bytes ?? new Uint8Array(0));
+  }
+  for (const [name, bytes] of bundle.contributions ?? []) {
+    await w.item(
+      bytes === null ? BUNDLE_ITEM.contributionAbsent : BUNDLE_ITEM.contribution,
+      name,
+      bytes ?? new Uint8Array(0),
+    );
   }
   await w.finish();
 }
@@ -180,8 +208,11 @@ export function decodeAuditBundle(bytes: Uint8Array, source = 'bundle'): AuditBu
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const version = view.getUint32(AUDIT_BUNDLE_MAGIC.length, false);
-  if (version !== AUDIT_BUNDLE_VERSION) {
-    throw invalid(source, `format version ${version}, this build reads ${AUDIT_BUNDLE_VERSION}`);
+  if (!READABLE_VERSIONS.has(version)) {
+    throw invalid(
+      source,
+      `format version ${version}, this build reads ${[...READABLE_VERSIONS].join(' and ')}`,
+    );
   }
   const items: { type: number; name: string; data: Uint8Array; start: number }[] = [];
   let at = HEADER_BYTES;
@@ -223,19 +254,25 @@ export function decodeAuditBundle(bytes: Uint8Array, source = 'bundle'): AuditBu
   const [first, ...rest] = items;
   if (first === undefined || first.type !== BUNDLE_ITEM.meta)
     throw invalid(source, 'does not start with its meta');
-  const meta = decodeMeta(source, first.data, decoder);
+  const meta = decodeMeta(source, first.data, decoder, version);
   let registry: Uint8Array | null = null;
   let genesis: Commit | null = null;
   const entries: StoredEntry[] = [];
   const objects = new Map<string, Uint8Array | null>();
-  // Items come in this order: registry (at most one), genesis (at most one), entries, objects.
-  const RANK: Readonly<Record<number, number>> = {
+  const contributions = new Map<string, Uint8Array | null>();
+  // Items come in this order: registry (at most one), genesis (at most one), entries, objects,
+  // contributions (version 2).
+  const RANK: Record<number, number> = {
     [BUNDLE_ITEM.registry]: 1,
     [BUNDLE_ITEM.genesis]: 2,
     [BUNDLE_ITEM.entry]: 3,
     [BUNDLE_ITEM.object]: 4,
     [BUNDLE_ITEM.absent]: 4,
   };
+  if (version >= 2) {
+    RANK[BUNDLE_ITEM.contribution] = 5;
+    RANK[BUNDLE_ITEM.contributionAbsent] = 5;
+  }
   let rank = 0;
   for (const item of rest) {
     const r = RANK[item.type];
@@ -270,20 +307,25 @@ export function decodeAuditBundle(bytes: Uint8Array, source = 'bundle'): AuditBu
       }
       entries.push({ sequence, bytes: new Uint8Array(item.data) });
     } else {
-      if (objects.has(item.name)) throw invalid(source, `holds object ${JSON.stringify(item.name)} twice`);
-      if (item.type === BUNDLE_ITEM.absent && item.data.length !== 0) {
-        throw invalid(source, `absent object ${JSON.stringify(item.name)} has data`);
+      const contribution = r === 5;
+      const into = contribution ? contributions : objects;
+      const absent = item.type === BUNDLE_ITEM.absent || item.type === BUNDLE_ITEM.contributionAbsent;
+      const what = contribution ? 'contribution' : 'object';
+      if (into.has(item.name)) throw invalid(source, `holds ${what} ${JSON.stringify(item.name)} twice`);
+      if (absent && item.data.length !== 0) {
+        throw invalid(source, `absent ${what} ${JSON.stringify(item.name)} has data`);
       }
-      objects.set(item.name, item.type === BUNDLE_ITEM.absent ? null : new Uint8Array(item.data));
+      into.set(item.name, absent ? null : new Uint8Array(item.data));
     }
   }
-  return { meta, registry, genesis, entries, objects };
+  return { meta, registry, genesis, entries, objects, contributions };
 }
 
 function decodeMeta(
   source: string,
   data: Uint8Array,
   decoder: { decode(b: Uint8Array): string },
+  version: number,
 ): AuditBundleMeta {
   let raw: unknown;
   try {
@@ -295,7 +337,7 @@ function decodeMeta(
   const bad = (field: string) => invalid(source, `meta.${field} is missing or invalid`, { field });
   if (typeof m !== 'object' || m === null || Array.isArray(m)) throw invalid(source, 'meta is not an object');
   if (m['format'] !== 'cohort-audit-bundle') throw bad('format');
-  if (m['version'] !== AUDIT_BUNDLE_VERSION) throw bad('version');
+  if (m['version'] !== version) throw bad('version');
   for (const f of ['federation', 'stream'] as const) {
     if (typeof m[f] !== 'string' || (m[f] as string).length === 0) throw bad(f);
   }
@@ -304,9 +346,13 @@ function decodeMeta(
     if (!Number.isSafeInteger(m[f]) || (m[f] as number) < 0) throw bad(f);
   }
   if (m['aggregates'] !== 'included' && m['aggregates'] !== 'skipped') throw bad('aggregates');
+  if (version >= 2 && m['contributions'] !== 'included' && m['contributions'] !== 'skipped') {
+    throw bad('contributions');
+  }
   return {
     format: 'cohort-audit-bundle',
-    version: AUDIT_BUNDLE_VERSION,
+    version,
+    ...(version >= 2 ? { contributions: m['contributions'] as 'included' | 'skipped' } : {}),
     federation: m['federation'] as string,
     stream: m['stream'] as string,
     member: m['member'] as string | null,

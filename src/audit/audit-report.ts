@@ -37,6 +37,20 @@ export const AUDIT_PROBLEM_CODES = [
   'AGGREGATE_SIZE_MISMATCH',
   /** The object store's own record of the aggregate is inconsistent (chunks, size or digest of its meta). */
   'AGGREGATE_CORRUPT',
+  /** A PartialRecord breaks the evidence rules: not of the open round and attempt, not its sites' assigned aggregator, a second partial of it, or its signature. */
+  'PARTIAL_INVALID',
+  /** A VoteRecord breaks the evidence rules: not of the open round and attempt, a second vote of a member, or its member's signature. */
+  'VOTE_INVALID',
+  /** A logged YES vote names another H(w′) (or commit) than the COMMIT that counts it; reported at the vote. */
+  'VOTE_MODEL_MISMATCH',
+  /** A contribution a partial lists is left out: of the decision's contributors, or of the stored aggregate (re-added). */
+  'CONTRIBUTION_MISSING',
+  /** A contribution counted twice: a site in two partials or twice in the decision, or twice in the stored aggregate (re-added). */
+  'CONTRIBUTION_DUPLICATE',
+  /** A contribution that is not what its site signed: a site manifest of another site, digest or weight, a bad site signature, or a stored update that does not verify against it. */
+  'CONTRIBUTION_MISMATCH',
+  /** The stored aggregate is not the block-wise sum of the stored contributions its partials list (and no single missing or doubled one explains it). */
+  'AGGREGATE_RECOMPUTE_MISMATCH',
 ] as const;
 
 export type AuditProblemCode = (typeof AUDIT_PROBLEM_CODES)[number];
@@ -55,6 +69,14 @@ export const AUDIT_UNCHECKED_CODES = [
   'AGGREGATE_UNREADABLE',
   /** The aggregate was not checked because the audit was asked to skip aggregates. */
   'AGGREGATE_SKIPPED',
+  /**
+   * The aggregate was not re-added: a contribution could not be read (credentials without read
+   * access to the updates store, a bundle without contributions, past the store's retention), or
+   * the CKKS parameters are unknown to the auditor. Listed, but does not make the audit incomplete.
+   */
+  'CONTRIBUTIONS_UNAVAILABLE',
+  /** A COMMIT of a log written before partial records were logged: nothing to re-add from. */
+  'CONTRIBUTIONS_UNLOGGED',
 ] as const;
 
 export type AuditUncheckedCode = (typeof AUDIT_UNCHECKED_CODES)[number];
@@ -111,6 +133,14 @@ export interface AuditCheckCounts {
   readonly snapshots: number;
   /** Admin actions checked (an action and a caller named). */
   readonly adminActions: number;
+  /** Partial records checked (round, attempt, aggregator, site manifests and signatures). */
+  readonly partials: number;
+  /** Vote records checked (round, attempt, member signature; a COMMIT's H(w′)). */
+  readonly votes: number;
+  /** Stored contributions loaded, verified and re-added into a recomputed aggregate. */
+  readonly contributions: number;
+  /** Aggregates recomputed byte-identical from their contributions. */
+  readonly recomputed: number;
   /** Records of a kind this build does not check. */
   readonly uncheckedKinds: number;
 }

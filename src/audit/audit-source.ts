@@ -41,4 +41,9 @@ export interface AuditSource {
   entries(until: number): AsyncIterable<StoredEntry>;
   /** Object `name` of the federation's aggregate store, refusing one above `maxBytes`. */
   aggregate(name: string, maxBytes: number): Promise<AggregateRead>;
+  /**
+   * Object `name` of the federation's updates store (a stored contribution), refusing one above
+   * `maxBytes`; absent: the source holds no contributions (each round is then not re-added).
+   */
+  contribution?(name: string, maxBytes: number): Promise<AggregateRead>;
 }

@@ -33,5 +33,22 @@ export function bundleAuditSource(bundle: AuditBundle): AuditSource {
       }
       return { status: 'found', bytes };
     },
+    contribution: async (name: string, maxBytes: number): Promise<AggregateRead> => {
+      if (bundle.contributions?.has(name) !== true) {
+        return {
+          status: 'unavailable',
+          reason:
+            bundle.meta.contributions !== 'included'
+              ? 'the bundle was exported without contributions'
+              : 'the bundle holds no copy of it',
+        };
+      }
+      const bytes = bundle.contributions!.get(name) ?? null;
+      if (bytes === null) return { status: 'absent' };
+      if (bytes.length > maxBytes) {
+        return { status: 'too-large', reason: `${bytes.length} bytes, at most ${maxBytes} accepted` };
+      }
+      return { status: 'found', bytes };
+    },
   };
 }

@@ -1,5 +1,7 @@
 import { InvalidArgumentError } from '../errors/index.ts';
+import { decodeManifestBody, FRAME_KIND, unframe } from '../protocol/index.ts';
 import { RegistryView, type VerifiedRegistry } from '../registry/index.ts';
+import { contributionObjectName } from '../services/aggregator/index.ts';
 import { openLogEntry } from '../services/federation-log/index.ts';
 import type { Commit } from '../versions/index.ts';
 import {
@@ -17,8 +19,10 @@ export interface ExportAuditBundleOptions {
   readonly registry: VerifiedRegistry;
   /** The federation's genesis commit (a copy goes in the bundle). */
   readonly genesis: Commit;
-  /** Leave the aggregates out (for credentials that cannot read the aggregate store). */
+  /** Leave the aggregates (and so the contributions) out (for credentials that cannot read the aggregate store). */
   readonly skipAggregates?: boolean;
+  /** Leave the stored contributions out (they are also left out when the credentials cannot read the updates store). */
+  readonly skipContributions?: boolean;
   /** The exporter's clock (default `Date.now`). */
   readonly now?: () => number;
 }
@@ -33,6 +37,10 @@ export interface ExportedBundleSummary {
   /** Objects a decision names that the store did not hold (written as absent). */
   readonly absent: number;
   readonly aggregates: 'included' | 'skipped';
+  /** Stored contributions written (found in the updates store). */
+  readonly contributions: number;
+  /** `skipped`: on request, or the updates store could not be read with these credentials. */
+  readonly contributionsIncluded: 'included' | 'skipped';
 }
 
 /**
@@ -57,17 +65,33 @@ export async function exportAuditBundle(
   const coordinator = options.registry.registry.members.find((m) => m.role === 'coordinator')?.id ?? '';
   const entries: StoredEntry[] = [];
   const wanted = new Map<string, number>();
+  /** Contributions the partial records of each round list, wanted once the round's COMMIT names its size. */
+  const listed = new Map<number, string[]>();
+  const wantedContributions = new Map<string, number>();
   for await (const e of source.entries(last)) {
     entries.push(e);
     try {
-      const d = openLogEntry(e.bytes, undefined, {
+      const record = openLogEntry(e.bytes, undefined, {
         federation: source.federation,
         coordinator,
         keys: (id) => view.current(id),
         stream: source.stream,
-      }).record.decision;
-      if (d?.commit && d.kind !== 'rollback' && d.aggregate != null)
+      }).record;
+      const p = record.partial;
+      if (p) {
+        const sites = decodeManifestBody(unframe(p.manifest, FRAME_KIND.manifest)).contributorList;
+        const names = listed.get(p.round) ?? [];
+        for (const c of sites) names.push(contributionObjectName(p.round, p.attempt, c.site));
+        listed.set(p.round, names);
+      }
+      const d = record.decision;
+      if (d?.commit && d.kind !== 'rollback' && d.aggregate != null) {
         wanted.set(d.aggregate.object, d.aggregate.objectBytes);
+        // A contribution (seeded ciphertexts, frames) is smaller than the full-ciphertext sum.
+        for (const name of listed.get(d.round) ?? []) {
+          wantedContributions.set(name, 2 * d.aggregate.objectBytes + (1 << 20));
+        }
+      }
     } catch {
       // An entry that does not open names no aggregate here; the audit reports it.
     }
@@ -87,6 +111,22 @@ export async function exportAuditBundle(
       objects.set(name, read.status === 'found' ? read.bytes : null);
     }
   }
+  const contributions = new Map<string, Uint8Array | null>();
+  let withContributions = !skip && options.skipContributions !== true;
+  if (withContributions && source.contribution !== undefined) {
+    for (const [name, maxBytes] of wantedContributions) {
+      const read = await source.contribution(name, maxBytes);
+      if (read.status === 'unavailable') {
+        // Credentials that may not read the updates store (a site's): the bundle says so.
+        withContributions = false;
+        contributions.clear();
+        break;
+      }
+      contributions.set(name, read.status === 'found' ? read.bytes : null);
+    }
+  } else {
+    withContributions = false;
+  }
   const meta: AuditBundleMeta = {
     format: 'cohort-audit-bundle',
     version: AUDIT_BUNDLE_VERSION,
@@ -96,9 +136,10 @@ export async function exportAuditBundle(
     exportedUnixMs: (options.now ?? Date.now)(),
     lastSequence: last,
     aggregates: skip ? 'skipped' : 'included',
+    contributions: withContributions ? 'included' : 'skipped',
   };
   await writeAuditBundle(
-    { meta, registry: options.registry.bytes, genesis: options.genesis, entries, objects },
+    { meta, registry: options.registry.bytes, genesis: options.genesis, entries, objects, contributions },
     sink,
   );
   const absent = [...objects.values()].filter((b) => b === null).length;
@@ -109,5 +150,7 @@ export async function exportAuditBundle(
     objects: objects.size - absent,
     absent,
     aggregates: meta.aggregates,
+    contributions: [...contributions.values()].filter((b) => b !== null).length,
+    contributionsIncluded: withContributions ? 'included' : 'skipped',
   };
 }

@@ -7,6 +7,7 @@ import {
 } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
+import { updatesBucketName } from '../services/aggregator/index.ts';
 import { logStreamName } from '../services/federation-log/index.ts';
 import { DEFAULT_STORE_TIMEOUT_MS, readObject, StoreError } from '../services/store/index.ts';
 import { federationSubjects } from '../transport/index.ts';
@@ -27,8 +28,8 @@ export interface LiveAuditSourceOptions {
 /**
  * A live {@link AuditSource} on `nc`: the log's stored entries (`$JS.API.STREAM.INFO` and
  * `STREAM.MSG.GET` of the log stream only, no consumer, no account check) and aggregates
- * (`readObject`, get-message only) of the federation's aggregate store, so a read-only NATS user
- * suffices: an auditor's for the log (and the aggregate store when its permissions grant it), a
+ * and contributions (`readObject`, get-message only) of the federation's aggregate and updates
+ * stores, so a read-only NATS user suffices: an auditor's for the log (and the aggregate store when its permissions grant it), a
  * site's for both. A failure to read the log is `AUDIT_SOURCE_UNAVAILABLE`; one to read an
  * aggregate is an `unavailable` answer (the audit lists it as not checked).
  */
@@ -45,7 +46,15 @@ export async function openLiveAuditSource(
   assertInteger('options.timeoutMs', timeoutMs, 1, 600_000);
   const subjects = federationSubjects(options.federation);
   const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: timeoutMs });
-  return new LiveSource(nc, jsm, options, window, timeoutMs, subjects.aggregatesBucket);
+  return new LiveSource(
+    nc,
+    jsm,
+    options,
+    window,
+    timeoutMs,
+    subjects.aggregatesBucket,
+    updatesBucketName(options.federation),
+  );
 }
 
 class LiveSource implements AuditSource {
@@ -59,6 +68,7 @@ class LiveSource implements AuditSource {
   readonly #window: number;
   readonly #timeoutMs: number;
   readonly #bucket: string;
+  readonly #updates: string;
 
   constructor(
     nc: NatsConnection,
@@ -67,6 +77,7 @@ class LiveSource implements AuditSource {
     window: number,
     timeoutMs: number,
     bucket: string,
+    updates: string,
   ) {
     this.#nc = nc;
     this.#jsm = jsm;
@@ -76,6 +87,7 @@ class LiveSource implements AuditSource {
     this.#window = window;
     this.#timeoutMs = timeoutMs;
     this.#bucket = bucket;
+    this.#updates = updates;
   }
 
   async lastSequence(): Promise<number> {
@@ -115,10 +127,18 @@ class LiveSource implements AuditSource {
     }
   }
 
-  async aggregate(name: string, maxBytes: number): Promise<AggregateRead> {
+  aggregate(name: string, maxBytes: number): Promise<AggregateRead> {
+    return this.#read(this.#bucket, name, maxBytes);
+  }
+
+  contribution(name: string, maxBytes: number): Promise<AggregateRead> {
+    return this.#read(this.#updates, name, maxBytes);
+  }
+
+  async #read(bucket: string, name: string, maxBytes: number): Promise<AggregateRead> {
     let bytes: Uint8Array | null;
     try {
-      bytes = await readObject(this.#nc, this.#bucket, name, { maxBytes, timeoutMs: this.#timeoutMs });
+      bytes = await readObject(this.#nc, bucket, name, { maxBytes, timeoutMs: this.#timeoutMs });
     } catch (err) {
       if (err instanceof StoreError) {
         if (err.code === 'BUCKET_NOT_FOUND') return { status: 'absent' };

@@ -17,6 +17,8 @@ export const AUDITED_RECORD_KINDS: ReadonlySet<string> = new Set([
   'snapshot',
   'registryChange',
   'adminAction',
+  'partial',
+  'vote',
 ]);
 
 /** What opening one stored entry gave. */
@@ -115,6 +117,8 @@ function newerKind(bytes: Uint8Array, opts: OpenEntryOptions): LogRecordBody | n
     record.snapshot,
     record.registryChange,
     record.adminAction,
+    record.partial,
+    record.vote,
   ];
   if (known.some((r) => r != null)) return null;
   if (record.federation !== opts.federation) return null;

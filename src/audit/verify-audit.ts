@@ -1,5 +1,6 @@
+import { type CkksParams, DEFAULT_CKKS_PARAMS } from '../../crypto/ckks/index.ts';
 import { bytesEqual, sha256 } from '../../crypto/digest/index.ts';
-import type { DecisionBody } from '../protocol/index.ts';
+import type { ControlBodies, DecisionBody } from '../protocol/index.ts';
 import { openRegistryChange, type VerifiedRegistry } from '../registry/index.ts';
 import {
   FederationLogError,
@@ -30,6 +31,7 @@ import {
 } from './audit-report.ts';
 import type { AuditSource } from './audit-source.ts';
 import { openStoredEntry } from './open-entry.ts';
+import { type LoggedPartialRecord, recomputeAggregate } from './recompute-check.ts';
 
 /** What the auditor trusts: the member registry (the coordinator's and the officer's keys) and the genesis commit. */
 export interface AuditTrust {
@@ -41,8 +43,13 @@ export interface AuditTrust {
 
 /** Options of {@link verifyAudit}. */
 export interface AuditOptions {
-  /** Do not read aggregates (each is listed as `AGGREGATE_SKIPPED`); default false. */
+  /** Do not read aggregates (each is listed as `AGGREGATE_SKIPPED`, and not re-added); default false. */
   readonly skipAggregates?: boolean;
+  /**
+   * CKKS parameter sets to re-add contributions with (the one whose id a decision's encoding names
+   * is used); default: Cohort's default parameters. Pass the configuration's `crypto.ckks`.
+   */
+  readonly ckksParams?: readonly CkksParams[];
 }
 
 /** The problem code of a history-rule refusal, by the kind of record refused. */
@@ -52,7 +59,19 @@ const RULE_CODES: Readonly<Record<string, AuditProblemCode>> = {
   snapshot: 'SNAPSHOT_INVALID',
   registryChange: 'REGISTRY_CHANGE_INVALID',
   adminAction: 'ADMIN_ACTION_INVALID',
+  partial: 'PARTIAL_INVALID',
+  vote: 'VOTE_INVALID',
 };
+
+const EVIDENCE_CODES: ReadonlySet<string> = new Set([
+  'PARTIAL_INVALID',
+  'VOTE_INVALID',
+  'VOTE_MODEL_MISMATCH',
+  'CONTRIBUTION_MISSING',
+  'CONTRIBUTION_DUPLICATE',
+  'CONTRIBUTION_MISMATCH',
+  'DECISION_INVALID',
+]);
 
 type MutableCounts = { -readonly [K in keyof AuditCheckCounts]: number };
 
@@ -112,8 +131,15 @@ class AuditRun {
     registryChanges: 0,
     snapshots: 0,
     adminActions: 0,
+    partials: 0,
+    votes: 0,
+    contributions: 0,
+    recomputed: 0,
     uncheckedKinds: 0,
   };
+  /** Each round's RoundOpen and partial records, as opened (kept past the history rules, for the recomputation). */
+  readonly #opens = new Map<number, ControlBodies['round-open']>();
+  readonly #partials = new Map<number, LoggedPartialRecord[]>();
   #previous: LogPosition = LOG_ORIGIN;
   #entries = 0;
   #folding = true;
@@ -184,10 +210,25 @@ class AuditRun {
       if (this.#folding) this.#historyThrough = sequence;
       return;
     }
+    this.#keepEvidence(entry);
     const decision = entry.record.decision;
     if (decision?.commit === true) this.#checkCommitHash(sequence, decision);
     this.#fold(entry);
     if (decision) await this.#decided(sequence, decision);
+  }
+
+  /** Keeps a RoundOpen and the partial records of its attempt for the recomputation at its COMMIT. */
+  #keepEvidence(entry: LogEntry): void {
+    const open = entry.record.roundOpen;
+    if (open) {
+      this.#opens.set(open.round, open);
+      this.#partials.set(open.round, []);
+    }
+    const p = entry.record.partial;
+    const opened = p ? this.#opens.get(p.round) : undefined;
+    if (p && opened !== undefined && bytesEqual(opened.attempt, p.attempt)) {
+      this.#partials.get(p.round)?.push({ sequence: entry.sequence, record: p });
+    }
   }
 
   #checkCommitHash(sequence: number, d: DecisionBody): void {
@@ -248,10 +289,19 @@ class AuditRun {
       this.#history.apply(entry);
     } catch (err) {
       if (!(err instanceof FederationLogError)) throw err;
-      this.#problem(entry.sequence, RULE_CODES[kind] ?? 'ENTRY_INVALID', err.message);
+      // An evidence rule names its code and the record at fault (a vote, found at its decision).
+      const rule = err.details['rule'];
+      const at = err.details['at'];
+      const code =
+        typeof rule === 'string' && EVIDENCE_CODES.has(rule)
+          ? (rule as AuditProblemCode)
+          : (RULE_CODES[kind] ?? 'ENTRY_INVALID');
+      this.#problem(typeof at === 'number' ? at : entry.sequence, code, err.message);
       return;
     }
     this.#counts.historyRules++;
+    if (kind === 'partial') this.#counts.partials++;
+    if (kind === 'vote') this.#counts.votes++;
     if (kind === 'registryChange') this.#counts.registryChanges++;
     if (kind === 'snapshot') this.#counts.snapshots++;
     if (kind === 'adminAction') this.#counts.adminActions++;
@@ -280,6 +330,25 @@ class AuditRun {
       const check = await checkAggregate(this.#source, sequence, info, d.aggregateDigest);
       status = check.status;
       if (check.problem) this.#problems.push(check.problem);
+      const open = this.#opens.get(d.round);
+      if (check.bytes !== undefined && open !== undefined) {
+        const view = this.#history.registry!;
+        const recomputed = await recomputeAggregate({
+          source: this.#source,
+          sequence,
+          open,
+          info,
+          aggregate: check.bytes,
+          partials: this.#partials.get(d.round) ?? [],
+          siteKey: (id) => (view.role(id) === 'site' ? view.current(id) : undefined),
+          ckksParams: this.#options.ckksParams ?? [DEFAULT_CKKS_PARAMS],
+        });
+        this.#counts.contributions += recomputed.contributions;
+        if (recomputed.problems.length === 0 && recomputed.unchecked.length === 0) this.#counts.recomputed++;
+        if (recomputed.problems.length > 0) status = 'problem';
+        this.#problems.push(...recomputed.problems);
+        this.#unchecked.push(...recomputed.unchecked);
+      }
       if (check.unchecked) {
         this.#unchecked.push(check.unchecked);
         if (this.#source.kind === 'live') {

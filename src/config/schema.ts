@@ -272,6 +272,16 @@ const historySchema = z.strictObject({
   decisionTimeoutMs: z.int().min(100).max(3_600_000).optional(),
   /** Largest log stream, bytes; new entries are refused beyond it, old ones never dropped. */
   logMaxBytes: z.int().min(1_048_576).default(1_073_741_824),
+  /**
+   * How long the site updates aggregators sum are kept for the audit (object store
+   * `cohort-F-updates`, JetStream `max_age`), ms; 0 keeps them until removed. Default 30 days;
+   * at most 100 days. Applies when the coordinator creates the store.
+   */
+  updateRetentionMs: z
+    .int()
+    .min(0)
+    .max(100 * 86_400_000)
+    .default(30 * 86_400_000),
 });
 
 /** Scopes an admin API token may hold (docs/admin-api.md): admin ⊇ operator ⊇ auditor. */

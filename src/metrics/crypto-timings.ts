@@ -1,26 +1,22 @@
 import { Histogram, type Registry } from 'prom-client';
+import {
+  CKKS_OPERATIONS,
+  type CkksOperation,
+  type CryptoTimingObserver,
+  SIGNATURE_KINDS,
+  type SignatureKind,
+} from '../protocol/index.ts';
 
-/** What a timed signature verification checked. */
-export type SignatureKind = 'site-update' | 'partial' | 'control';
-
-/** Every {@link SignatureKind} (label values created at 0). */
-export const SIGNATURE_KINDS: readonly SignatureKind[] = Object.freeze(['site-update', 'partial', 'control']);
-
-/** A timed CKKS operation. */
-export type CkksOperation = 'encrypt' | 'load' | 'add' | 'decrypt';
-
-/** Every {@link CkksOperation} (label values created at 0). */
-export const CKKS_OPERATIONS: readonly CkksOperation[] = Object.freeze(['encrypt', 'load', 'add', 'decrypt']);
+// The label sets are the protocol's (where the services report), re-exported for metrics users.
+export { CKKS_OPERATIONS, type CkksOperation, SIGNATURE_KINDS, type SignatureKind };
 
 /**
  * Where a service reports how long its cryptography took (milliseconds, as the code measures;
  * exported in seconds). `signature` is one lattice verification actually run (a verification
- * answered from a verifier's cache is not reported); `ckks` is one operation on one block.
+ * answered from a verifier's cache is not reported); `ckks` is one operation on one block. Pass it
+ * as the services' `cryptoTimings` option.
  */
-export interface CryptoTimings {
-  signature(kind: SignatureKind, ms: number): void;
-  ckks(operation: CkksOperation, ms: number): void;
-}
+export type CryptoTimings = CryptoTimingObserver;
 
 /** Registers `cohort_signature_verify_seconds{kind}` and `cohort_ckks_operation_seconds{operation}` on `registry`. */
 export function createCryptoTimings(registry: Registry): CryptoTimings {

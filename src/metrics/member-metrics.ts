@@ -58,7 +58,8 @@ function provider(registry: Registry, fresh: (() => void)[]): Omit<MemberMetrics
 /**
  * An aggregator's metrics (docs/metrics.md), read from `AggregatorStats` at scrape time:
  * blocks and updates accepted, refusals by reason (`cohort_blocks_rejected_total`, as the
- * coordinator's), partials sent or failed, heartbeats sent, RoundOpens refused.
+ * coordinator's), partials sent or failed, contributions kept in the updates store or not,
+ * heartbeats sent, RoundOpens refused.
  */
 export function createAggregatorMetrics(options: MemberMetricsOptions<AggregatorStats>): MemberMetrics {
   assertStats(options?.stats);
@@ -108,6 +109,19 @@ export function createAggregatorMetrics(options: MemberMetricsOptions<Aggregator
       [{ outcome: 'empty' }, read().emptyRounds],
     ],
     [{ outcome: 'sent' }, { outcome: 'failed' }, { outcome: 'empty' }],
+  );
+  scrapedCounter(
+    registry,
+    {
+      name: 'cohort_aggregator_contributions_total',
+      help: 'Site updates written to the updates store for the audit (stored), or not (failed: the partial is then not sent).',
+      labelNames: ['outcome'],
+    },
+    () => [
+      [{ outcome: 'stored' }, read().contributionsStored],
+      [{ outcome: 'failed' }, read().contributionsFailed],
+    ],
+    [{ outcome: 'stored' }, { outcome: 'failed' }],
   );
   counter(registry, read, 'cohort_heartbeats_sent_total', 'Heartbeats published.', (s) => s.heartbeatsSent);
   counter(

@@ -1,6 +1,7 @@
 import type { CkksContext, SealCiphertext } from '../../crypto/ckks/index.ts';
 import { BlockRejectedError, CryptoError } from '../errors/index.ts';
 import { sameEncoding } from './codec-options.ts';
+import { type CryptoTimingObserver, reportCkks } from './crypto-observer.ts';
 import type { Contributor, Encoding } from './messages.ts';
 import type { VerifiedUpdate } from './verified-update.ts';
 
@@ -31,13 +32,21 @@ export class AggregateBuilder {
   readonly #sites: Contributor[] = [];
   readonly #siteIds = new Set<string>();
   #weight = 0;
+  readonly #timings: CryptoTimingObserver | undefined;
 
   /**
    * @param pinned the round's encoding and update size (RoundOpen pins both): when given, every
    *   update must match them, so a wrong first update cannot set the size the others are held to.
+   * @param options.timings reports each ciphertext loaded (`load`) and each block added (`add`;
+   *   the first update added becomes the sum and adds nothing).
    */
-  constructor(ctx: CkksContext, pinned?: { readonly encoding: Encoding; readonly totalParams: number }) {
+  constructor(
+    ctx: CkksContext,
+    pinned?: { readonly encoding: Encoding; readonly totalParams: number },
+    options: { readonly timings?: CryptoTimingObserver } = {},
+  ) {
     this.#ctx = ctx;
+    this.#timings = options.timings;
     if (pinned !== undefined) {
       this.#encoding = pinned.encoding;
       this.#totalParams = pinned.totalParams;
@@ -91,7 +100,9 @@ export class AggregateBuilder {
       this.#sums = loaded;
     } else {
       for (let b = 0; b < loaded.length; b++) {
+        const started = this.#timings === undefined ? 0 : performance.now();
         this.#ctx.addInPlace(this.#sums[b]!, loaded[b]!);
+        reportCkks(this.#timings, 'add', started);
         loaded[b]!.delete();
       }
     }
@@ -144,8 +155,11 @@ export class AggregateBuilder {
   }
 
   #load(bytes: Uint8Array): SealCiphertext {
+    const started = this.#timings === undefined ? 0 : performance.now();
     try {
-      return this.#ctx.loadCiphertext(bytes);
+      const loaded = this.#ctx.loadCiphertext(bytes);
+      reportCkks(this.#timings, 'load', started);
+      return loaded;
     } catch (err) {
       if (err instanceof CryptoError && err.code === 'CKKS_PARAMS_MISMATCH') {
         throw new BlockRejectedError('CKKS_PARAMS_MISMATCH', err.message, { cause: err });
@@ -155,9 +169,13 @@ export class AggregateBuilder {
   }
 }
 
-/** Sums updates block by block (convenience over {@link AggregateBuilder}). */
-export function sumUpdates(ctx: CkksContext, updates: readonly VerifiedUpdate[]): Aggregate {
-  const builder = new AggregateBuilder(ctx);
+/** Sums updates block by block (convenience over {@link AggregateBuilder}); `timings` as there. */
+export function sumUpdates(
+  ctx: CkksContext,
+  updates: readonly VerifiedUpdate[],
+  timings?: CryptoTimingObserver,
+): Aggregate {
+  const builder = new AggregateBuilder(ctx, undefined, { timings });
   try {
     for (const u of updates) builder.add(u);
     return builder.finish();

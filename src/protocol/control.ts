@@ -231,10 +231,46 @@ export interface AdminActionBody {
 }
 
 /**
- * What a log entry holds: exactly one of `roundOpen`, `decision`, `snapshot`, `registryChange`,
- * `adminAction` (named by `record`).
+ * A partial aggregate the coordinator accepted (cohort.proto `PartialRecord`): the aggregator-signed
+ * manifest frame exactly as received, which lists the sites summed and carries each one's own
+ * signed manifest. Logged before PREPARE, as evidence for the audit.
  */
-export type LogRecordKind = 'roundOpen' | 'decision' | 'snapshot' | 'registryChange' | 'adminAction';
+export interface PartialRecordBody {
+  round: number;
+  /** The RoundOpen's attempt. */
+  attempt: Uint8Array;
+  /** The manifest's signer. */
+  aggregator: string;
+  /** The framed `UpdateManifest` (frame kind manifest). */
+  manifest: Uint8Array;
+}
+
+/**
+ * A vote the coordinator counted (cohort.proto `VoteRecord`): the member's framed vote envelope
+ * exactly as received. Logged before the decision, as evidence for the audit.
+ */
+export interface VoteRecordBody {
+  round: number;
+  /** The RoundOpen's attempt. */
+  attempt: Uint8Array;
+  /** The voter (the envelope's signer). */
+  member: string;
+  /** The framed `SignedEnvelope` of type `vote`. */
+  envelope: Uint8Array;
+}
+
+/**
+ * What a log entry holds: exactly one of `roundOpen`, `decision`, `snapshot`, `registryChange`,
+ * `adminAction`, `partial`, `vote` (named by `record`).
+ */
+export type LogRecordKind =
+  | 'roundOpen'
+  | 'decision'
+  | 'snapshot'
+  | 'registryChange'
+  | 'adminAction'
+  | 'partial'
+  | 'vote';
 
 /** One federation log entry (cohort.proto `LogRecord`). */
 export interface LogRecordBody {
@@ -251,6 +287,8 @@ export interface LogRecordBody {
   snapshot?: SnapshotRecordBody | null;
   registryChange?: RegistryChangeRecord | null;
   adminAction?: AdminActionBody | null;
+  partial?: PartialRecordBody | null;
+  vote?: VoteRecordBody | null;
 }
 
 /** The control message kinds. */
@@ -295,6 +333,11 @@ export interface OpenControlOptions {
   readonly signer?: string;
   /** Cap in bytes of the framed message; default {@link CONTROL_MAX_BYTES} of its type. */
   readonly maxBytes?: number;
+  /**
+   * Called after the lattice verification (not when a cheaper check refused first), with its
+   * duration in milliseconds and whether it verified; for metrics. Errors it throws are ignored.
+   */
+  readonly onSignatureVerified?: (ms: number, ok: boolean) => void;
 }
 
 /** Signature domain of a control message type. */
@@ -377,7 +420,16 @@ export function openControl<T extends ControlType>(
       `${expected} from ${JSON.stringify(env.signer)}: unknown signer or key`,
     );
   }
-  if (!verify(key, controlDomain(expected), env.body, env.signature)) {
+  const started = options.onSignatureVerified === undefined ? 0 : performance.now();
+  const ok = verify(key, controlDomain(expected), env.body, env.signature);
+  if (options.onSignatureVerified !== undefined) {
+    try {
+      options.onSignatureVerified(performance.now() - started, ok);
+    } catch {
+      // an observer must not change what is verified
+    }
+  }
+  if (!ok) {
     throw new BlockRejectedError(
       'BAD_SIGNATURE',
       `${expected} from ${JSON.stringify(env.signer)} does not verify`,
@@ -392,6 +444,55 @@ export function openControl<T extends ControlType>(
     oneofs: true,
   }) as ControlBodies[T];
   return { type: expected, signer: env.signer, body };
+}
+
+/** A control message decoded without its signature checked (see {@link readControl}). */
+export interface UnverifiedControl<T extends ControlType> {
+  readonly type: T;
+  readonly signer: string;
+  readonly signerKeyId: string;
+  readonly signatureAlgorithm: number;
+  readonly body: ControlBodies[T];
+}
+
+/**
+ * Decodes a framed control message of type `expected` WITHOUT checking its signature: only for
+ * bytes another verified signature already covers (a vote inside a coordinator-signed log record,
+ * read by a reader that holds no member keys). Size cap, frame, envelope type and body as in
+ * {@link openControl}; `MALFORMED`/`OVERSIZE`/`TRUNCATED` otherwise.
+ */
+export function readControl<T extends ControlType>(bytes: Uint8Array, expected: T): UnverifiedControl<T> {
+  const cap = CONTROL_MAX_BYTES[expected];
+  if (bytes instanceof Uint8Array && bytes.length > cap) {
+    throw new BlockRejectedError('OVERSIZE', `${expected} of ${bytes.length} bytes, at most ${cap}`);
+  }
+  const env = decode(Envelope, unframe(bytes, FRAME_KIND.control)) as unknown as {
+    type: string;
+    body: Uint8Array;
+    signer: string;
+    signerKeyId: string;
+    signatureAlgorithm: number;
+  };
+  if (env.type !== expected) {
+    throw new BlockRejectedError(
+      'MALFORMED',
+      `control message is ${JSON.stringify(env.type)}, expected ${expected}`,
+    );
+  }
+  const T = TYPES[expected];
+  const body = T.toObject(decode(T, env.body), {
+    longs: Number,
+    defaults: true,
+    arrays: true,
+    oneofs: true,
+  }) as ControlBodies[T];
+  return {
+    type: expected,
+    signer: env.signer,
+    signerKeyId: env.signerKeyId,
+    signatureAlgorithm: env.signatureAlgorithm,
+    body,
+  };
 }
 
 function decode(type: protobuf.Type, bytes: Uint8Array): protobuf.Message {

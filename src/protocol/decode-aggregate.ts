@@ -3,6 +3,7 @@ import { laneLayout, unpackLaneSums } from '../../crypto/lanes/index.ts';
 import { dequantizeSum } from '../../federation/index.ts';
 import { BlockRejectedError } from '../errors/index.ts';
 import type { Aggregate } from './aggregate.ts';
+import { type CryptoTimingObserver, reportCkks } from './crypto-observer.ts';
 import { checkIntegrityLanes, encodedLaneCount } from './integrity-lanes.ts';
 import type { RoundContext } from './round-context.ts';
 
@@ -20,13 +21,15 @@ export interface DecodedAggregate {
  * Decrypts an aggregate of `context`'s round with the federation's CKKS keyset, unpacks the lanes
  * (refusing any lane beyond K · (2^bits − 1): `LANE_OVERFLOW`), checks the integrity lanes (exactly
  * K contributions of this round: `INTEGRITY_MISMATCH`), and dequantizes the sum:
- * Σ_k value(ℓ_k) = −K·clip + S·Δ. Dividing by the weight is the strategy's job.
+ * Σ_k value(ℓ_k) = −K·clip + S·Δ. Dividing by the weight is the strategy's job. `timings`
+ * reports each block's decryption (`decrypt`).
  */
 export function decodeAggregate(
   keyset: CkksKeyset,
   aggregate: Aggregate,
   context: Pick<RoundContext, 'federation' | 'round'>,
   participants: readonly string[] = [],
+  timings?: CryptoTimingObserver,
 ): DecodedAggregate {
   const e = aggregate.encoding;
   const ctx = keyset.ctx;
@@ -81,7 +84,10 @@ export function decodeAggregate(
     try {
       // Bounded by the lanes' headroom here; by the listed contributors below, once the integrity
       // lanes said how many updates the sum really holds (the more telling refusal).
-      unpackLaneSums(keyset.decrypt(ct), count, layout, layout.maxContributors, all, offset);
+      const started = timings === undefined ? 0 : performance.now();
+      const slots = keyset.decrypt(ct);
+      reportCkks(timings, 'decrypt', started);
+      unpackLaneSums(slots, count, layout, layout.maxContributors, all, offset);
     } catch (err) {
       if (err instanceof BlockRejectedError) {
         throw new BlockRejectedError(err.reason, `block ${b}: ${err.message}`, {

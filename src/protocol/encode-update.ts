@@ -6,6 +6,7 @@ import { SIGNATURE_ALGORITHM_IDS, type SigningKeyPair, sign } from '../../crypto
 import { quantize } from '../../federation/index.ts';
 import { assertFiniteArray, InvalidArgumentError } from '../errors/index.ts';
 import { type CodecOptions, codecEncoding } from './codec-options.ts';
+import { type CryptoTimingObserver, reportCkks } from './crypto-observer.ts';
 import { encodedLaneCount, integrityLevels, type LanePosition, SOLE_POSITION } from './integrity-lanes.ts';
 import {
   type Contributor,
@@ -55,6 +56,8 @@ export interface EncodeUpdateInput {
    * site's evaluation lanes (see `evaluationLevels`). They count in the update's `totalParams`.
    */
   readonly extraLevels?: Uint8Array;
+  /** Reports each block's CKKS encryption (`encrypt`); for metrics. */
+  readonly timings?: CryptoTimingObserver;
 }
 
 /** Output of {@link encodeUpdate}. */
@@ -134,7 +137,9 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
   for (let b = 0; b < blockCount; b++) {
     const offset = b * perBlock;
     packLanes(levels, offset, Math.min(perBlock, lanes - offset), layout, slots);
+    const started = input.timings === undefined ? 0 : performance.now();
     ciphertexts.push(ckks.encrypt(slots));
+    reportCkks(input.timings, 'encrypt', started);
   }
   levels.fill(0);
   slots.fill(0);

@@ -34,9 +34,22 @@ export {
   type OpenControlOptions,
   type OpenedControl,
   openControl,
+  type PartialRecordBody,
+  readControl,
   type SnapshotRecordBody,
   sealControl,
+  type UnverifiedControl,
+  type VoteRecordBody,
 } from './control.ts';
+export {
+  CKKS_OPERATIONS,
+  type CkksOperation,
+  type CryptoTimingObserver,
+  reportCkks,
+  SIGNATURE_KINDS,
+  type SignatureKind,
+  signatureTimer,
+} from './crypto-observer.ts';
 export { type DecodedAggregate, decodeAggregate } from './decode-aggregate.ts';
 export { type AggregatorCredentials, encodeAggregate } from './encode-aggregate.ts';
 export {

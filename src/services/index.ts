@@ -12,6 +12,7 @@ export {
   runKeyCeremony,
 } from './key-ceremony.ts';
 export {
+  ckksParamsOf,
   loadPinnedRegistry,
   type MemberContext,
   type MemberRole,

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NodeConnectionOptions } from '@nats-io/transport-node';
-import { type CkksContext, getCkksContext } from '../../crypto/ckks/index.ts';
+import { type CkksContext, type CkksParams, getCkksContext } from '../../crypto/ckks/index.ts';
 import {
   loadPublicKey,
   loadSigningKeyPair,
@@ -280,12 +280,7 @@ export async function openMember(
     await transport.close().catch(() => undefined);
     throw err;
   }
-  const ckks = await getCkksContext({
-    polyModulusDegree: config.crypto.ckks.polyModulusDegree as 4096 | 8192 | 16384,
-    coeffModulus: config.crypto.ckks.coeffModulus,
-    scaleBits: config.crypto.ckks.scaleBits,
-    exactBits: config.crypto.ckks.exactBits,
-  });
+  const ckks = await getCkksContext(ckksParamsOf(config));
   const legacyRegistry = registry as Map<string, PublicSigningKey>;
   return {
     config,
@@ -428,4 +423,14 @@ class RegistryFollower {
     await this.#subscription?.unsubscribe().catch(() => undefined);
     await this.#syncing;
   }
+}
+
+/** The CKKS parameter set a federation's configuration names (`crypto.ckks`). */
+export function ckksParamsOf(config: CohortConfig): CkksParams {
+  return {
+    polyModulusDegree: config.crypto.ckks.polyModulusDegree as 4096 | 8192 | 16384,
+    coeffModulus: config.crypto.ckks.coeffModulus,
+    scaleBits: config.crypto.ckks.scaleBits,
+    exactBits: config.crypto.ckks.exactBits,
+  };
 }

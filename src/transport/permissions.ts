@@ -108,17 +108,21 @@ function streamWriterSubjects(stream: string): string[] {
  *   object stores; it answers no request;
  * - an aggregator subscribes to the updates addressed to it (and its children's partials) and
  *   answers them, and to the registry announcements; it publishes its partial (a request to its
- *   parent) and its heartbeat, and may read the log stream (its registry changes);
+ *   parent) and its heartbeat, may read the log stream (its registry changes), and writes the site
+ *   updates it sums into the updates object store (`$O.cohort-F-updates.>`, with that store's
+ *   stream info and get-message; never create, delete or purge);
  * - the coordinator subscribes to the heartbeat, partial, vote, switched and snapshot subjects and
  *   the rollback and registry request subjects, and answers them; it publishes round.open, prepare,
  *   decision, the registry announcements and (as the operator's `cohort versions rollback` and
  *   `cohort registry enroll|rotate|revoke`) the admin requests, appends to the log
  *   subject, and uses the JetStream API of its own streams only: the log, the aggregate and
- *   snapshot object stores and the lease bucket (create, info, get message; never delete, purge,
+ *   snapshot object stores, the updates store (created with its retention; it writes no object
+ *   there) and the lease bucket (create, info, get message; never delete, purge,
  *   update or consumers), plus `$KV.<lease>.>` and `$O.<bucket>.>` of its own buckets and
  *   `$JS.API.INFO` (the account check of `jetstreamManager`);
  * - an auditor subscribes to its inbox and the registry announcements and may only read the log
- *   stream and the aggregate store (never updates, snapshots or leases).
+ *   stream, the aggregate store and the updates store (to re-add each round's contributions;
+ *   never snapshots or leases). Sites may not read the updates store (DESIGN §10).
  * Member ids must be unique across roles (they name heartbeat subjects and users).
  */
 export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
@@ -162,10 +166,12 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
   // `cohort.F.heartbeat.*` from `heartbeat(id)`: the subject with its last (member) token a wildcard.
   const anyMember = (subject: (id: string) => string) => `${subject('_').slice(0, -1)}*`;
   assertSubjectToken('coordinator.id', spec.coordinator?.id);
+  const updates = s.updatesBucket;
   const coordinatorStreams = [
     s.logStream,
     objectStreamName(s.aggregatesBucket),
     objectStreamName(s.snapshotsBucket),
+    objectStreamName(updates),
     `KV_${s.leaseBucket}`,
   ];
   add(
@@ -210,7 +216,15 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
     add(
       'aggregator',
       a,
-      { allow: [s.partial(a.id), s.heartbeat(a.id), ...readOnlyStreamSubjects(s.logStream)] },
+      {
+        allow: [
+          s.partial(a.id),
+          s.heartbeat(a.id),
+          ...readOnlyStreamSubjects(s.logStream),
+          ...readOnlyStreamSubjects(objectStreamName(updates)),
+          `$O.${updates}.>`,
+        ],
+      },
       {
         allow: [
           s.updatesFor(a.id),
@@ -255,6 +269,7 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
         allow: [
           ...readOnlyStreamSubjects(s.logStream),
           ...readOnlyStreamSubjects(objectStreamName(s.aggregatesBucket)),
+          ...readOnlyStreamSubjects(objectStreamName(updates)),
         ],
       },
       { allow: [s.registry, ownInbox(au.id)] },

@@ -48,6 +48,11 @@ export interface FederationSubjects {
   readonly logStream: string;
   /** `cohort-F-aggregates`: object store of each round's aggregate (stream `OBJ_cohort-F-aggregates`). */
   readonly aggregatesBucket: string;
+  /**
+   * `cohort-F-updates`: object store where aggregators keep the site updates they sum, for the
+   * audit (stream `OBJ_cohort-F-updates`).
+   */
+  readonly updatesBucket: string;
   /** `cohort-F-snapshots`: object store of encrypted model snapshots. */
   readonly snapshotsBucket: string;
   /** `cohort-F-lease`: KV bucket of the coordinator's lease. */
@@ -139,6 +144,7 @@ export function federationSubjects(federation: string): FederationSubjects {
     log: `${base}.log`,
     logStream: `COHORT_${federation.toUpperCase().replace(/[^A-Z0-9_-]/g, '_')}`,
     aggregatesBucket: `cohort-${federation}-aggregates`,
+    updatesBucket: `cohort-${federation}-updates`,
     snapshotsBucket: `cohort-${federation}-snapshots`,
     leaseBucket: `cohort-${federation}-lease`,
     snapshot(site: string): string {

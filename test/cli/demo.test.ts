@@ -30,9 +30,10 @@ describe('cohort demo (nats-server, coordinator, 2 aggregators, 4 agents as proc
       // 8,000 training images over 4 sites, 2 rounds: well above chance, below the full demo's ≈ 97%.
       expect(accuracy.at(-1)!).toBeGreaterThanOrEqual(85);
       expect(out).toMatch(/done: 2 rounds, 2 committed, 0 aborted/);
-      // The auditor verifies the log as its read-only user: both aggregates re-hashed.
+      // The auditor verifies the log as its read-only user: both aggregates re-added from the
+      // 4 sites' stored updates, byte for byte.
       expect(out).toMatch(
-        /^audit \(auditor-1, read-only NATS user\): verified \d+ log entries — signatures, hash chain, 3 commit hashes, 2 aggregates re-hashed; 0 problems$/m,
+        /^audit \(auditor-1, read-only NATS user\): verified \d+ log entries — signatures, hash chain, 2 commits, 8 votes, 2 aggregates re-added from 8 stored updates, byte-identical; 0 problems$/m,
       );
       // Every member's log is kept: its JSON log lines (each one whole object) and its CLI's lines.
       const logs = readdirSync(kept!).filter((f) => f.endsWith('.log'));

@@ -1,7 +1,7 @@
-// The metrics of a real small federation (one aggregator, two sites, real nats-server): the
+// The metrics of a real small federation (two aggregators, two sites, real nats-server): the
 // coordinator's events and stats feed createCoordinatorMetrics, `promtool check metrics` accepts
-// the exposition, the four target metrics carry what the run did, and every metric the shipped
-// rules name is in it.
+// the exposition, the four target metrics carry what the run did, the members' cryptography
+// reports its timings, and every metric the shipped rules name is in it.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,6 +14,8 @@ import {
   createSiteMetrics,
   type MemberMetrics,
 } from '../../src/metrics/index.ts';
+import { type AgentService, startAgent } from '../../src/services/agent/index.ts';
+import { type AggregatorService, startAggregator } from '../../src/services/aggregator/index.ts';
 import type { CoordinatorEvent, CoordinatorSummary } from '../../src/services/coordinator/index.ts';
 import { Federation } from '../helpers/federation.ts';
 import {
@@ -43,7 +45,8 @@ const RULES = join(import.meta.dirname, '..', '..', 'deploy', 'prometheus', 'coh
 describe('metrics of a live federation', () => {
   let f: Federation;
   let metrics: CoordinatorMetrics;
-  let members: { id: string; metrics: MemberMetrics }[];
+  let members: { id: string; role: 'aggregator' | 'site'; metrics: MemberMetrics }[];
+  const services: (AgentService | AggregatorService)[] = [];
   let summary: CoordinatorSummary;
   const events: CoordinatorEvent[] = [];
   let text: string;
@@ -51,16 +54,23 @@ describe('metrics of a live federation', () => {
   let elapsedMs: number;
 
   beforeAll(async () => {
-    f = await Federation.create('metrics', { aggregators: 1, sites: 2, overrides: OVERRIDES });
+    // Two aggregators: the ring gives each one of the two sites, so the coordinator adds partials.
+    f = await Federation.create('metrics', { aggregators: 2, sites: 2, overrides: OVERRIDES });
     const started = Date.now();
     members = [];
     for (const a of f.dep.aggregators) {
-      const service = await f.startAggregator(a);
-      members.push({ id: a, metrics: createAggregatorMetrics({ stats: () => service.stats() }) });
+      let service: AggregatorService | undefined;
+      const m = createAggregatorMetrics({ stats: () => service!.stats() });
+      service = await startAggregator(await f.member(a), { cryptoTimings: m.timings });
+      services.push(service);
+      members.push({ id: a, role: 'aggregator', metrics: m });
     }
     for (const s of f.dep.sites) {
-      const agent = await f.startAgent(s);
-      members.push({ id: s, metrics: createSiteMetrics({ stats: () => agent.stats() }) });
+      let agent: AgentService | undefined;
+      const m = createSiteMetrics({ stats: () => agent!.stats() });
+      agent = await startAgent(await f.member(s), { cryptoTimings: m.timings });
+      services.push(agent);
+      members.push({ id: s, role: 'site', metrics: m });
     }
     let handle: ReturnType<Federation['startCoordinator']> | undefined;
     metrics = createCoordinatorMetrics({
@@ -72,6 +82,7 @@ describe('metrics of a live federation', () => {
     handle = f.startCoordinator({
       rounds: 2,
       switchWaitMs: SWITCH_WAIT_MS,
+      cryptoTimings: metrics.timings,
       onEvent: (e) => {
         events.push(e);
         metrics.onEvent(e);
@@ -84,6 +95,7 @@ describe('metrics of a live federation', () => {
   });
 
   afterAll(async () => {
+    for (const service of services.reverse()) await service.stop();
     await f?.stop();
   });
 
@@ -124,12 +136,12 @@ describe('metrics of a live federation', () => {
   it('counts heartbeats expected and received, expected bounded by the time the members ran', () => {
     const expected = sample(samples, 'cohort_heartbeats_expected_total');
     const received = sample(samples, 'cohort_heartbeats_received_total');
-    expect(received).toBeGreaterThanOrEqual(3 * 2); // three members, at least two heartbeats each
+    expect(received).toBeGreaterThanOrEqual(4 * 2); // four members, at least two heartbeats each
     expect(received).toBeLessThanOrEqual(expected);
     // Members in one process share its event loop: a heartbeat sent late counts as lost, so the
     // loss is not asserted; what is expected can never exceed one per interval the members ran.
     const heartbeatMs = OVERRIDES.round!.heartbeatMs!;
-    expect(expected).toBeLessThanOrEqual(3 * (2 + Math.ceil(elapsedMs / heartbeatMs)));
+    expect(expected).toBeLessThanOrEqual(4 * (2 + Math.ceil(elapsedMs / heartbeatMs)));
   });
 
   it('counts the compression counters from the decided rounds', () => {
@@ -155,9 +167,12 @@ describe('metrics of a live federation', () => {
     expect(sample(samples, 'cohort_round_duration_seconds_count', { phase: 'collect' })).toBe(2);
     expect(sample(samples, 'cohort_round_duration_seconds_count', { phase: 'vote' })).toBe(2);
     expect(sample(samples, 'cohort_round_duration_seconds_sum', { phase: 'collect' })).toBeGreaterThan(0);
-    const agg = f.dep.aggregators[0]!;
-    expect(sample(samples, 'cohort_aggregator_partials_total', { aggregator: agg })).toBe(2);
-    expect(sample(samples, 'cohort_aggregator_partial_sites_total', { aggregator: agg })).toBe(4);
+    for (const agg of f.dep.aggregators) {
+      const partials = events.filter((e) => e.type === 'partial' && e.aggregator === agg);
+      expect(partials.length, agg).toBe(2);
+      expect(sample(samples, 'cohort_aggregator_partials_total', { aggregator: agg })).toBe(2);
+      expect(sample(samples, 'cohort_aggregator_partial_sites_total', { aggregator: agg })).toBe(2);
+    }
     expect(sample(samples, 'cohort_head_height')).toBe(2);
     expect(sample(samples, 'cohort_coordinator_phase', { phase: 'done' })).toBe(1);
     const decided = events.filter((e) => e.type === 'decision').length;
@@ -165,6 +180,52 @@ describe('metrics of a live federation', () => {
     expect(sample(samples, 'cohort_last_commit_timestamp_seconds')).toBeGreaterThan(0);
     expect(sample(samples, 'cohort_votes_total', { vote: 'yes' })).toBe(4);
     expect(sample(samples, 'cohort_transport_dropped_total', { reason: 'OVERSIZE' })).toBe(0);
+  });
+
+  it('times the coordinator’s signature verifications and CKKS additions', () => {
+    const count = (labels: Record<string, string>, name: string) => sample(samples, name, labels);
+    const signatures = 'cohort_signature_verify_seconds_count';
+    // One lattice verification per partial (its blocks share the manifest's signature) at least.
+    expect(count({ kind: 'partial' }, signatures)).toBeGreaterThanOrEqual(4);
+    // Each partial forwards its site's signed manifest: two sites, two rounds.
+    expect(count({ kind: 'site-update' }, signatures)).toBeGreaterThanOrEqual(4);
+    // Heartbeats, four votes and four switches.
+    expect(count({ kind: 'control' }, signatures)).toBeGreaterThan(8);
+    const ckks = 'cohort_ckks_operation_seconds_count';
+    const load = count({ operation: 'load' }, ckks);
+    const add = count({ operation: 'add' }, ckks);
+    // Two partials a round: every block of both is loaded, the second one's are added to the first's.
+    expect(add).toBeGreaterThan(0);
+    expect(load).toBe(2 * add);
+    expect(count({ operation: 'encrypt' }, ckks)).toBe(0);
+    expect(count({ operation: 'decrypt' }, ckks)).toBe(0);
+    expect(sample(samples, 'cohort_ckks_operation_seconds_sum', { operation: 'add' })).toBeGreaterThan(0);
+  });
+
+  it('times the members’ cryptography: sites encrypt and decrypt, aggregators verify and load', async () => {
+    for (const m of members) {
+      const s = parseExposition(await m.metrics.text());
+      const ckks = (operation: string) => sample(s, 'cohort_ckks_operation_seconds_count', { operation });
+      const signatures = (kind: string) => sample(s, 'cohort_signature_verify_seconds_count', { kind });
+      if (m.role === 'site') {
+        expect({ id: m.id, encrypt: ckks('encrypt') > 0, decrypt: ckks('decrypt') > 0 }).toEqual({
+          id: m.id,
+          encrypt: true,
+          decrypt: true,
+        });
+        // Both rounds' updates, and the aggregates of both rounds, have as many blocks.
+        expect(ckks('decrypt')).toBe(ckks('encrypt'));
+      } else {
+        // Its site's update each round: one verification, every block loaded; RoundOpens verified.
+        expect({ id: m.id, updates: signatures('site-update'), control: signatures('control') }).toEqual({
+          id: m.id,
+          updates: 2,
+          control: 2,
+        });
+        expect(ckks('load')).toBeGreaterThan(0);
+        expect(ckks('add')).toBe(0); // one site each: nothing to add to
+      }
+    }
   });
 
   it('exports every metric the shipped rules name', () => {

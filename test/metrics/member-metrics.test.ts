@@ -19,6 +19,8 @@ const aggregatorStats = (over: Partial<AggregatorStats> = {}): AggregatorStats =
     transportDrops: { RATE_LIMITED: 3, DUPLICATE: 0 },
     partialsSent: 3,
     partialsFailed: 1,
+    contributionsStored: 6,
+    contributionsFailed: 0,
     emptyRounds: 0,
     heartbeatsSent: 40,
     lastPartial: null,
@@ -40,6 +42,23 @@ describe('member metrics', () => {
     s = parseExposition(await m.text());
     expect(sample(s, 'cohort_blocks_rejected_total', { reason: 'BAD_SIGNATURE' })).toBe(4);
     expect(sample(s, 'cohort_heartbeats_sent_total')).toBe(45);
+  });
+
+  it('counts the contributions kept in the updates store, stored and failed', async () => {
+    let stats = aggregatorStats();
+    const m = createAggregatorMetrics({ stats: () => stats });
+    let s = parseExposition(await m.text());
+    expect(sample(s, 'cohort_aggregator_contributions_total', { outcome: 'stored' })).toBe(6);
+    expect(sample(s, 'cohort_aggregator_contributions_total', { outcome: 'failed' })).toBe(0);
+    stats = aggregatorStats({ contributionsStored: 9, contributionsFailed: 2 });
+    s = parseExposition(await m.text());
+    expect(sample(s, 'cohort_aggregator_contributions_total', { outcome: 'stored' })).toBe(9);
+    expect(sample(s, 'cohort_aggregator_contributions_total', { outcome: 'failed' })).toBe(2);
+    // A restarted aggregator counts afresh; the exported counter only grows.
+    stats = aggregatorStats({ contributionsStored: 1, contributionsFailed: 0 });
+    s = parseExposition(await m.text());
+    expect(sample(s, 'cohort_aggregator_contributions_total', { outcome: 'stored' })).toBe(10);
+    expect(sample(s, 'cohort_aggregator_contributions_total', { outcome: 'failed' })).toBe(2);
   });
 
   it('reads a site’s stats', async () => {

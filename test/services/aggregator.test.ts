@@ -23,7 +23,14 @@ import {
   unframe,
   type VerifiedBlock,
 } from '../../src/protocol/index.ts';
-import { type AggregatorService, startAggregator } from '../../src/services/aggregator/index.ts';
+import {
+  type AggregatorService,
+  contributionObjectName,
+  decodeContribution,
+  ensureUpdatesStore,
+  startAggregator,
+  updatesBucketName,
+} from '../../src/services/aggregator/index.ts';
 import {
   createLocalDeployment,
   type LocalDeployment,
@@ -31,6 +38,7 @@ import {
   type MemberContext,
   openMember,
 } from '../../src/services/index.ts';
+import { readObject } from '../../src/services/store/index.ts';
 import { TransportError } from '../../src/transport/index.ts';
 
 const CODEC: CodecOptions = { bits: 8, clip: 0.05, maxContributors: 32, crcChunkBytes: 16_384 };
@@ -200,6 +208,12 @@ beforeAll(async () => {
   });
   const keysDir = dep.config.members!.keysDir;
   coordinator = await openMember(dep.config, dep.coordinator);
+  // The coordinator creates the store where aggregators keep the updates they sum (for the audit).
+  await ensureUpdatesStore(coordinator.transport.connection, updatesBucketName(dep.config.federation.id), {
+    replicas: 1,
+    retentionMs: 3_600_000,
+    description: 'test',
+  });
   coordinatorKey = loadSigningKeyPair(join(keysDir, dep.coordinator, `${dep.coordinator}.key`));
   for (const id of dep.sites) {
     const site = await openMember(dep.config, id);
@@ -266,6 +280,25 @@ describe('aggregator service over NATS', () => {
     expect(s.partialsSent).toBe(1);
     expect(s.lastPartial).toMatchObject({ round: 1, contributors: 3, sent: true });
     expect(s.rejections['DUPLICATE']).toBe(1);
+    // Each summed update is kept for the audit, its manifest and blocks exactly as the site sent them.
+    expect(s.contributionsStored).toBe(3);
+    for (const [i, site] of ['site-1', 'site-2', 'site-3'].entries()) {
+      const name = contributionObjectName(1, new Uint8Array(16).fill(1), site);
+      const bytes = await readObject(
+        coordinator.transport.connection,
+        updatesBucketName(dep.config.federation.id),
+        name,
+        {
+          maxBytes: 64 << 20,
+          timeoutMs: 3000,
+        },
+      );
+      const stored = decodeContribution(bytes!);
+      expect(Buffer.from(stored.manifest).equals(Buffer.from(round1[i]!.manifest))).toBe(true);
+      expect(stored.blocks.map((b) => Buffer.from(b).toString('hex'))).toEqual(
+        round1[i]!.blocks.map((b) => Buffer.from(b).toString('hex')),
+      );
+    }
   });
 
   it('cuts a straggler at the deadline and refuses a block of an earlier round', async () => {

@@ -227,6 +227,18 @@ async function logEntries(): Promise<(LogEntry & { body: DecisionBody })[]> {
   return out;
 }
 
+/** Every entry's record kind, in log order. */
+async function allRecords(): Promise<LogEntry['record'][]> {
+  const log = await openLogReader(coord.transport.connection, {
+    federation: F,
+    coordinator: coord.member,
+    keys: coord.keys,
+  });
+  const out: LogEntry['record'][] = [];
+  for await (const e of log.entries()) out.push(e.record);
+  return out;
+}
+
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'cohort-coordinator-'));
   dep = await createLocalDeployment({
@@ -343,11 +355,17 @@ describe('coordinator', () => {
     expect(entries[0]!.body.height).toBe(1);
     expect(entries[0]!.body.voters).toEqual(['site-1', 'site-2']);
     expect(entries[1]!.body.reason).toContain('NO from site-2');
-    // Each round is opened in the log (entries 1 and 3) before it is decided (entries 2 and 4).
-    expect(seen.decisions.map((d) => [d.round, d.commit, d.sequence])).toEqual([
-      [1, true, 2],
-      [2, false, 4],
-    ]);
+    // Each round is opened in the log (entry 1) before it is decided, with its accepted partials
+    // and counted votes logged in between (docs/log-format.md), and the decision is published as logged.
+    expect(seen.decisions.map((d) => [d.round, d.commit, d.sequence])).toEqual(
+      entries.map((e) => [e.body.round, e.body.commit, e.sequence]),
+    );
+    const all = await allRecords();
+    const round1 = all.slice(0, entries[0]!.sequence).map((r) => r.record);
+    expect(round1[0]).toBe('roundOpen');
+    expect(round1.filter((k) => k === 'partial').length).toBeGreaterThanOrEqual(1);
+    expect(round1.filter((k) => k === 'vote')).toEqual(['vote', 'vote']);
+    expect(round1[round1.length - 1]).toBe('decision');
     expect(hex(entries[0]!.body.stateHash)).toBe(hex(state(1)));
     expect(entries[1]!.body.exclusions).toEqual([
       { site: 'site-2', strikes: 1, sinceRound: 2, atHeight: 1, excluded: true },

@@ -9,6 +9,13 @@ import { createUser } from '@nats-io/nkeys';
 import { connect, type NatsConnection, nkeyAuthenticator } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CohortError } from '../../src/errors/index.ts';
+import {
+  contributionObjectName,
+  encodeContribution,
+  ensureUpdatesStore,
+  updatesBucketName,
+  updatesStoreWriter,
+} from '../../src/services/aggregator/index.ts';
 import { ensureLogStream } from '../../src/services/federation-log/index.ts';
 import {
   createFederationTls,
@@ -16,6 +23,7 @@ import {
   issueMemberCertificate,
   memberNatsPaths,
 } from '../../src/services/index.ts';
+import { readObject } from '../../src/services/store/index.ts';
 import {
   connectTransport,
   federationAuthorization,
@@ -98,12 +106,29 @@ describe('federationUsers', () => {
     expect(site.allowResponses).toBeUndefined();
     expect(user('auditor').allowResponses).toBeUndefined();
     expect(user('auditor').subscribe.allow).toEqual(['cohort.f1.registry', '_INBOX.f1.auditor.>']);
-    // An auditor reads the log and the aggregates (to re-hash them), never updates or snapshots.
+    // An auditor reads the log, the aggregates (to re-hash them) and the stored contributions (to
+    // re-add them), never snapshots.
     expect(user('auditor').publish.allow).toEqual([
       '$JS.API.STREAM.INFO.COHORT_F1',
       '$JS.API.STREAM.MSG.GET.COHORT_F1',
       '$JS.API.STREAM.INFO.OBJ_cohort-f1-aggregates',
       '$JS.API.STREAM.MSG.GET.OBJ_cohort-f1-aggregates',
+      '$JS.API.STREAM.INFO.OBJ_cohort-f1-updates',
+      '$JS.API.STREAM.MSG.GET.OBJ_cohort-f1-updates',
+    ]);
+    // A site never reads the updates store (DESIGN §10).
+    for (const subject of site.publish.allow ?? []) expect(subject).not.toContain('updates');
+  });
+
+  it('lets an aggregator write the site updates it sums to the updates store, and nothing else of JetStream', () => {
+    expect(user('agg1').publish.allow).toEqual([
+      'cohort.f1.partial.agg1',
+      'cohort.f1.heartbeat.agg1',
+      '$JS.API.STREAM.INFO.COHORT_F1',
+      '$JS.API.STREAM.MSG.GET.COHORT_F1',
+      '$JS.API.STREAM.INFO.OBJ_cohort-f1-updates',
+      '$JS.API.STREAM.MSG.GET.OBJ_cohort-f1-updates',
+      '$O.cohort-f1-updates.>',
     ]);
   });
 
@@ -135,11 +160,14 @@ describe('federationUsers', () => {
     expect(publish).toContain('cohort.f1.log');
     expect(publish).toContain('$KV.cohort-f1-lease.>');
     expect(publish).toContain('$O.cohort-f1-aggregates.>');
+    // It creates the updates store (with its retention) but writes nothing there.
+    expect(publish).toContain('$JS.API.STREAM.CREATE.OBJ_cohort-f1-updates');
+    expect(publish).not.toContain('$O.cohort-f1-updates.>');
     for (const subject of publish) {
       expect(subject).not.toMatch(
         /DELETE\.(COHORT|OBJ|KV)_[^.]*$|PURGE|MSG\.DELETE|^\$JS\.>|^\$KV\.>|^\$O\.>/,
       );
-      expect(subject).not.toMatch(/update/);
+      expect(subject).not.toMatch(/^cohort\.f1\.update/);
     }
   });
 
@@ -336,6 +364,38 @@ describe('NATS permissions of a federation over mutual TLS', () => {
       expect((await jsm.streams.info(S.logStream)).config.name).toBe(S.logStream);
     } finally {
       await nc.close();
+    }
+  });
+
+  it('lets the aggregator store a contribution and the auditor read it, never a site', async () => {
+    const bucket = updatesBucketName(F);
+    const coord = await raw('coordinator');
+    const agg = await raw('agg1');
+    const site = await raw('site-a');
+    const auditor = await raw('auditor');
+    try {
+      await ensureUpdatesStore(coord, bucket, { replicas: 1, retentionMs: 3_600_000, description: 'test' });
+      const name = contributionObjectName(1, new Uint8Array(16).fill(7), 'site-a');
+      const stored = encodeContribution({ manifest: bytes('manifest'), blocks: [bytes('block-0')] });
+      await (await updatesStoreWriter(agg, bucket)()).putBlob({ name }, stored);
+      const got = await readObject(auditor, bucket, name, { maxBytes: 1 << 20, timeoutMs: 2000 });
+      expect(got).toEqual(stored);
+      // The store keeps updates for the configured retention (JetStream max_age, nanoseconds).
+      const jsm = await jetstreamManager(coord, { timeout: 2000 });
+      expect((await jsm.streams.info(`OBJ_${bucket}`)).config.max_age).toBe(3_600_000 * 1_000_000);
+      // A site's user may not read it, nor may it write there.
+      await expect(readObject(site, bucket, name, { maxBytes: 1 << 20, timeoutMs: 1000 })).rejects.toThrow();
+      await expect(
+        site.request(`$JS.API.STREAM.MSG.GET.OBJ_${bucket}`, '{"seq":1}', { timeout: 1000 }),
+      ).rejects.toThrow(/permission/i);
+      // Neither the aggregator nor the auditor may delete or purge it.
+      for (const nc of [agg, auditor]) {
+        await expect(nc.request(`$JS.API.STREAM.PURGE.OBJ_${bucket}`, '', { timeout: 1000 })).rejects.toThrow(
+          /permission/i,
+        );
+      }
+    } finally {
+      for (const nc of [coord, agg, site, auditor]) await nc.close();
     }
   });
 

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
+import { DEFAULT_CKKS_PARAMS } from '../../../crypto/ckks/index.ts';
 import {
   AuditError,
   type AuditReport,
@@ -10,6 +11,7 @@ import {
   verifyAudit,
 } from '../../audit/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
+import { ckksParamsOf } from '../../services/index.ts';
 import type { CliContext } from '../cli-context.ts';
 import { auditLines } from './audit-format.ts';
 import {
@@ -45,7 +47,11 @@ export function readBundleFile(path: string): Uint8Array {
 
 async function runVerify(flags: VerifyFlags, ctx: CliContext): Promise<AuditReport> {
   const config = auditConfig(flags, ctx);
-  const options = { skipAggregates: flags.skipAggregates === true };
+  // The configuration's CKKS parameters, besides the default set, re-add the aggregates.
+  const options = {
+    skipAggregates: flags.skipAggregates === true,
+    ckksParams: config === undefined ? [DEFAULT_CKKS_PARAMS] : [ckksParamsOf(config), DEFAULT_CKKS_PARAMS],
+  };
   const pins = flags.genesis === undefined ? {} : { genesisPin: flags.genesis };
   if (flags.bundle !== undefined) {
     if (flags.member !== undefined) {

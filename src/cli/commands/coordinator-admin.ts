@@ -7,9 +7,9 @@ import {
   verifyAudit,
 } from '../../audit/index.ts';
 import type { CohortConfig } from '../../config/index.ts';
-import { createCoordinatorMetrics } from '../../metrics/index.ts';
+import { type CryptoTimings, createCoordinatorMetrics } from '../../metrics/index.ts';
 import type { CoordinatorEvent, CoordinatorHandle } from '../../services/coordinator/index.ts';
-import type { MemberContext } from '../../services/index.ts';
+import { ckksParamsOf, type MemberContext } from '../../services/index.ts';
 import { trustSources } from './audit-session.ts';
 
 /** What the coordinator command hands the admin API besides the coordinator itself. */
@@ -17,6 +17,8 @@ export interface CoordinatorAdminServices {
   /** Feeds the metrics; pass every coordinator event. */
   readonly onEvent: (event: CoordinatorEvent) => void;
   readonly metrics: AdminMetrics;
+  /** Feeds the metrics' signature and CKKS histograms; pass as the coordinator's `cryptoTimings`. */
+  readonly timings: CryptoTimings;
   readonly exportAuditBundle: () => Promise<AdminDownload>;
   /** An audit of the live log (`GET /v1/audit/verify`, the dashboard's verification status). */
   readonly verifyLog: (options: VerifyLogOptions) => Promise<AuditReport>;
@@ -54,6 +56,7 @@ export function coordinatorAdminServices(
   return {
     onEvent: (e) => metrics.onEvent(e),
     metrics: { contentType: metrics.contentType, text: () => metrics.text() },
+    timings: metrics.timings,
     attach: (h) => {
       handle = h;
     },
@@ -76,7 +79,7 @@ export function coordinatorAdminServices(
     },
     verifyLog: async ({ skipAggregates }) => {
       const trust = resolveAuditTrust(trustSources({}, config, federation));
-      return verifyAudit(await liveSource(), trust, { skipAggregates });
+      return verifyAudit(await liveSource(), trust, { skipAggregates, ckksParams: [ckksParamsOf(config)] });
     },
   };
 }

@@ -128,6 +128,7 @@ export function registerCoordinatorCommand(program: Command, ctx: CliContext): v
       ...(leaseWaitMs === undefined ? {} : { leaseWaitMs }),
       ...(flags.idle === true ? { idle: true } : {}),
       onEvent,
+      ...(services === undefined ? {} : { cryptoTimings: services.timings }),
     });
     services?.attach(handle);
     const interrupt = () => void handle.stop();

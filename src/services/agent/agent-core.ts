@@ -4,7 +4,7 @@ import type { Dataset, TrainingEngine } from '../../../gpu/index.ts';
 import type { AgentStateMachine } from '../../agent/index.ts';
 import type { SiteConfig } from '../../config/index.ts';
 import type { SiteData } from '../../data/index.ts';
-import type { Evaluation } from '../../protocol/index.ts';
+import type { CryptoTimingObserver, Evaluation } from '../../protocol/index.ts';
 import type { ExternalTrainer } from '../../trainer/index.ts';
 import type { Commit, ModelStore } from '../../versions/index.ts';
 import type { MemberContext } from '../member-context.ts';
@@ -34,6 +34,11 @@ export interface AgentOptions {
    * connects to NATS, so a violation never reaches the federation. Only with `siteConfig`.
    */
   readonly siteData?: SiteData;
+  /**
+   * Reports the CKKS `encrypt` of each block of its updates and the `decrypt` of each block of the
+   * aggregates it decrypts; e.g. `createSiteMetrics(…).timings`. Nothing is timed without it.
+   */
+  readonly cryptoTimings?: CryptoTimingObserver;
 }
 
 /** The agent's last vote. */

@@ -89,6 +89,7 @@ export function decryptAggregate(
     },
     context,
     participants,
+    core.options.cryptoTimings,
   );
 }
 

@@ -66,5 +66,6 @@ export function updateFraming(core: AgentCore, open: ControlBodies['round-open']
       index: open.assignments.findIndex((a) => a.site === core.member),
       participants: open.assignments.length,
     },
+    timings: core.options.cryptoTimings,
   };
 }

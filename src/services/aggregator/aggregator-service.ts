@@ -1,6 +1,7 @@
 import { BlockRejectedError, CohortError } from '../../errors/index.ts';
 // Not re-exported by src/protocol/index.ts (yet).
 import {
+  type CryptoTimingObserver,
   decodeBlockBody,
   decodeManifestBody,
   encodeAggregate,
@@ -10,11 +11,13 @@ import {
   openControl,
   RejectionCounters,
   sealControl,
+  signatureTimer,
   unframe,
 } from '../../protocol/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
 import { intakeLimits } from '../intake-limits.ts';
 import type { MemberContext } from '../member-context.ts';
+import { contributionObjectName, updatesBucketName, updatesStoreWriter } from './contribution-store.ts';
 import { RoundCollector, type RoundOpenBody } from './round-collector.ts';
 
 /** The reply that acknowledges an accepted block or manifest. */
@@ -30,6 +33,12 @@ export interface AggregatorOptions {
    * round's RoundOpen (sites may be faster than the broadcast), in ms. Default: `nats.timeoutMs`.
    */
   readonly openWaitMs?: number;
+  /**
+   * Reports the signature verifications it runs (`site-update` for sites' blocks and manifests,
+   * `control` for RoundOpens) and its CKKS `load`/`add` of site updates; e.g.
+   * `createAggregatorMetrics(…).timings`. Nothing is timed without it.
+   */
+  readonly cryptoTimings?: CryptoTimingObserver;
 }
 
 /** The partial last sent (or attempted) to the coordinator. */
@@ -62,6 +71,10 @@ export interface AggregatorStats {
   readonly transportDrops: Readonly<Record<string, number>>;
   readonly partialsSent: number;
   readonly partialsFailed: number;
+  /** Site updates kept in the updates store for the audit (`cohort-F-updates`). */
+  readonly contributionsStored: number;
+  /** Site updates that could not be stored (their round's partial is then not sent). */
+  readonly contributionsFailed: number;
   /** Rounds closed with no complete update (nothing sent). */
   readonly emptyRounds: number;
   readonly heartbeatsSent: number;
@@ -105,6 +118,7 @@ export async function startAggregator(
   const allowedAlgorithms = ctx.config.crypto.signature.allowed;
   const openWaitMs = options.openWaitMs ?? ctx.config.nats.timeoutMs;
   const counters = new RejectionCounters();
+  const controlTimer = signatureTimer(options.cryptoTimings, 'control');
   const updatePrefix = subjects.updatesFor(ctx.member).slice(0, -1); // "cohort.F.update.<me>."
 
   let state: AggregatorState = 'idle';
@@ -122,10 +136,29 @@ export async function startAggregator(
     rejected: 0,
     partialsSent: 0,
     partialsFailed: 0,
+    contributionsStored: 0,
+    contributionsFailed: 0,
     emptyRounds: 0,
     heartbeatsSent: 0,
   };
   let lastPartial: PartialReport | null = null;
+  const updatesStore = updatesStoreWriter(ctx.transport.connection, updatesBucketName(federation));
+  /** Each round's contributions being stored: its partial is sent only once all are in the store. */
+  const storing = new WeakMap<RoundCollector, Promise<void>[]>();
+  const storeContribution = (round: RoundCollector, site: string, bytes: Uint8Array) => {
+    const name = contributionObjectName(round.round, round.open.attempt, site);
+    const p = (async () => {
+      await (await updatesStore()).putBlob({ name }, bytes);
+      n.contributionsStored++;
+    })().catch((err: unknown) => {
+      n.contributionsFailed++;
+      throw err;
+    });
+    p.catch(() => undefined); // awaited before the partial is sent
+    const list = storing.get(round) ?? [];
+    list.push(p);
+    storing.set(round, list);
+  };
   const transportDrops: Record<string, number> = {};
 
   // ---- heartbeat -------------------------------------------------------------------------
@@ -166,6 +199,7 @@ export async function startAggregator(
       keys: ctx.keys,
       allowedAlgorithms,
       counters,
+      timings: options.cryptoTimings,
     });
     if (current && !current.closed) {
       log.warn(
@@ -234,17 +268,35 @@ export async function startAggregator(
       'sending partial aggregate',
     );
     state = 'sending';
-    const p = send(collector.round, encoded.blocks, encoded.manifest, sites).finally(() => {
+    const stored = storing.get(collector) ?? [];
+    storing.delete(collector);
+    const p = send(collector.round, encoded.blocks, encoded.manifest, sites, stored).finally(() => {
       sending.delete(p);
       if (collector === current && state === 'sending') state = 'idle';
     });
     sending.add(p);
   };
 
-  const send = async (round: number, blocks: Uint8Array[], manifest: Uint8Array, sites: string[]) => {
+  const send = async (
+    round: number,
+    blocks: Uint8Array[],
+    manifest: Uint8Array,
+    sites: string[],
+    stored: readonly Promise<void>[],
+  ) => {
     const subject = subjects.partial(ctx.member);
     const report = { round, contributors: sites.length, sites, blocks: blocks.length };
     try {
+      // A sum whose contributions the audit could not re-add is not offered (docs/log-format.md).
+      try {
+        await Promise.all(stored);
+      } catch (err) {
+        throw new CohortError(
+          'CONTRIBUTION_NOT_STORED',
+          `a contribution of round ${round} was not stored: ${messageOf(err)}`,
+          { cause: err },
+        );
+      }
       for (const frame of [...blocks, manifest]) {
         if (stopped) throw new CohortError('STOPPED', 'aggregator stopped while sending');
         await ctx.transport.request(subject, frame);
@@ -275,7 +327,10 @@ export async function startAggregator(
   // ---- subscriptions ---------------------------------------------------------------------
   const onRoundOpen = async (msg: InboundMessage): Promise<undefined> => {
     try {
-      const opened = openControl(msg.data, 'round-open', ctx.keys, { signer: ctx.members.coordinator });
+      const opened = openControl(msg.data, 'round-open', ctx.keys, {
+        signer: ctx.members.coordinator,
+        onSignatureVerified: controlTimer,
+      });
       const open = opened.body;
       if (open.federation !== federation) {
         throw new BlockRejectedError(
@@ -348,6 +403,8 @@ export async function startAggregator(
     }
     if (outcome === 'added') {
       n.updatesAdded++;
+      const contribution = round.takeContribution(site);
+      if (contribution !== undefined) storeContribution(round, site, contribution);
       log.info({ round: round.round, site, contributors: round.contributors }, 'site update added');
       // After the ack is on its way: signing and sending the partial take a while.
       if (round.complete) setImmediate(() => finish(round, 'all sites in'));

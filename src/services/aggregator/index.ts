@@ -7,4 +7,13 @@ export {
   type PartialReport,
   startAggregator,
 } from './aggregator-service.ts';
+export {
+  contributionObjectName,
+  decodeContribution,
+  encodeContribution,
+  ensureUpdatesStore,
+  type StoredContribution,
+  updatesBucketName,
+  updatesStoreWriter,
+} from './contribution-store.ts';
 export { type AcceptOutcome, RoundCollector, type RoundOpenBody } from './round-collector.ts';

@@ -6,12 +6,15 @@ import {
   AggregateBuilder,
   BlockVerifier,
   type ControlBodies,
+  type CryptoTimingObserver,
   codecEncoding,
   type KeyLookup,
   type RejectionCounters,
   type RoundContext,
+  signatureTimer,
   UpdateInbox,
 } from '../../protocol/index.ts';
+import { encodeContribution } from './contribution-store.ts';
 
 /** The RoundOpen body an aggregator works from. */
 export type RoundOpenBody = ControlBodies['round-open'];
@@ -37,6 +40,10 @@ export class RoundCollector {
   readonly #inbox = new Map<string, UpdateInbox>();
   /** Each site's framed manifest, kept to forward with the partial (the parent checks each). */
   readonly #manifests = new Map<string, Uint8Array>();
+  /** Each site's framed blocks by index, as received, until its update is summed. */
+  readonly #blockFrames = new Map<string, Map<number, Uint8Array>>();
+  /** Summed sites' contributions (manifest and blocks as received), until taken for storage. */
+  readonly #contributions = new Map<string, Uint8Array>();
   readonly #weights: ReadonlyMap<string, number>;
   readonly #settled = new Map<string, SiteOutcome>();
   #closed = false;
@@ -49,6 +56,8 @@ export class RoundCollector {
     keys: KeyLookup;
     allowedAlgorithms: readonly SignatureAlgorithm[];
     counters: RejectionCounters;
+    /** Reports `site-update` signature verifications and CKKS `load`/`add` of site updates. */
+    timings?: CryptoTimingObserver;
   }) {
     const { open } = options;
     this.open = open;
@@ -79,10 +88,15 @@ export class RoundCollector {
       maxCiphertextBytes: options.ckks.maxCiphertextBytes,
       participants: open.assignments.length,
       pinned: { totalParams: open.totalParams, weightOf: (site) => this.#weights.get(site) },
+      onSignatureVerified: signatureTimer(options.timings, 'site-update'),
     });
     this.#counters = options.counters;
     this.assigned = new Set(mine.map((a) => a.site));
-    this.#builder = new AggregateBuilder(options.ckks, { encoding, totalParams: open.totalParams });
+    this.#builder = new AggregateBuilder(
+      options.ckks,
+      { encoding, totalParams: open.totalParams },
+      { timings: options.timings },
+    );
   }
 
   /** Longest framed block or manifest a site may send this round (checked before decoding). */
@@ -151,6 +165,12 @@ export class RoundCollector {
       this.#refuse('WRONG_SIGNER', `block signed by ${JSON.stringify(block.signer)}`);
     const inbox = this.#inboxOf(site);
     if (this.#counted(() => inbox.addBlock(block)) === 'repeat') return 'repeat';
+    let frames = this.#blockFrames.get(site);
+    if (frames === undefined) {
+      frames = new Map();
+      this.#blockFrames.set(site, frames);
+    }
+    frames.set(block.blockIndex, bytes);
     return this.#tryAdd(site, inbox);
   }
 
@@ -176,6 +196,7 @@ export class RoundCollector {
   close(): { aggregate: Aggregate; siteManifests: Uint8Array[] } | null {
     this.#closed = true;
     this.#inbox.clear();
+    this.#blockFrames.clear();
     if (this.#disposed) return null;
     this.#disposed = true;
     try {
@@ -188,10 +209,22 @@ export class RoundCollector {
     }
   }
 
+  /**
+   * The contribution of `site` once its update is in the sum: its manifest and blocks exactly as
+   * received ({@link encodeContribution}), for the updates store. Handed out once.
+   */
+  takeContribution(site: string): Uint8Array | undefined {
+    const bytes = this.#contributions.get(site);
+    this.#contributions.delete(site);
+    return bytes;
+  }
+
   /** Closes without a result, freeing SEAL memory (superseded round, stop). */
   dispose(): void {
     this.#closed = true;
     this.#inbox.clear();
+    this.#blockFrames.clear();
+    this.#contributions.clear();
     if (!this.#disposed) {
       this.#disposed = true;
       this.#builder.dispose();
@@ -225,11 +258,21 @@ export class RoundCollector {
       // A whole, signed update that cannot be summed (e.g. lane headroom): the site is out.
       this.#settled.set(site, 'failed');
       this.#inbox.delete(site);
+      this.#blockFrames.delete(site);
       if (err instanceof BlockRejectedError) this.#counters.increment(err.reason);
       throw err;
     }
     this.#settled.set(site, 'added');
     this.#inbox.delete(site);
+    const frames = this.#blockFrames.get(site)!;
+    this.#blockFrames.delete(site);
+    this.#contributions.set(
+      site,
+      encodeContribution({
+        manifest: this.#manifests.get(site)!,
+        blocks: [...frames.keys()].sort((a, b) => a - b).map((i) => frames.get(i)!),
+      }),
+    );
     return 'added';
   }
 

@@ -3,6 +3,7 @@ import { CohortError } from '../../errors/index.ts';
 import { REGISTRY_CHANGE_MAX_BYTES } from '../../registry/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
+import { ensureUpdatesStore, updatesBucketName } from '../aggregator/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
 import { snapshotWriter } from '../federation-log/index.ts';
 import { type IntakeKind, intakeLimits } from '../intake-limits.ts';
@@ -70,6 +71,7 @@ class Coordinator implements IntakeHost {
   readonly registryChanges = new RegistryQueue();
   readonly runs: RunControl;
   readonly #aggregates: () => Promise<ObjectStore>;
+  #updatesStore: Promise<void> | undefined;
   readonly #intake = new MemberIntake(this);
   #log: CoordinatorLog | undefined;
   #snapshots: SnapshotIntake | undefined;
@@ -182,6 +184,26 @@ class Coordinator implements IntakeHost {
 
   aggregates(): Promise<ObjectStore> {
     return this.#aggregates();
+  }
+
+  ensureUpdatesStore(): Promise<void> {
+    if (this.#updatesStore === undefined) {
+      const cfg = this.ctx.config;
+      const created = ensureUpdatesStore(
+        this.ctx.transport.connection,
+        updatesBucketName(cfg.federation.id),
+        {
+          replicas: cfg.history.replicas,
+          retentionMs: cfg.history.updateRetentionMs,
+          description: `Cohort ${cfg.federation.id}: site updates summed into each round, for the audit`,
+        },
+      );
+      this.#updatesStore = created;
+      created.catch(() => {
+        if (this.#updatesStore === created) this.#updatesStore = undefined;
+      });
+    }
+    return this.#updatesStore;
   }
 
   emit(event: CoordinatorEvent): void {

@@ -1,4 +1,4 @@
-import type { Assignment, EvaluationBody } from '../../protocol/index.ts';
+import type { Assignment, CryptoTimingObserver, EvaluationBody } from '../../protocol/index.ts';
 import type { AdminControls } from './admin-control.ts';
 
 /** Options of `startCoordinator`. */
@@ -33,6 +33,12 @@ export interface CoordinatorOptions {
   readonly leaseWaitMs?: number;
   /** Clock, ms since the epoch (default `Date.now`). */
   readonly now?: () => number;
+  /**
+   * Reports the signature verifications it runs (`partial` and the forwarded `site-update`
+   * manifests of partials; `control` for heartbeats, votes and switches) and its CKKS work on
+   * partials (`load`, `add`); e.g. `createCoordinatorMetrics(…).timings`. Nothing is timed without it.
+   */
+  readonly cryptoTimings?: CryptoTimingObserver;
 }
 
 /** What the coordinator reports as it goes. */

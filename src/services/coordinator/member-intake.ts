@@ -1,6 +1,6 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
 import { BlockRejectedError, CohortError } from '../../errors/index.ts';
-import { type ControlBodies, openControl } from '../../protocol/index.ts';
+import { type ControlBodies, openControl, signatureTimer } from '../../protocol/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { FederationLogError } from '../federation-log/index.ts';
 import type { RoundHost } from './round-host.ts';
@@ -129,6 +129,7 @@ export class MemberIntake {
       );
     }
     state.votes.set(site, vote);
+    state.envelopes.set(site, data.slice());
     host.emit({ type: 'vote', round: state.round, member: site, yes: vote.yes, reason: vote.reason });
     host.wake();
   }
@@ -153,7 +154,11 @@ export class MemberIntake {
     data: Uint8Array,
   ): ControlBodies[T] {
     // The signer must be the subject's member: checked before the signature is.
-    const m = openControl(data, type, this.#host.ctx.keys, { signer: id });
+    const m = openControl(data, type, this.#host.ctx.keys, {
+      signer: id,
+      // Read per message: the host may build this intake before its options are set.
+      onSignatureVerified: signatureTimer(this.#host.options.cryptoTimings, 'control'),
+    });
     const body = m.body as ControlBodies[T] & { federation: string; member: string };
     if (body.member !== id) {
       throw new BlockRejectedError(

@@ -8,9 +8,11 @@ import {
   type Assignment,
   BlockVerifier,
   type Contributor,
+  type CryptoTimingObserver,
   type Encoding,
   FRAME_KIND,
   type RoundContext,
+  signatureTimer,
   UpdateInbox,
   type VerifiedManifest,
 } from '../../protocol/index.ts';
@@ -25,6 +27,8 @@ interface PartialInbox {
 export interface AcceptedPartial {
   readonly aggregator: string;
   readonly sites: readonly Contributor[];
+  /** The aggregator-signed manifest frame exactly as received (logged as the partial's evidence). */
+  readonly manifest: Uint8Array;
 }
 
 /**
@@ -53,9 +57,11 @@ export class PartialIntake {
   readonly #keys: (id: string) => PublicSigningKey | undefined;
   readonly #ckksParamsId: Uint8Array;
   readonly #allowed: readonly SignatureAlgorithm[];
+  readonly #timings: CryptoTimingObserver | undefined;
   readonly #inboxes = new Map<string, PartialInbox>();
   readonly #delivered = new Set<string>();
   readonly #failed = new Map<string, string>();
+  readonly #accepted: AcceptedPartial[] = [];
   #closed = false;
 
   constructor(input: {
@@ -68,6 +74,8 @@ export class PartialIntake {
     totalParams: number;
     keys: (id: string) => PublicSigningKey | undefined;
     allowedAlgorithms: readonly SignatureAlgorithm[];
+    /** Reports signature verifications (`partial`, `site-update`) and CKKS `load`/`add` of partials. */
+    timings?: CryptoTimingObserver;
   }) {
     this.#context = input.context;
     this.#encoding = input.encoding;
@@ -79,6 +87,7 @@ export class PartialIntake {
     this.#keys = input.keys;
     this.#ckksParamsId = input.ckks.paramsId;
     this.#allowed = input.allowedAlgorithms;
+    this.#timings = input.timings;
     // Sites' own manifests, forwarded inside partials: any assigned site's key, its pinned weight.
     this.#siteVerifier = new BlockVerifier({
       context: this.#context,
@@ -90,8 +99,9 @@ export class PartialIntake {
       maxCiphertextBytes: this.#maxCiphertextBytes,
       participants: input.assignments.length,
       pinned: { totalParams: this.#totalParams, weightOf: (site) => this.#weights.get(site) },
+      onSignatureVerified: signatureTimer(input.timings, 'site-update'),
     });
-    this.builder = new AggregateBuilder(input.ckks);
+    this.builder = new AggregateBuilder(input.ckks, undefined, { timings: input.timings });
   }
 
   /** Aggregators assigned sites this round. */
@@ -107,6 +117,11 @@ export class PartialIntake {
   /** Every assigned aggregator delivered its partial or failed. */
   get settled(): boolean {
     return this.#delivered.size + this.#failed.size >= this.#aggregators.size;
+  }
+
+  /** The partials added to the sum, in the order they were accepted. */
+  get accepted(): readonly AcceptedPartial[] {
+    return this.#accepted;
   }
 
   /** Stops accepting (the round moved on to PREPARE). */
@@ -170,6 +185,7 @@ export class PartialIntake {
           maxCiphertextBytes: this.#maxCiphertextBytes,
           participants: this.#assignment.size,
           pinned: { totalParams: this.#totalParams },
+          onSignatureVerified: signatureTimer(this.#timings, 'partial'),
         }),
         update: new UpdateInbox(),
       };
@@ -200,7 +216,9 @@ export class PartialIntake {
     this.builder.add(update);
     this.#delivered.add(aggregator);
     this.#inboxes.delete(aggregator);
-    return { aggregator, sites: update.sites };
+    const accepted: AcceptedPartial = { aggregator, sites: update.sites, manifest: data.slice() };
+    this.#accepted.push(accepted);
+    return accepted;
   }
 
   /**

@@ -103,6 +103,7 @@ export async function decide(
     attempt: state.attempt,
     evaluation,
   };
+  await logVotes(host, state, decision.voters);
   const entry = await host.log.append({ decision });
   failpoint('coordinator.decision-logged', facts.round);
   host.membership.adopt(table);
@@ -154,6 +155,20 @@ export async function decide(
 }
 
 /**
+ * Appends each voter's vote, as received, before the decision that counts it (docs/log-format.md:
+ * the decision's voters are exactly the members of the round's logged votes). A crash between these
+ * appends and the decision leaves the round undecided: the next run aborts it.
+ */
+async function logVotes(host: RoundHost, state: ActiveRound, voters: readonly string[]): Promise<void> {
+  for (const member of voters) {
+    const envelope = state.envelopes.get(member);
+    if (envelope === undefined) continue; // not counted without its envelope: the history would refuse it
+    await host.log.append({ vote: { round: state.round, attempt: state.attempt, member, envelope } });
+  }
+  failpoint('coordinator.votes-logged', state.round);
+}
+
+/**
  * Appends ABORT for a round a previous run opened and never decided (the coordinator died between
  * RoundOpen and its decision: before, during or after PREPARE). Agents prepared for it discard
  * their candidate at once, and the round number is never used again.
@@ -164,7 +179,14 @@ export async function abortOpenRound(
   attempt: Uint8Array,
   reason: string,
 ): Promise<RoundSummary> {
-  const state: ActiveRound = { round, attempt, intake: undefined, phase: 'voting', votes: new Map() };
+  const state: ActiveRound = {
+    round,
+    attempt,
+    intake: undefined,
+    phase: 'voting',
+    votes: new Map(),
+    envelopes: new Map(),
+  };
   const facts: RoundFacts = {
     round,
     kind: 'round',

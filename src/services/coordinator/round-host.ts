@@ -17,6 +17,8 @@ export interface ActiveRound {
   phase: 'collecting' | 'voting' | 'decided';
   /** Votes of any site for this round (only the round's voters count). */
   readonly votes: Map<string, ControlBodies['vote']>;
+  /** Each vote's framed envelope exactly as received (logged as evidence before the decision). */
+  readonly envelopes: Map<string, Uint8Array>;
 }
 
 /** What a round needs from the coordinator that runs it (a narrow view of its state). */
@@ -42,4 +44,9 @@ export interface RoundHost {
   until(condition: () => boolean, deadline: number): Promise<boolean>;
   /** The object store of aggregates (created on first use with `history.replicas`). */
   aggregates(): Promise<ObjectStore>;
+  /**
+   * Creates (once) the object store where aggregators keep the site updates they sum
+   * (`cohort-F-updates`, `history.updateRetentionMs`), so aggregators only ever write to it.
+   */
+  ensureUpdatesStore(): Promise<void>;
 }

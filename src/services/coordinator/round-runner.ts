@@ -129,6 +129,11 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     attempt,
     kind: statistics ? 'statistics' : '',
   };
+  try {
+    await host.ensureUpdatesStore();
+  } catch (err) {
+    ctx.log.error({ round, err }, 'cannot create the updates store: aggregators cannot keep contributions');
+  }
   await logOpen(host, open);
   failpoint('coordinator.round-open-logged', round);
   const intake = new PartialIntake({
@@ -139,8 +144,16 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     totalParams,
     keys: (id) => ctx.keys(id),
     allowedAlgorithms: cfg.crypto.signature.allowed,
+    timings: host.options.cryptoTimings,
   });
-  const state: ActiveRound = { round, attempt, intake, phase: 'collecting', votes: new Map() };
+  const state: ActiveRound = {
+    round,
+    attempt,
+    intake,
+    phase: 'collecting',
+    votes: new Map(),
+    envelopes: new Map(),
+  };
   host.current = state;
   host.setPhase('collecting');
   try {
@@ -165,6 +178,16 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   }
   for (const [aggregator, why] of intake.failed)
     ctx.log.warn({ round, aggregator, why }, 'partial refused: round goes on without it');
+  // The evidence of the sum, before anyone sees it (docs/log-format.md, "PartialRecord").
+  try {
+    for (const p of intake.accepted) {
+      await host.log.append({ partial: { round, attempt, aggregator: p.aggregator, manifest: p.manifest } });
+    }
+  } catch (err) {
+    intake.builder.dispose();
+    throw err;
+  }
+  failpoint('coordinator.partials-logged', round);
   // A statistics commit's params are the sums the sites decrypt: they come with the YES votes.
   const params = statistics
     ? EMPTY
@@ -283,7 +306,14 @@ export async function runRollbackRound(
     totalParams: host.parameterCount,
     attempt,
   });
-  const state: ActiveRound = { round, attempt, intake: undefined, phase: 'voting', votes: new Map() };
+  const state: ActiveRound = {
+    round,
+    attempt,
+    intake: undefined,
+    phase: 'voting',
+    votes: new Map(),
+    envelopes: new Map(),
+  };
   host.current = state;
   const params = target.commit.params;
   const prepare: ControlBodies['prepare'] = {

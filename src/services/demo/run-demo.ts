@@ -54,7 +54,7 @@ async function auditDemo(
   }
   const r = JSON.parse(text) as AuditReport;
   say(
-    `audit (${auditor}, read-only NATS user): verified ${r.entries} log entries — signatures, hash chain, ${r.checked.commitHashes} commit hashes, ${r.checked.aggregates} aggregates re-hashed; ${r.problems.length} problems`,
+    `audit (${auditor}, read-only NATS user): verified ${r.entries} log entries — signatures, hash chain, ${r.checked.commitHashes} commits, ${r.checked.votes} votes, ${r.checked.recomputed} aggregates re-added from ${r.checked.contributions} stored updates, byte-identical; ${r.problems.length} problems`,
   );
   return 0;
 }

@@ -27,4 +27,12 @@ export {
   type LogWriterOptions,
   openLogWriter,
 } from './log-writer.ts';
+export {
+  type EvidenceKeys,
+  type EvidenceRule,
+  EvidenceViolation,
+  type LoggedPartial,
+  type LoggedVote,
+  RoundEvidence,
+} from './round-evidence.ts';
 export { snapshotWriter } from './snapshot-schedule.ts';

@@ -36,6 +36,8 @@ export function recordKind(record: LogRecordBody): LogRecordKind {
   if (record.roundOpen) return 'roundOpen';
   if (record.registryChange) return 'registryChange';
   if (record.adminAction) return 'adminAction';
+  if (record.partial) return 'partial';
+  if (record.vote) return 'vote';
   return 'snapshot';
 }
 
@@ -80,6 +82,8 @@ export function openLogEntry(
     record.snapshot,
     record.registryChange,
     record.adminAction,
+    record.partial,
+    record.vote,
   ].filter((r) => r != null).length;
   if (set !== 1) throw invalid(`holds ${set} records, expects exactly one`);
   return { sequence: record.sequence, bytes, hash: sha256(bytes), record };

@@ -4,7 +4,9 @@ import type {
   ControlBodies,
   DecisionBody,
   LogRecordBody,
+  PartialRecordBody,
   SnapshotRecordBody,
+  VoteRecordBody,
 } from '../../protocol/index.ts';
 import {
   decodeRegistryChangeBody,
@@ -23,6 +25,13 @@ import {
 } from '../../versions/index.ts';
 import { LOG_ORIGIN, type LogEntry, type LogPosition, recordKind } from './log-entry.ts';
 import { FederationLogError } from './log-error.ts';
+import {
+  type EvidenceKeys,
+  EvidenceViolation,
+  type LoggedPartial,
+  type LoggedVote,
+  RoundEvidence,
+} from './round-evidence.ts';
 
 /** A commit on the log's chain, with where the log recorded it (genesis: sequence 0). */
 export interface ChainCommit {
@@ -47,12 +56,18 @@ export interface DecidedRound {
   readonly open: ControlBodies['round-open'];
   /** Log sequence of the RoundOpen. */
   readonly openSequence: number;
+  /** The partial records logged for the round (accepted partials, before PREPARE), in log order. */
+  readonly partials: readonly LoggedPartial[];
+  /** The vote records logged for the round (before its decision), in log order. */
+  readonly votes: readonly LoggedVote[];
 }
 
 /** A round opened in the log and not decided yet. */
 export interface OpenRound {
   readonly entry: LogEntry;
   readonly roundOpen: ControlBodies['round-open'];
+  /** The partial and vote records logged for it so far. */
+  readonly evidence: RoundEvidence;
 }
 
 /** A snapshot the log recorded. */
@@ -110,6 +125,8 @@ export class LogHistory {
   readonly #stream: string;
   readonly #registryChanges: LoggedRegistryChange[] = [];
   readonly #adminActions: LoggedAdminAction[] = [];
+  /** Set once any partial or vote record was applied: from then on every decision needs its evidence. */
+  #evidence = false;
   /**
    * The registry as of the last entry applied (the pinned registry and every logged change), with
    * its round kept at the round this history is at; undefined without {@link LogHistoryOptions.registry}.
@@ -216,6 +233,8 @@ export class LogHistory {
     else if (kind === 'decision') this.#applyDecision(entry, entry.record.decision!);
     else if (kind === 'registryChange') this.#applyRegistryChange(entry, entry.record.registryChange!);
     else if (kind === 'adminAction') this.#applyAdminAction(entry, entry.record.adminAction!);
+    else if (kind === 'partial') this.#applyPartial(entry, entry.record.partial!);
+    else if (kind === 'vote') this.#applyVote(entry, entry.record.vote!);
     else this.#applySnapshot(entry, entry.record.snapshot!);
     this.#position = { sequence: entry.sequence, hash: entry.hash };
     this.registry?.setRound(this.#open?.roundOpen.round ?? this.#lastRound + 1);
@@ -229,6 +248,57 @@ export class LogHistory {
         details: { stream: this.#stream, sequence: entry.sequence },
       },
     );
+  }
+
+  /** An evidence rule broken: `details.rule` names it, `details.at` the record at fault. */
+  #violated(entry: LogEntry, v: EvidenceViolation): FederationLogError {
+    return new FederationLogError(
+      'LOG_HISTORY_INVALID',
+      `log ${this.#stream} entry ${entry.sequence}: ${v.message}`,
+      { details: { stream: this.#stream, sequence: entry.sequence, rule: v.rule, at: v.at } },
+    );
+  }
+
+  /** Member keys in force and roles, when the history has the registry (signatures are then checked). */
+  #evidenceKeys(): EvidenceKeys | undefined {
+    const view = this.registry;
+    if (view === undefined) return undefined;
+    return { key: (id) => view.current(id), role: (id) => view.role(id) };
+  }
+
+  #evidenceOf(entry: LogEntry, what: string, round: number): RoundEvidence {
+    const open = this.#open;
+    if (open === null || open.roundOpen.round !== round) {
+      throw this.#invalid(
+        entry,
+        `${what} of round ${round}, ${open === null ? 'no round is open' : `round ${open.roundOpen.round} is open`}`,
+      );
+    }
+    return open.evidence;
+  }
+
+  /** A partial the coordinator accepted: of the open round and attempt, signed by the aggregator assigned its sites. */
+  #applyPartial(entry: LogEntry, p: PartialRecordBody): void {
+    const evidence = this.#evidenceOf(entry, 'partial', p.round);
+    try {
+      evidence.addPartial(entry, p, this.#evidenceKeys());
+    } catch (err) {
+      if (err instanceof EvidenceViolation) throw this.#violated(entry, err);
+      throw err;
+    }
+    this.#evidence = true;
+  }
+
+  /** A vote the coordinator counted: of the open round and attempt, one per member, signed by it. */
+  #applyVote(entry: LogEntry, v: VoteRecordBody): void {
+    const evidence = this.#evidenceOf(entry, 'vote', v.round);
+    try {
+      evidence.addVote(entry, v, this.#evidenceKeys());
+    } catch (err) {
+      if (err instanceof EvidenceViolation) throw this.#violated(entry, err);
+      throw err;
+    }
+    this.#evidence = true;
   }
 
   #applyOpen(entry: LogEntry, open: ControlBodies['round-open']): void {
@@ -248,7 +318,7 @@ export class LogHistory {
         `round ${open.round} is based on ${short(open.baseCommit)} (height ${open.version}), the head is ${short(head.hash)} (height ${head.height})`,
       );
     }
-    this.#open = { entry, roundOpen: open };
+    this.#open = { entry, roundOpen: open, evidence: new RoundEvidence(open) };
     this.#lastRound = open.round;
   }
 
@@ -299,6 +369,7 @@ export class LogHistory {
           `COMMIT of round ${d.round} records an evaluation of another model than its parent`,
         );
       }
+      this.#checkEvidence(entry, open, d);
       let commit: Commit;
       try {
         commit = createCommit({
@@ -325,6 +396,7 @@ export class LogHistory {
       this.#commits.push({ commit, sequence: entry.sequence, unixMs: entry.record.unixMs, decision: d });
       this.#byHash.set(bytesToHex(commit.hash), commit.height);
     } else {
+      this.#checkEvidence(entry, open, d);
       if (d.height !== head.height) {
         throw this.#invalid(
           entry,
@@ -345,7 +417,18 @@ export class LogHistory {
       decision: d,
       open: open.roundOpen,
       openSequence: open.entry.sequence,
+      partials: open.evidence.partials,
+      votes: [...open.evidence.votes.values()],
     });
+  }
+
+  #checkEvidence(entry: LogEntry, open: OpenRound, d: DecisionBody): void {
+    try {
+      open.evidence.checkDecision(entry, d, this.#evidence);
+    } catch (err) {
+      if (err instanceof EvidenceViolation) throw this.#violated(entry, err);
+      throw err;
+    }
   }
 
   #applyRegistryChange(entry: LogEntry, record: NonNullable<LogRecordBody['registryChange']>): void {

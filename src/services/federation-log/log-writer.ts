@@ -19,7 +19,7 @@ import { logStreamName } from './log-stream.ts';
 /** What {@link FederationLogWriter.append} is given: one record; the writer fills the rest. */
 export type LogRecordInput = Pick<
   LogRecordBody,
-  'roundOpen' | 'decision' | 'snapshot' | 'registryChange' | 'adminAction'
+  'roundOpen' | 'decision' | 'snapshot' | 'registryChange' | 'adminAction' | 'partial' | 'vote'
 >;
 
 /** The single writer of a federation's log (the coordinator). */
@@ -109,6 +109,8 @@ class JetStreamLogWriter implements FederationLogWriter {
       input?.snapshot,
       input?.registryChange,
       input?.adminAction,
+      input?.partial,
+      input?.vote,
     ].filter((r) => r != null).length;
     if (records !== 1) {
       throw new InvalidArgumentError(`a log entry holds exactly one record, got ${records}`, {
@@ -134,6 +136,8 @@ class JetStreamLogWriter implements FederationLogWriter {
       ...(input.snapshot ? { snapshot: input.snapshot } : {}),
       ...(input.registryChange ? { registryChange: input.registryChange } : {}),
       ...(input.adminAction ? { adminAction: input.adminAction } : {}),
+      ...(input.partial ? { partial: input.partial } : {}),
+      ...(input.vote ? { vote: input.vote } : {}),
     };
     const bytes = sealControl('log-record', record, this.#options.signer, this.#options.signing);
     const attempts = this.#options.attempts ?? 5;

@@ -1,0 +1,232 @@
+import { type CkksContext, type CkksParams, ckksParamsId, getCkksContext } from '../../crypto/ckks/index.ts';
+import { bytesEqual } from '../../crypto/digest/index.ts';
+import {
+  AggregateBuilder,
+  type AggregateInfo,
+  BlockVerifier,
+  type ControlBodies,
+  decodeManifestBody,
+  FRAME_KIND,
+  maxBlockFrameBytes,
+  type PartialRecordBody,
+  unframe,
+  type VerifiedUpdate,
+} from '../protocol/index.ts';
+import { contributionObjectName, decodeContribution } from '../services/aggregator/index.ts';
+import { encodeAggregateObject } from '../services/coordinator/index.ts';
+import { bytesToHex } from '../versions/index.ts';
+import { expectedAggregateBlocks } from './aggregate-check.ts';
+import type { AuditProblem, AuditUnchecked } from './audit-report.ts';
+import type { AggregateRead, AuditSource } from './audit-source.ts';
+
+/** A partial record of the round, as logged (its content checked by the history rules). */
+export interface LoggedPartialRecord {
+  readonly sequence: number;
+  readonly record: PartialRecordBody;
+}
+
+/** What re-adding one COMMIT's contributions concluded. */
+export interface RecomputeCheck {
+  /** Contributions loaded, verified and re-added (0 unless the sum was recomputed). */
+  readonly contributions: number;
+  readonly problems: readonly AuditProblem[];
+  readonly unchecked: readonly AuditUnchecked[];
+}
+
+/** What {@link recomputeAggregate} needs about the round. */
+export interface RecomputeInput {
+  readonly source: AuditSource;
+  /** Log sequence of the COMMIT. */
+  readonly sequence: number;
+  readonly open: ControlBodies['round-open'];
+  readonly info: AggregateInfo;
+  /** The stored aggregate object (its digest already checked against the decision). */
+  readonly aggregate: Uint8Array;
+  readonly partials: readonly LoggedPartialRecord[];
+  /** The site's signing key in force (undefined: not a site, or unknown). */
+  readonly siteKey: (site: string) => ReturnType<ConstructorParameters<typeof BlockVerifier>[0]['keys']>;
+  /** CKKS parameter sets the auditor knows; the one whose id the encoding names is used. */
+  readonly ckksParams: readonly CkksParams[];
+}
+
+const ALGORITHMS = ['falcon-512', 'ml-dsa-65'] as const;
+
+/**
+ * Re-adds a COMMIT's contributions and compares the sum with the stored aggregate, byte for byte
+ * (docs/log-format.md, "Auditing"). For every site the round's partial records list: its stored
+ * contribution (`cohort-F-updates`, {@link contributionObjectName}) must hold the very manifest the
+ * partial forwarded, and its blocks must verify under the site's key with that manifest's update
+ * digest (`CONTRIBUTION_MISMATCH`, at the partial). The contributions are then added block-wise
+ * with node-seal (no secret key: a sum of ciphertexts is public) and serialized as the coordinator
+ * stores aggregates. A sum that differs is diagnosed: equal to the sum without one site
+ * (`CONTRIBUTION_MISSING`), or with one site counted twice (`CONTRIBUTION_DUPLICATE`), else
+ * `AGGREGATE_RECOMPUTE_MISMATCH`; all at the COMMIT. Modular addition of ciphertexts is exact and
+ * commutative, so the order of the partial sums does not change the bytes.
+ *
+ * A contribution that cannot be read (no access, a bundle without contributions, past its
+ * retention) leaves the round unchecked (`CONTRIBUTIONS_UNAVAILABLE`), never a problem.
+ */
+export async function recomputeAggregate(input: RecomputeInput): Promise<RecomputeCheck> {
+  const { sequence, open, info } = input;
+  const unchecked = (message: string): RecomputeCheck => ({
+    contributions: 0,
+    problems: [],
+    unchecked: [{ sequence, code: 'CONTRIBUTIONS_UNAVAILABLE', message: `round ${open.round}: ${message}` }],
+  });
+  if (input.partials.length === 0) {
+    return {
+      contributions: 0,
+      problems: [],
+      unchecked: [
+        {
+          sequence,
+          code: 'CONTRIBUTIONS_UNLOGGED',
+          message: `round ${open.round}: the log holds no partial record (a log written before partials were logged); its aggregate was not re-added`,
+        },
+      ],
+    };
+  }
+  const params = input.ckksParams.find((p) => bytesEqual(ckksParamsId(p), info.encoding.ckksParamsId));
+  if (params === undefined) {
+    return unchecked(
+      `CKKS parameters ${bytesToHex(info.encoding.ckksParamsId).slice(0, 12)} are not known to the auditor (pass the federation's configuration)`,
+    );
+  }
+  const ckks = await getCkksContext(params);
+  const context = {
+    federation: open.federation,
+    round: open.round,
+    baseCommit: open.baseCommit,
+    version: open.version,
+  };
+  const weights = new Map(open.assignments.map((a) => [a.site, a.examples]));
+  const verifier = new BlockVerifier({
+    context,
+    ckksParamsId: ckks.paramsId,
+    keys: (id) => (weights.has(id) ? input.siteKey(id) : undefined),
+    allowedAlgorithms: ALGORITHMS,
+    kind: 'site-update',
+    maxCiphertextBytes: ckks.maxCiphertextBytes,
+    participants: open.assignments.length,
+    pinned: { totalParams: open.totalParams, weightOf: (s) => weights.get(s) },
+  });
+  const blocks = expectedAggregateBlocks(info);
+  const maxBytes = 4 + (blocks + 1) * (4 + maxBlockFrameBytes(ckks.maxCiphertextBytes));
+  const problems: AuditProblem[] = [];
+  const updates: VerifiedUpdate[] = [];
+  for (const { sequence: at, record } of input.partials) {
+    let manifest: ReturnType<typeof decodeManifestBody>;
+    try {
+      manifest = decodeManifestBody(unframe(record.manifest, FRAME_KIND.manifest));
+    } catch {
+      return unchecked(`the partial at entry ${at} does not decode`);
+    }
+    for (const [i, c] of manifest.contributorList.entries()) {
+      const name = contributionObjectName(open.round, record.attempt, c.site);
+      let read: AggregateRead;
+      try {
+        read =
+          input.source.contribution === undefined
+            ? { status: 'unavailable', reason: 'this source holds no contributions' }
+            : await input.source.contribution(name, maxBytes);
+      } catch (err) {
+        read = { status: 'unavailable', reason: (err as Error).message };
+      }
+      if (read.status === 'unavailable')
+        return unchecked(`contribution ${JSON.stringify(name)}: ${read.reason}`);
+      if (read.status === 'absent') {
+        return unchecked(
+          `contribution ${JSON.stringify(name)} is not in the updates store (past its retention, or removed)`,
+        );
+      }
+      const mismatch = (why: string) =>
+        problems.push({
+          sequence: at,
+          code: 'CONTRIBUTION_MISMATCH',
+          message: `contribution ${JSON.stringify(name)} of ${c.site} (listed by ${record.aggregator}): ${why}`,
+        });
+      if (read.status !== 'found') {
+        mismatch(read.reason);
+        continue;
+      }
+      try {
+        const stored = decodeContribution(read.bytes);
+        if (!bytesEqual(stored.manifest, manifest.siteManifests[i] ?? new Uint8Array(0))) {
+          mismatch('its manifest is not the one the partial forwarded');
+          continue;
+        }
+        const update = verifier.verifyUpdate({ blocks: stored.blocks, manifest: stored.manifest });
+        if (update.signer !== c.site || !bytesEqual(update.digest, c.digest)) {
+          mismatch('its blocks are not the update the site signed');
+          continue;
+        }
+        updates.push(update);
+      } catch (err) {
+        mismatch((err as Error).message);
+      }
+    }
+  }
+  if (problems.length > 0) return { contributions: 0, problems, unchecked: [] };
+  const at = `aggregate ${JSON.stringify(info.object)} of round ${open.round}`;
+  const target = input.aggregate;
+  if (bytesEqual(sum(ckks, updates), target)) {
+    return { contributions: updates.length, problems: [], unchecked: [] };
+  }
+  const diagnosis = diagnose(ckks, updates, target);
+  return {
+    contributions: updates.length,
+    problems: [
+      diagnosis === null
+        ? {
+            sequence,
+            code: 'AGGREGATE_RECOMPUTE_MISMATCH',
+            message: `${at} is not the sum of the ${updates.length} stored contributions its partials list`,
+          }
+        : {
+            sequence,
+            code: diagnosis.twice ? 'CONTRIBUTION_DUPLICATE' : 'CONTRIBUTION_MISSING',
+            message: diagnosis.twice
+              ? `${at} counts the contribution of ${diagnosis.site} twice`
+              : `${at} leaves out the contribution of ${diagnosis.site}, which its partial lists`,
+          },
+    ],
+    unchecked: [],
+  };
+}
+
+/** The aggregate object of `updates` summed block-wise, serialized as the coordinator stores it. */
+function sum(ckks: CkksContext, updates: readonly VerifiedUpdate[]): Uint8Array {
+  if (updates.length === 0) return new Uint8Array(0);
+  const builder = new AggregateBuilder(ckks);
+  try {
+    for (const u of updates) builder.add(u);
+    return encodeAggregateObject(builder.finish().ciphertexts);
+  } finally {
+    builder.dispose();
+  }
+}
+
+/** Which one contribution left out, or counted twice, turns the recomputed sum into `target`; else null. */
+function diagnose(
+  ckks: CkksContext,
+  updates: readonly VerifiedUpdate[],
+  target: Uint8Array,
+): { site: string; twice: boolean } | null {
+  const equal = (list: readonly VerifiedUpdate[]) => {
+    try {
+      return bytesEqual(sum(ckks, list), target);
+    } catch {
+      return false; // e.g. beyond the lanes' headroom
+    }
+  };
+  for (const [i, u] of updates.entries()) {
+    if (equal(updates.filter((_, j) => j !== i))) return { site: u.signer, twice: false };
+    // The same update again under another name: AggregateBuilder refuses a site twice.
+    const again: VerifiedUpdate = {
+      ...u,
+      sites: [{ site: `${u.signer}\u0000again`, digest: u.digest, weight: 0 }],
+    };
+    if (equal([...updates, again])) return { site: u.signer, twice: true };
+  }
+  return null;
+}
