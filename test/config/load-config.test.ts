@@ -80,6 +80,7 @@ describe('loadConfig', () => {
         keepModels: 50,
         leaseMs: 10_000,
         logMaxBytes: 1_073_741_824,
+        updateRetentionMs: 2_592_000_000,
       },
     });
   });

@@ -1,16 +1,15 @@
 import type { ObjectStore } from '@nats-io/obj';
 import { CohortError } from '../../errors/index.ts';
-import { REGISTRY_CHANGE_MAX_BYTES } from '../../registry/index.ts';
-import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
+import type { TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { ensureUpdatesStore, updatesBucketName } from '../aggregator/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
 import { snapshotWriter } from '../federation-log/index.ts';
-import { type IntakeKind, intakeLimits } from '../intake-limits.ts';
 import type { MemberContext } from '../member-context.ts';
 import { lazyObjectStore } from '../store/index.ts';
 import { adminControls } from './admin-control.ts';
 import { type CoordinatorLog, openCoordinatorLog } from './coordinator-log.ts';
+import { subscribeCoordinator } from './coordinator-subscriptions.ts';
 import type {
   CoordinatorEvent,
   CoordinatorHandle,
@@ -244,7 +243,19 @@ class Coordinator implements IntakeHost {
       'coordinator started',
     );
     this.#snapshots = new SnapshotIntake(this);
-    this.#subscribe();
+    this.#subscriptions.push(
+      ...subscribeCoordinator({
+        ctx: this.ctx,
+        intake: this.#intake,
+        snapshots: this.#snapshots,
+        rollbacks: this.#rollbacks,
+        registryChanges: this.registryChanges,
+        history: () => this.log.history,
+        now: () => this.now(),
+        refused: (from, subject, err) => this.#refused(from, subject, err),
+        countRefusal: (reason) => this.#countRefusal(reason),
+      }),
+    );
     await Promise.all(this.#subscriptions.map((s) => s.ready()));
     await this.#finishPreviousRun();
 
@@ -395,87 +406,6 @@ class Coordinator implements IntakeHost {
   }
 
   // ---- subscriptions ----
-
-  #subscribe(): void {
-    const ctx = this.ctx;
-    const s = ctx.subjects;
-    const onDrop = (reason: string) => this.#countRefusal(`TRANSPORT_${reason}`);
-    const sub = (
-      pattern: (token: string) => string,
-      kind: IntakeKind,
-      handler: (id: string, msg: InboundMessage) => unknown,
-    ) => {
-      const prefix = pattern('_').slice(0, -1);
-      this.#subscriptions.push(
-        ctx.transport.subscribe(
-          `${prefix}*`,
-          async (msg) => {
-            const id = msg.subject.slice(prefix.length);
-            try {
-              return (await handler(id, msg)) as Uint8Array | undefined;
-            } catch (err) {
-              this.#refused(id, msg.subject, err);
-              throw err;
-            }
-          },
-          intakeLimits(ctx, kind, onDrop),
-        ),
-      );
-    };
-    sub(
-      (t) => s.heartbeat(t),
-      'heartbeat',
-      (id, msg) => this.#intake.heartbeat(id, msg.data),
-    );
-    sub(
-      (t) => s.partial(t),
-      'partial',
-      (id, msg) => this.#intake.partial(id, msg.data),
-    );
-    sub(
-      (t) => s.vote(t),
-      'vote',
-      (id, msg) => this.#intake.vote(id, msg.data),
-    );
-    sub(
-      (t) => s.switched(t),
-      'switched',
-      (id, msg) => this.#intake.switched(id, msg.data),
-    );
-    sub(
-      (t) => s.snapshot(t),
-      'snapshot',
-      (id, msg) => this.#snapshots!.accept(id, msg.data),
-    );
-    this.#subscriptions.push(
-      ctx.transport.subscribe(
-        s.rollbackRequest,
-        async (msg) => {
-          try {
-            return await this.#rollbacks.fromRequest(msg.data, this.ctx, this.log.history, this.now());
-          } catch (err) {
-            this.#refused('admin', msg.subject, err);
-            throw err;
-          }
-        },
-        intakeLimits(ctx, 'rollback-request', onDrop),
-      ),
-    );
-    this.#subscriptions.push(
-      ctx.transport.subscribe(
-        s.registryRequest,
-        async (msg) => {
-          try {
-            return this.registryChanges.fromRequest(msg.data, this.ctx, this.log.history, this.now());
-          } catch (err) {
-            this.#refused('admin', msg.subject, err);
-            throw err;
-          }
-        },
-        { ...intakeLimits(ctx, 'rollback-request', onDrop), maxMessageBytes: REGISTRY_CHANGE_MAX_BYTES },
-      ),
-    );
-  }
 
   #refused(from: string, subject: string, err: unknown): void {
     const reason = err instanceof CohortError ? err.code : 'ERROR';
