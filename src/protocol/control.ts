@@ -385,24 +385,7 @@ export function openControl<T extends ControlType>(
   keys: KeyLookup,
   options: OpenControlOptions = {},
 ): OpenedControl<T> {
-  const cap = options.maxBytes ?? CONTROL_MAX_BYTES[expected];
-  if (bytes instanceof Uint8Array && bytes.length > cap) {
-    throw new BlockRejectedError('OVERSIZE', `${expected} of ${bytes.length} bytes, at most ${cap}`);
-  }
-  const env = decode(Envelope, unframe(bytes, FRAME_KIND.control)) as unknown as {
-    type: string;
-    body: Uint8Array;
-    signer: string;
-    signerKeyId: string;
-    signatureAlgorithm: number;
-    signature: Uint8Array;
-  };
-  if (env.type !== expected) {
-    throw new BlockRejectedError(
-      'MALFORMED',
-      `control message is ${JSON.stringify(env.type)}, expected ${expected}`,
-    );
-  }
+  const env = openEnvelope(bytes, expected, options.maxBytes ?? CONTROL_MAX_BYTES[expected]);
   if (options.signer !== undefined && env.signer !== options.signer) {
     throw new BlockRejectedError(
       'WRONG_SIGNER',
@@ -435,15 +418,7 @@ export function openControl<T extends ControlType>(
       `${expected} from ${JSON.stringify(env.signer)} does not verify`,
     );
   }
-  const T = TYPES[expected];
-  const message = decode(T, env.body);
-  const body = T.toObject(message, {
-    longs: Number,
-    defaults: true,
-    arrays: true,
-    oneofs: true,
-  }) as ControlBodies[T];
-  return { type: expected, signer: env.signer, body };
+  return { type: expected, signer: env.signer, body: decodeBody(expected, env.body) };
 }
 
 /** A control message decoded without its signature checked (see {@link readControl}). */
@@ -462,37 +437,50 @@ export interface UnverifiedControl<T extends ControlType> {
  * {@link openControl}; `MALFORMED`/`OVERSIZE`/`TRUNCATED` otherwise.
  */
 export function readControl<T extends ControlType>(bytes: Uint8Array, expected: T): UnverifiedControl<T> {
-  const cap = CONTROL_MAX_BYTES[expected];
+  const env = openEnvelope(bytes, expected, CONTROL_MAX_BYTES[expected]);
+  return {
+    type: expected,
+    signer: env.signer,
+    signerKeyId: env.signerKeyId,
+    signatureAlgorithm: env.signatureAlgorithm,
+    body: decodeBody(expected, env.body),
+  };
+}
+
+/** A decoded `SignedEnvelope`: its fields as protobufjs gives them. */
+interface DecodedEnvelope {
+  readonly type: string;
+  readonly body: Uint8Array;
+  readonly signer: string;
+  readonly signerKeyId: string;
+  readonly signatureAlgorithm: number;
+  readonly signature: Uint8Array;
+}
+
+/** Size cap (`OVERSIZE`), frame, envelope, and the envelope's type (`MALFORMED`): nothing verified yet. */
+function openEnvelope(bytes: Uint8Array, expected: ControlType, cap: number): DecodedEnvelope {
   if (bytes instanceof Uint8Array && bytes.length > cap) {
     throw new BlockRejectedError('OVERSIZE', `${expected} of ${bytes.length} bytes, at most ${cap}`);
   }
-  const env = decode(Envelope, unframe(bytes, FRAME_KIND.control)) as unknown as {
-    type: string;
-    body: Uint8Array;
-    signer: string;
-    signerKeyId: string;
-    signatureAlgorithm: number;
-  };
+  const env = decode(Envelope, unframe(bytes, FRAME_KIND.control)) as unknown as DecodedEnvelope;
   if (env.type !== expected) {
     throw new BlockRejectedError(
       'MALFORMED',
       `control message is ${JSON.stringify(env.type)}, expected ${expected}`,
     );
   }
+  return env;
+}
+
+/** The body of a control message of type `expected` as a plain object (`MALFORMED` when it does not decode). */
+function decodeBody<T extends ControlType>(expected: T, bytes: Uint8Array): ControlBodies[T] {
   const T = TYPES[expected];
-  const body = T.toObject(decode(T, env.body), {
+  return T.toObject(decode(T, bytes), {
     longs: Number,
     defaults: true,
     arrays: true,
     oneofs: true,
   }) as ControlBodies[T];
-  return {
-    type: expected,
-    signer: env.signer,
-    signerKeyId: env.signerKeyId,
-    signatureAlgorithm: env.signatureAlgorithm,
-    body,
-  };
 }
 
 function decode(type: protobuf.Type, bytes: Uint8Array): protobuf.Message {

@@ -4,7 +4,7 @@ import { bytesToHex } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
 import type { RoundSummary } from './events.ts';
 import { roundAbortReason } from './round-abort.ts';
-import type { ActiveRound, RoundHost } from './round-host.ts';
+import { type ActiveRound, type RoundHost, votingRound } from './round-host.ts';
 import type { Verdict } from './round-judge.ts';
 
 const EMPTY = new Uint8Array(0);
@@ -179,14 +179,7 @@ export async function abortOpenRound(
   attempt: Uint8Array,
   reason: string,
 ): Promise<RoundSummary> {
-  const state: ActiveRound = {
-    round,
-    attempt,
-    intake: undefined,
-    phase: 'voting',
-    votes: new Map(),
-    envelopes: new Map(),
-  };
+  const state: ActiveRound = votingRound(round, attempt);
   const facts: RoundFacts = {
     round,
     kind: 'round',

@@ -21,6 +21,11 @@ export interface ActiveRound {
   readonly envelopes: Map<string, Uint8Array>;
 }
 
+/** A round without partials (rollback, or one decided without its intake), already collecting votes. */
+export function votingRound(round: number, attempt: Uint8Array): ActiveRound {
+  return { round, attempt, intake: undefined, phase: 'voting', votes: new Map(), envelopes: new Map() };
+}
+
 /** What a round needs from the coordinator that runs it (a narrow view of its state). */
 export interface RoundHost {
   readonly ctx: MemberContext;

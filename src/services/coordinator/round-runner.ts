@@ -17,7 +17,7 @@ import { contractFeatureCount, federatedStandardization, statisticsCommitAt } fr
 import type { RoundSummary } from './events.ts';
 import { PartialIntake } from './partial-intake.ts';
 import { decide, noVotes, type RoundFacts } from './round-decision.ts';
-import type { ActiveRound, RoundHost } from './round-host.ts';
+import { type ActiveRound, type RoundHost, votingRound } from './round-host.ts';
 import { judgeVotes, type Verdict } from './round-judge.ts';
 import { aggregateDigest, encodeAggregateObject, encodeRoundParams } from './round-params.ts';
 
@@ -306,14 +306,7 @@ export async function runRollbackRound(
     totalParams: host.parameterCount,
     attempt,
   });
-  const state: ActiveRound = {
-    round,
-    attempt,
-    intake: undefined,
-    phase: 'voting',
-    votes: new Map(),
-    envelopes: new Map(),
-  };
+  const state: ActiveRound = votingRound(round, attempt);
   host.current = state;
   const params = target.commit.params;
   const prepare: ControlBodies['prepare'] = {
