@@ -7,6 +7,7 @@ import {
   type LogEntry,
   openLogEntry,
   recordKind,
+  recordsHeld,
 } from '../services/federation-log/index.ts';
 import type { AuditProblemCode } from './audit-report.ts';
 
@@ -111,16 +112,7 @@ function newerKind(bytes: Uint8Array, opts: OpenEntryOptions): LogRecordBody | n
   } catch {
     return null;
   }
-  const known = [
-    record.roundOpen,
-    record.decision,
-    record.snapshot,
-    record.registryChange,
-    record.adminAction,
-    record.partial,
-    record.vote,
-  ];
-  if (known.some((r) => r != null)) return null;
+  if (recordsHeld(record) > 0) return null;
   if (record.federation !== opts.federation) return null;
   if (!Number.isSafeInteger(record.sequence) || record.sequence < 1) return null;
   if (!(record.previousEntry instanceof Uint8Array) || record.previousEntry.length !== ENTRY_HASH_BYTES) {

@@ -7,6 +7,7 @@ export {
   type LogPosition,
   openLogEntry,
   recordKind,
+  recordsHeld,
 } from './log-entry.ts';
 export { FEDERATION_LOG_ERROR_CODES, FederationLogError, type FederationLogErrorCode } from './log-error.ts';
 export {

@@ -76,7 +76,14 @@ export function openLogEntry(
   if (!(record.previousEntry instanceof Uint8Array) || record.previousEntry.length !== ENTRY_HASH_BYTES) {
     throw invalid(`previousEntry is not ${ENTRY_HASH_BYTES} bytes`);
   }
-  const set = [
+  const set = recordsHeld(record);
+  if (set !== 1) throw invalid(`holds ${set} records, expects exactly one`);
+  return { sequence: record.sequence, bytes, hash: sha256(bytes), record };
+}
+
+/** How many of the record kinds this build knows a `LogRecord` holds (a valid entry holds exactly one). */
+export function recordsHeld(record: LogRecordBody): number {
+  return [
     record.roundOpen,
     record.decision,
     record.snapshot,
@@ -85,8 +92,6 @@ export function openLogEntry(
     record.partial,
     record.vote,
   ].filter((r) => r != null).length;
-  if (set !== 1) throw invalid(`holds ${set} records, expects exactly one`);
-  return { sequence: record.sequence, bytes, hash: sha256(bytes), record };
 }
 
 /**
