@@ -11,7 +11,7 @@ import { buildAdminApi, coordinatorAdminDeps } from '../../src/admin/index.ts';
 import type { AuditReport } from '../../src/audit/index.ts';
 import { runCli } from '../../src/cli/index.ts';
 import type { CohortConfigInput } from '../../src/config/index.ts';
-import { type ControlBodies, openControl, sealControl } from '../../src/protocol/index.ts';
+import { openControl } from '../../src/protocol/index.ts';
 import { encodeRegistryChangeRecord, sealRegistryChange } from '../../src/registry/index.ts';
 import {
   type CoordinatorHandle,
@@ -21,6 +21,7 @@ import {
 import type { MemberContext } from '../../src/services/index.ts';
 import { errorCode } from '../helpers/error-code.ts';
 import { Federation, waitFor } from '../helpers/federation.ts';
+import { startHeartbeats } from '../helpers/heartbeats.ts';
 import { PROMTOOL, promtool } from '../helpers/promtool.ts';
 import { auth, TOKEN, TOKENS } from './admin-fixture.ts';
 
@@ -46,24 +47,8 @@ const decisions: RoundSummary[] = [];
 const timers: NodeJS.Timeout[] = [];
 
 function heartbeat(m: MemberContext, role: 'site' | 'aggregator'): void {
-  const genesis = federationGenesis(f.dep.config).commit.hash;
-  const beat = () => {
-    const body: ControlBodies['heartbeat'] = {
-      federation: F,
-      member: m.member,
-      role,
-      sentUnixMs: Date.now(),
-      head: role === 'site' ? genesis : new Uint8Array(0),
-      height: 0,
-      examples: role === 'site' ? 50 : 0,
-      state: 'IDLE',
-    };
-    m.transport
-      .publish(m.subjects.heartbeat(m.member), sealControl('heartbeat', body, m.member, m.signing))
-      .catch(() => undefined);
-  };
-  beat();
-  timers.push(setInterval(beat, 100));
+  const head = role === 'site' ? federationGenesis(f.dep.config).commit.hash : new Uint8Array(0);
+  timers.push(startHeartbeats(m, role, () => ({ head, height: 0 })));
 }
 
 beforeAll(async () => {

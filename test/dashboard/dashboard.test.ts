@@ -16,11 +16,11 @@ import { buildAdminApi, coordinatorAdminDeps, DASHBOARD_CSP } from '../../src/ad
 import { coordinatorAdminServices } from '../../src/cli/commands/coordinator-admin.ts';
 import { type CohortConfigInput, parseSiteConfig } from '../../src/config/index.ts';
 import { wdbcPath } from '../../src/data/index.ts';
-import { type ControlBodies, sealControl } from '../../src/protocol/index.ts';
 import { type AgentService, startAgent } from '../../src/services/agent/index.ts';
 import type { CoordinatorHandle, RoundSummary } from '../../src/services/coordinator/index.ts';
 import { auth, TOKEN, TOKENS } from '../admin/admin-fixture.ts';
 import { Federation, waitFor } from '../helpers/federation.ts';
+import { startHeartbeats } from '../helpers/heartbeats.ts';
 import { CHROMIUM, launchChromium, NO_CHROMIUM, watchErrors } from './chromium.ts';
 
 const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
@@ -56,24 +56,12 @@ describe.skipIf(CHROMIUM === undefined)(
     /** Plays `site` by heartbeats alone (at the current head): live, but it never trains. */
     async function heartbeats(site: string): Promise<void> {
       const m = await f.member(site);
-      const beat = () => {
-        const stats = coordinator.stats();
-        const body: ControlBodies['heartbeat'] = {
-          federation: f.dep.config.federation.id,
-          member: m.member,
-          role: 'site',
-          sentUnixMs: Date.now(),
-          head: new Uint8Array(Buffer.from(stats.head, 'hex')),
-          height: stats.height,
-          examples: 50,
-          state: 'IDLE',
-        };
-        m.transport
-          .publish(m.subjects.heartbeat(m.member), sealControl('heartbeat', body, m.member, m.signing))
-          .catch(() => undefined);
-      };
-      beat();
-      timers.push(setInterval(beat, 100));
+      timers.push(
+        startHeartbeats(m, 'site', () => {
+          const stats = coordinator.stats();
+          return { head: new Uint8Array(Buffer.from(stats.head, 'hex')), height: stats.height };
+        }),
+      );
     }
 
     beforeAll(async () => {
