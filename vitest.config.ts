@@ -1,10 +1,11 @@
 import { defineConfig } from 'vitest/config';
 
-// Default run: fast unit and integration tests. Slow suites live in *.slow.test.ts (npm run test:slow).
+// Default run: every unit and integration test, the WebGPU ones included (lavapipe in CI).
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    exclude: ['test/**/*.slow.test.ts', 'test/**/*.gpu.test.ts', 'node_modules/**'],
+    // The fault suite runs on its own (npm run test:faults, vitest.faults.config.ts).
+    exclude: ['test/**/*.faults.test.ts', 'node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

@@ -164,6 +164,8 @@ export async function runHistoryBench(): Promise<void> {
     results[scale.name] = r;
     const perCommit = (r.replayJoinMs - r.idleJoinMs) / r.replayed;
     const section = `${scale.name} (${r.params.toLocaleString('en-US')} params)`;
+    // Recovery is judged against one round of the same federation, measured in the same run.
+    const round = { metric: 'one round, same federation', value: r.roundMs };
     rows.push(
       {
         section,
@@ -171,28 +173,39 @@ export async function runHistoryBench(): Promise<void> {
         value: r.roundMs,
         unit: 'ms',
         compare: 'baseline',
+        detail: true,
       },
-      { section, metric: 'agent start, nothing to replay', value: r.idleJoinMs, unit: 'ms', compare: '' },
+      {
+        section,
+        metric: 'agent start, nothing to replay',
+        value: r.idleJoinMs,
+        unit: 'ms',
+        compare: '',
+        detail: true,
+      },
       {
         section,
         metric: `catch-up per replayed commit (${r.replayed} from genesis)`,
         value: perCommit,
         unit: 'ms',
-        compare: `${(perCommit / r.roundMs).toFixed(3)} × a round`,
+        compare: '',
+        floor: round,
       },
       {
         section,
         metric: `snapshot join (height ${r.snapshotHeight}, +${r.replayedAfterSnapshot} replayed)`,
         value: r.snapshotJoinMs - r.idleJoinMs,
         unit: 'ms',
-        compare: `${((r.snapshotJoinMs - r.idleJoinMs) / r.roundMs).toFixed(3)} × a round`,
+        compare: '',
+        floor: round,
       },
       {
         section,
         metric: 'rollback round (3 commits back, 4 sites)',
         value: r.rollbackMs,
         unit: 'ms',
-        compare: `${(r.rollbackMs / r.roundMs).toFixed(3)} × a round`,
+        compare: '',
+        floor: round,
       },
     );
   }

@@ -7,6 +7,7 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   history: () => import('./history.ts').then((m) => m.runHistoryBench()),
   hostile: () => import('./hostile.ts').then((m) => m.runHostileBench()),
   audit: () => import('./audit.ts').then((m) => m.runAuditBench()),
+  soak: () => import('./soak.ts').then((m) => m.runSoakBench()),
 };
 
 // A bare word right after a `--flag` is that flag's value (`audit --rounds 3`), not a bench name.

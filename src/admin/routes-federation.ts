@@ -10,7 +10,7 @@ import { bytesToHex } from '../versions/index.ts';
 import { AdminApiError } from './admin-error.ts';
 import { addRoute, type RouteContext, recordAction } from './route-kit.ts';
 import { MEMBER, QUEUED_CHANGE, REGISTRY_CHANGE_BODY, STATUS } from './schemas.ts';
-import { loggedRounds, memberJson, runJson } from './views.ts';
+import { breakerJson, loggedRounds, memberJson, runJson } from './views.ts';
 
 const MEMBER_ID = { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' } as const;
 
@@ -93,6 +93,7 @@ export function registerFederationRoutes(ctx: RouteContext): void {
         aborted: stats.aborted,
         rejected: stats.rejected,
         snapshots: stats.snapshots,
+        breaker: breakerJson(stats.breaker),
         run: run === undefined ? null : runJson(run),
         lastRounds: loggedRounds(timeline, STATUS_ROUNDS),
       };

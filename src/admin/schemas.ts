@@ -244,6 +244,17 @@ export const STATUS = closed({
   aborted: int,
   rejected: int,
   snapshots: int,
+  breaker: closed({
+    enabled: bool,
+    level: { type: 'integer', minimum: 0, maximum: 3 },
+    state: { type: 'string', enum: ['closed', 'shrink', 'drop-optional', 'frozen'] },
+    share: { ...num, description: 'failing or late site-rounds over expected ones in the window, 0..1' },
+    rounds: int,
+    failing: { ...strings, description: 'sites that failed in the window: left out of rounds from level 1' },
+    probing: bool,
+    changedUnixMs: nullable(int),
+    probeUnixMs: { ...nullable(int), description: 'frozen: when the probe round may open' },
+  }),
   run: nullable(RUN),
   lastRounds: { type: 'array', items: LOGGED_ROUND },
 });

@@ -1,6 +1,6 @@
 import type { FederationTimeline, TimelineRound } from '../history/index.ts';
 import type { ControlBodies, EvaluationBody } from '../protocol/index.ts';
-import type { MemberStatus, RoundSummary, RunInfo } from '../services/coordinator/index.ts';
+import type { BreakerState, MemberStatus, RoundSummary, RunInfo } from '../services/coordinator/index.ts';
 import type { OpenRound } from '../services/federation-log/index.ts';
 import { bytesToHex } from '../versions/index.ts';
 
@@ -19,6 +19,21 @@ export function runJson(run: RunInfo) {
     decided: run.summaries.length,
     committed: run.summaries.filter((s) => s.commit).length,
     aborted: run.summaries.filter((s) => !s.commit).length,
+  };
+}
+
+/** The circuit breaker as the status shows it (docs/round-protocol.md, "Circuit breaker"). */
+export function breakerJson(b: BreakerState) {
+  return {
+    enabled: b.enabled,
+    level: b.level,
+    state: b.name,
+    share: b.share,
+    rounds: b.rounds,
+    failing: [...b.failing],
+    probing: b.probing,
+    changedUnixMs: b.changedAtMs,
+    probeUnixMs: b.probeAtMs,
   };
 }
 

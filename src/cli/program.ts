@@ -15,6 +15,7 @@ import { registerNatsCommand } from './commands/nats.ts';
 import { registerRegistryCommand } from './commands/registry.ts';
 import { registerSimulateCommand } from './commands/simulate.ts';
 import { registerStatusCommand } from './commands/status.ts';
+import { registerSwarmCommand } from './commands/swarm.ts';
 import { registerVersionCommand } from './commands/version.ts';
 import { registerVersionsCommand } from './commands/versions.ts';
 import { packageVersion } from './package-version.ts';
@@ -33,6 +34,7 @@ const COMMANDS: readonly CommandRegistrar[] = [
   registerCoordinatorCommand,
   registerAggregatorCommand,
   registerAgentCommand,
+  registerSwarmCommand,
   registerVersionsCommand,
   registerAuditCommand,
   registerStatusCommand,

@@ -155,6 +155,44 @@ const membersSchema = z.strictObject({
 });
 
 /** Round orchestration. */
+/**
+ * The coordinator's circuit breaker (docs/round-protocol.md, "Circuit breaker"): as the share of
+ * failing or late sites over the last `window` rounds reaches `shrinkAt`, `dropOptionalAt`,
+ * `freezeAt`, the coordinator leaves the failing sites out of cohorts, then also drops optional
+ * work (federated evaluation), then opens no training round (probing once every `coolDownMs`).
+ * A healthy federation (share 0) never leaves level 0.
+ */
+const breakerSchema = z
+  .strictObject({
+    enabled: z.boolean().default(true),
+    /** Decided rounds the failing share is computed over. */
+    window: z.int().min(1).max(1000).default(5),
+    /** Failing share (site-rounds failing / site-rounds expected) at which each level starts. */
+    shrinkAt: z.number().gt(0).max(1).default(0.2),
+    dropOptionalAt: z.number().gt(0).max(1).default(0.4),
+    freezeAt: z.number().gt(0).max(1).default(0.6),
+    /** Calm rounds in a row (share below the level's threshold) before stepping down one level. */
+    coolDownRounds: z.int().min(1).max(1000).default(3),
+    /** …spanning at least this long; frozen, the wait before each probe round. */
+    coolDownMs: z.int().min(0).max(86_400_000).default(60_000),
+  })
+  .superRefine((b, ctx) => {
+    if (!(b.shrinkAt < b.dropOptionalAt)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['dropOptionalAt'],
+        message: `must be above shrinkAt (${b.shrinkAt}), got ${b.dropOptionalAt}`,
+      });
+    }
+    if (!(b.dropOptionalAt < b.freezeAt)) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['freezeAt'],
+        message: `must be above dropOptionalAt (${b.dropOptionalAt}), got ${b.freezeAt}`,
+      });
+    }
+  });
+
 const roundSchema = z.strictObject({
   /** Rounds the coordinator runs (0: until stopped). */
   count: z.int().min(0).default(5),
@@ -183,6 +221,7 @@ const roundSchema = z.strictObject({
   maxSiteExamples: z.number().positive().max(1e12).default(10_000_000),
   /** A heartbeat stamped further than this from the coordinator's clock (either way) is refused. */
   clockSkewMs: z.int().min(100).max(3_600_000).default(30_000),
+  breaker: breakerSchema.prefault({}),
 });
 
 /** What the sites learn, identically everywhere. */

@@ -1,6 +1,10 @@
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
-import type { CoordinatorEvent, CoordinatorStats } from '../services/coordinator/index.ts';
+import {
+  BREAKER_LEVELS,
+  type CoordinatorEvent,
+  type CoordinatorStats,
+} from '../services/coordinator/index.ts';
 import { type CryptoTimings, createCryptoTimings } from './crypto-timings.ts';
 import { type MetricsProvider, ownRegistry, perScrape } from './metrics-provider.ts';
 import { countsByLabel, REJECT_REASON_LABELS } from './reject-reasons.ts';
@@ -134,6 +138,18 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
     partialSites.inc({ aggregator }, 0);
     assigned.set({ aggregator }, 0);
   }
+  const breakerTransitions = new Counter<'from' | 'to'>({
+    name: 'cohort_breaker_transitions_total',
+    help: 'Circuit breaker level changes, by level left and level entered (closed, shrink, drop-optional, frozen).',
+    labelNames: ['from', 'to'],
+    registers: [registry],
+  });
+  // Every possible change exists at 0, so increase() sees the first one: up any number of levels,
+  // down one.
+  for (const [i, from] of BREAKER_LEVELS.entries()) {
+    for (const [j, to] of BREAKER_LEVELS.entries())
+      if (j > i || j === i - 1) breakerTransitions.inc({ from, to }, 0);
+  }
   const lastCommit = new Gauge({
     name: 'cohort_last_commit_timestamp_seconds',
     help: 'When this coordinator last published a COMMIT, seconds since the epoch (0: none yet).',
@@ -205,6 +221,9 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
         }
         break;
       }
+      case 'breaker':
+        breakerTransitions.inc({ from: event.from, to: event.to });
+        break;
       case 'switched':
         if (drift.switched(event.round, event.member) && Number.isFinite(event.latencyMs))
           syncLatency.observe(Math.max(0, event.latencyMs) / 1000);
@@ -296,6 +315,22 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
       [{ role: 'aggregator' }, stats.get().liveAggregators.length],
     ],
     [{ role: 'site' }, { role: 'aggregator' }],
+  );
+  scrapedGauge(
+    registry,
+    {
+      name: 'cohort_breaker_level',
+      help: 'Circuit breaker level: 0 closed, 1 shrink (failing sites left out), 2 drop optional work, 3 frozen (no training round opens).',
+    },
+    () => [[{}, stats.get().breaker.level]],
+  );
+  scrapedGauge(
+    registry,
+    {
+      name: 'cohort_breaker_failing_share',
+      help: "Failing or late site-rounds over expected ones in the circuit breaker's window (0..1).",
+    },
+    () => [[{}, stats.get().breaker.share]],
   );
   scrapedGauge(
     registry,

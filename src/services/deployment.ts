@@ -17,6 +17,7 @@ import {
   loadCertificateAuthority,
   memberNatsPaths,
 } from './nats-credentials.ts';
+import { generateSigningKeyPairs } from './signing-key-pool.ts';
 
 /** A local federation: keys, a nats-server (mutual TLS, NKEY users, permissions), and the config file. */
 export interface LocalDeployment {
@@ -73,7 +74,13 @@ export async function createLocalDeployment(options: {
   const keysDir = join(options.dir, 'keys');
   mkdirSync(keysDir, { recursive: true });
   const ckks = await getCkksContext(DEFAULT_CKKS_PARAMS);
+  // Falcon key generation dominates a large ceremony: made in worker threads beforehand.
+  const enrolled = [coordinator, ...aggregators, ...sites, ...auditors].filter(
+    (id) => !(options.unenrolled ?? []).includes(id),
+  );
+  const signingKeys = await generateSigningKeyPairs('falcon-512', enrolled.length);
   const { users, tls, registry, officer } = runKeyCeremony({
+    signingKeys,
     dir: keysDir,
     federation,
     coordinator,

@@ -15,6 +15,7 @@ import {
 import {
   generateSigningKeyPair,
   type SignatureAlgorithm,
+  type SigningKeyPair,
   savePublicKey,
   saveSigningKeyPair,
   toPublicSigningKey,
@@ -88,6 +89,12 @@ export interface CeremonyInput {
   readonly tlsDir?: string;
   /** Hosts (IPs, DNS names) nats-server's certificate names; default 127.0.0.1 and localhost. */
   readonly natsHosts?: readonly string[];
+  /**
+   * Signing key pairs of `algorithm` made beforehand (e.g. in worker threads: `generateSigningKeyPairs`),
+   * taken by members in the order `coordinator`, aggregators, sites, auditors, each once; a member
+   * left without one gets a fresh pair. The ceremony wipes every pair it takes.
+   */
+  readonly signingKeys?: SigningKeyPair[];
 }
 
 /** What {@link runKeyCeremony} hands the operator of nats-server. */
@@ -169,7 +176,8 @@ export function runKeyCeremony(input: CeremonyInput): CeremonyResult {
     issueMemberCertificate(ca, id, tlsPublicKeyPem, paths.tlsCert);
     handOver(paths.nkey, publicDir);
     handOver(paths.tlsPublicKey, publicDir);
-    if (!unenrolled.has(id)) generateMemberKeys(own, id, role, input.algorithm, publicDir);
+    if (!unenrolled.has(id))
+      generateMemberKeys(own, id, role, input.algorithm, publicDir, input.signingKeys?.shift());
     return { id, nkey };
   };
   const coordinator = nats(input.coordinator, 'coordinator');
@@ -236,8 +244,14 @@ function generateMemberKeys(
   role: RegistryRole,
   algorithm: SignatureAlgorithm,
   publicDir: string,
+  made?: SigningKeyPair,
 ): void {
-  const kp = generateSigningKeyPair(algorithm);
+  if (made !== undefined && made.algorithm !== algorithm) {
+    throw new InvalidArgumentError(
+      `a pre-made ${made.algorithm} key pair for ${id}, the ceremony uses ${algorithm}`,
+    );
+  }
+  const kp = made ?? generateSigningKeyPair(algorithm);
   try {
     saveSigningKeyPair(join(own, `${id}.key`), kp);
     savePublicKey(join(own, `${id}.pub`), kp);

@@ -1,7 +1,8 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NodeConnectionOptions } from '@nats-io/transport-node';
 import { type CkksContext, type CkksParams, getCkksContext } from '../../crypto/ckks/index.ts';
+import { sha256Hex } from '../../crypto/digest/index.ts';
 import {
   loadPublicKey,
   loadSigningKeyPair,
@@ -137,7 +138,7 @@ export function readRegistry(dir: string): Map<string, PublicSigningKey> {
 export function loadPinnedRegistry(config: CohortConfig): VerifiedRegistry | undefined {
   const pin = config.members?.registry;
   if (pin === undefined) return undefined;
-  const verified = loadRegistry(pin.path, pin.sha256);
+  const verified = loadRegistryOnce(pin.path, pin.sha256);
   const registry = verified.registry;
   if (registry.federation !== config.federation.id) {
     throw new ConfigError(
@@ -156,6 +157,29 @@ export function loadPinnedRegistry(config: CohortConfig): VerifiedRegistry | und
       );
     }
   }
+  return verified;
+}
+
+/**
+ * Registries this process verified, by path and SHA-256: a swarm opens hundreds of members on one
+ * pinned file, and decoding a 1,000-member registry and verifying its officer signature (~2 MB)
+ * takes most of a second. The file is still read and hashed against the pin on every call.
+ */
+const verifiedRegistries = new Map<string, VerifiedRegistry>();
+
+/** `loadRegistry(path, pin)`, decoded and verified once per process for the same bytes. */
+function loadRegistryOnce(path: string, pin: string): VerifiedRegistry {
+  let hash: string | undefined;
+  try {
+    hash = sha256Hex(readFileSync(path));
+  } catch {
+    // loadRegistry names the unreadable file
+  }
+  const key = `${path}\0${pin.toLowerCase()}`;
+  const cached = hash === pin.toLowerCase() ? verifiedRegistries.get(key) : undefined;
+  if (cached !== undefined) return cached;
+  const verified = loadRegistry(path, pin);
+  verifiedRegistries.set(key, verified);
   return verified;
 }
 

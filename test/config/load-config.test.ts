@@ -62,6 +62,15 @@ describe('loadConfig', () => {
         minContributors: 3,
         maxSiteExamples: 10_000_000,
         clockSkewMs: 30_000,
+        breaker: {
+          enabled: true,
+          window: 5,
+          shrinkAt: 0.2,
+          dropOptionalAt: 0.4,
+          freezeAt: 0.6,
+          coolDownRounds: 3,
+          coolDownMs: 60_000,
+        },
       },
       learning: {
         model: '2nn',

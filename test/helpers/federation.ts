@@ -104,6 +104,8 @@ export interface FederationOptions {
   readonly overrides?: Partial<CohortConfigInput>;
   /** Sites configured but not enrolled yet (no keys, not in the registry): see `createLocalDeployment`. */
   readonly unenrolled?: readonly string[];
+  /** Extra nats-server configuration (e.g. a fixed port, a `cluster` block: test/helpers/nats-cluster.ts). */
+  readonly natsConfig?: string;
 }
 
 /** One federation on its own nats-server, and everything a test started in it. */
@@ -130,6 +132,7 @@ export class Federation {
         sites: options.sites ?? 4,
         overrides: options.overrides ?? {},
         ...(options.unenrolled === undefined ? {} : { unenrolled: options.unenrolled }),
+        ...(options.natsConfig === undefined ? {} : { natsConfig: options.natsConfig }),
       });
       const f = new Federation(dep, await openMember(dep.config, dep.coordinator));
       f.#cleanup.push(

@@ -42,6 +42,7 @@ describe('deploy/prometheus/cohort.rules.yaml', () => {
   it('has the alert of every target, each with severity, for, summary and description', () => {
     expect(alerts.map((a) => a.alert).sort()).toEqual(
       [
+        'CohortBreakerDegraded',
         'CohortCompressionLow',
         'CohortCoordinatorDown',
         'CohortForgedMessages',
@@ -49,6 +50,7 @@ describe('deploy/prometheus/cohort.rules.yaml', () => {
         'CohortNoRecentCommit',
         'CohortRejectedMessagesSpike',
         'CohortSyncLatencyHigh',
+        'CohortTrainingFrozen',
         'CohortVersionDrift',
       ].sort(),
     );

@@ -24,6 +24,18 @@ function baseStats(): Mutable<CoordinatorStats> {
     parameters: 1_000,
     heartbeatsExpected: 200,
     heartbeatsReceived: 199,
+    breaker: {
+      enabled: true,
+      level: 0,
+      name: 'closed',
+      share: 0,
+      rounds: 0,
+      failing: [],
+      probing: false,
+      changedAtMs: null,
+      probeAtMs: null,
+      transitions: 0,
+    },
   };
 }
 
@@ -103,6 +115,29 @@ describe('createCoordinatorMetrics', () => {
     // every YES voter (site-1, site-2) switched; site-3 voted NO
     expect(sample(s, 'cohort_version_drift_sites')).toBe(0);
     expect(sample(s, 'cohort_switches_missed_total')).toBe(0);
+  });
+
+  it('shows the circuit breaker: its level and share at scrape time, its changes by from and to', async () => {
+    const stats = baseStats();
+    const m = createCoordinatorMetrics({ stats: () => stats });
+    let s = parseExposition(await m.text());
+    expect(sample(s, 'cohort_breaker_level')).toBe(0);
+    expect(sample(s, 'cohort_breaker_failing_share')).toBe(0);
+    // 9 possible changes (up any number of levels, down one), all at 0.
+    expect(s.filter((x) => x.name === 'cohort_breaker_transitions_total').length).toBe(9);
+    expect(sample(s, 'cohort_breaker_transitions_total', { from: 'closed', to: 'frozen' })).toBe(0);
+    const event = { type: 'breaker', reason: 'r', round: 4 } as const;
+    m.onEvent({ ...event, from: 'closed', to: 'shrink', share: 0.25 });
+    m.onEvent({ ...event, from: 'shrink', to: 'frozen', share: 0.75 });
+    m.onEvent({ ...event, from: 'frozen', to: 'drop-optional', share: 0 });
+    stats.breaker = { ...stats.breaker, level: 2, name: 'drop-optional', share: 0.125 };
+    s = parseExposition(await m.text());
+    expect(sample(s, 'cohort_breaker_level')).toBe(2);
+    expect(sample(s, 'cohort_breaker_failing_share')).toBe(0.125);
+    expect(sample(s, 'cohort_breaker_transitions_total', { from: 'closed', to: 'shrink' })).toBe(1);
+    expect(sample(s, 'cohort_breaker_transitions_total', { from: 'shrink', to: 'frozen' })).toBe(1);
+    expect(sample(s, 'cohort_breaker_transitions_total', { from: 'frozen', to: 'drop-optional' })).toBe(1);
+    expect(sample(s, 'cohort_breaker_transitions_total', { from: 'shrink', to: 'closed' })).toBe(0);
   });
 
   it('counts drift when a live YES voter does not switch', async () => {

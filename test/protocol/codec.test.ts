@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CkksKeyset } from '../../crypto/ckks/index.ts';
-import { type QuantBits, sumErrorBound } from '../../federation/index.ts';
+import { type QuantBits, quantizationStep, sumErrorBound } from '../../federation/index.ts';
 import {
   type CodecOptions,
   DEFAULT_CODEC_OPTIONS,
@@ -28,7 +28,7 @@ describe('codec: eight sites, 1,000,000 parameters, encode → verify → sum �
   });
 
   for (const bits of [1, 2, 4, 8] as QuantBits[]) {
-    it(`${bits}-bit: integer lane sums are exact and the float sum is within K·Δ`, () => {
+    it(`${bits}-bit: integer lane sums are exact; the float sum is within K·Δ, unbiased, RMS ≤ √K·Δ/2`, () => {
       const options: CodecOptions = { ...DEFAULT_CODEC_OPTIONS, bits, clip: 0.05 };
       const encoded: EncodedUpdate[] = fx.sites.map((credentials, s) =>
         encodeUpdate({
@@ -59,15 +59,31 @@ describe('codec: eight sites, 1,000,000 parameters, encode → verify → sum �
       const bound = sumErrorBound(bits, options.clip, SITES);
       const clip = Math.fround(options.clip);
       let worst = 0;
+      let errorSum = 0;
+      let errorSquares = 0;
       for (let i = 0; i < PARAMS; i++) {
         let truth = 0;
         for (let s = 0; s < SITES; s++) {
           const u = Math.fround(updates[s]![i]! + residuals[s]![i]!);
           truth += Math.min(clip, Math.max(-clip, u));
         }
-        worst = Math.max(worst, Math.abs(decoded.sum[i]! - truth));
+        const error = decoded.sum[i]! - truth;
+        worst = Math.max(worst, Math.abs(error));
+        errorSum += error;
+        errorSquares += error * error;
       }
       expect(worst).toBeLessThanOrEqual(bound);
+      // At 1 bit the worst case cannot fail (Δ = 2·clip: every decodable sum is within K·Δ of
+      // every true one), so the rounding is checked as a distribution. Each site's stochastic
+      // rounding error is unbiased with variance ≤ Δ²/4, independent across sites and parameters:
+      // over 1,000,000 parameters the mean error lies within 6σ = 6·√K·(Δ/2)/√PARAMS of 0, and the
+      // RMS error is at most √K·Δ/2 (its sampling noise is far below the 1% margin). Rounding
+      // down, or a dequantization off by a level, biases the mean; sites sharing one rounding
+      // stream add their errors coherently, ≈ K·Δ/√6 RMS.
+      const step = quantizationStep(bits, options.clip);
+      const sigma = Math.sqrt(SITES) * (step / 2);
+      expect(Math.abs(errorSum / PARAMS)).toBeLessThanOrEqual((6 * sigma) / Math.sqrt(PARAMS));
+      expect(Math.sqrt(errorSquares / PARAMS)).toBeLessThanOrEqual(sigma * 1.01);
       // Error feedback: what was lost to quantization and clipping is kept in the residual.
       const r = encoded[0]!.residual;
       const u0 = updates[0]!;

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CkksKeyset } from '../../crypto/ckks/index.ts';
-import { sha256 } from '../../crypto/digest/index.ts';
+import { bytesEqual, sha256 } from '../../crypto/digest/index.ts';
+import { createStrategy, meanFromSum, type StrategyState } from '../../federation/index.ts';
 import { registerCoordinatorCommand } from '../../src/cli/commands/coordinator.ts';
 import { encodeAggregate } from '../../src/protocol/encode-aggregate.ts';
 import {
@@ -34,7 +35,7 @@ import {
   openMember,
 } from '../../src/services/index.ts';
 import { readObject } from '../../src/services/store/index.ts';
-import { bytesToHex, commitHash } from '../../src/versions/index.ts';
+import { bytesToHex, commitHash, modelHash, strategyStateHash } from '../../src/versions/index.ts';
 
 const F = 'ctest';
 const PARAMS = 784 * 10 + 10; // logistic regression
@@ -60,9 +61,18 @@ const seen = {
 const heads = new Map<string, { hash: Uint8Array; height: number }>();
 const updates = new Map<string, Float32Array>();
 
+/** Each test-site's own model and strategy state: genesis, then each COMMIT's candidate. */
+const siteModels = new Map<string, { parameters: Float32Array; state: StrategyState | null }>();
+/** The candidate w′ each test-site computed on PREPARE, by `${round}/${site}`. */
+const candidates = new Map<string, { parameters: Float32Array; state: StrategyState; hash: Uint8Array }>();
+/** COMMITs a test-site could not follow (its candidate is not the committed model). */
+const unfollowed: string[] = [];
+/** Rounds in which a test-site computes a different w′ (one parameter 1 ulp off), by round. */
+const divergent = new Map<number, string>();
+/** How much later than its real switch site-2 reports it (`switchedUnixMs`). */
+const LATE_SWITCH_MS = 5000;
+
 const hex = (b: Uint8Array) => bytesToHex(b);
-const model = (round: number) => sha256(new TextEncoder().encode(`model after round ${round}`));
-const state = (round: number) => sha256(new TextEncoder().encode(`strategy state after round ${round}`));
 
 function siteUpdate(site: string, round: number): Float32Array {
   const u = new Float32Array(PARAMS);
@@ -134,34 +144,77 @@ function playAggregator(agg: MemberContext): void {
 /** Rounds in which every test-aggregator corrupts the first block of its partial. */
 let tamperRound = 0;
 
-/** A test-site: heartbeats; votes on Prepare; switches on COMMIT. */
+/**
+ * A test-site: on PREPARE, decrypts the aggregate with its own CKKS key, applies FedAvg to its own
+ * model and votes YES on its own H(w′) (NO in the rounds of `noVoter`); on COMMIT, switches to its
+ * candidate when it is the committed model.
+ */
 function playSite(site: MemberContext): void {
   const id = site.member;
+  const strategy = createStrategy({ name: 'fedavg' });
+  siteModels.set(id, { parameters: federationGenesis(dep.config).parameters.slice(), state: null });
+  const participants = new Map<number, string[]>();
+  site.transport.subscribe(site.subjects.roundOpen, async (msg) => {
+    const open = openControl(msg.data, 'round-open', site.keys).body;
+    participants.set(
+      open.round,
+      open.assignments.map((a) => a.site),
+    );
+    if (id === 'site-1') seen.opens.push(open);
+  });
+  const candidateFor = (p: ControlBodies['prepare']) => {
+    const decoded = decodeAggregate(
+      keysets.get(id)!,
+      {
+        encoding: p.encoding,
+        totalParams: p.totalParams,
+        sites: p.contributors,
+        contributors: p.contributors.length,
+        totalWeight: p.totalWeight,
+        ciphertexts: p.ciphertexts,
+      },
+      p,
+      participants.get(p.round)!,
+    );
+    // The sum holds Σ n_k·Δ_k·m/N: FedAvg's mean is sum·N/(m·W).
+    const mean = meanFromSum(
+      decoded.sum.subarray(0, PARAMS),
+      (p.participants * p.totalWeight) / p.totalExamples,
+    );
+    const own = siteModels.get(id)!;
+    const next = strategy.apply(own.parameters, mean, own.state);
+    const parameters = next.parameters.slice();
+    if (divergent.get(p.round) === id) new Uint32Array(parameters.buffer, 0, 1)[0]! ^= 1;
+    const candidate = { parameters, state: next.state, hash: modelHash(parameters) };
+    candidates.set(`${p.round}/${id}`, candidate);
+    return candidate;
+  };
   site.transport.subscribe(site.subjects.prepare, async (msg) => {
     const p = openControl(msg.data, 'prepare', site.keys).body;
     if (id === 'site-1') seen.prepares.push(p);
     const no = noVoter.get(p.round) === id;
+    const candidate = no ? null : candidateFor(p);
     const vote: ControlBodies['vote'] = {
       federation: F,
       round: p.round,
       member: id,
       yes: !no,
-      commitHash: no
-        ? new Uint8Array(0)
-        : commitHash({
+      commitHash: candidate
+        ? commitHash({
             parent: p.baseCommit,
             height: p.version + 1,
             round: p.round,
             aggregateDigest: p.aggregateDigest,
-            modelHash: model(p.round),
+            modelHash: candidate.hash,
             params: p.params,
             kind: 'round',
-          }),
-      modelHash: no ? new Uint8Array(0) : model(p.round),
+          })
+        : new Uint8Array(0),
+      modelHash: candidate ? candidate.hash : new Uint8Array(0),
       reason: no ? 'cannot decrypt (test)' : '',
       meanUpdateRms: 0.004,
       bytesSent: 1000,
-      stateHash: no ? new Uint8Array(0) : state(p.round),
+      stateHash: candidate ? strategyStateHash(candidate.state) : new Uint8Array(0),
       attempt: p.attempt,
       evaluation: null,
     };
@@ -172,22 +225,23 @@ function playSite(site: MemberContext): void {
     const d = record.decision!;
     if (id === 'site-1') seen.decisions.push({ ...d, sequence: record.sequence });
     if (!d.commit) return;
+    const candidate = candidates.get(`${d.round}/${id}`);
+    if (candidate === undefined || !bytesEqual(candidate.hash, d.modelHash)) {
+      unfollowed.push(`${id} round ${d.round}`);
+      return;
+    }
+    siteModels.set(id, { parameters: candidate.parameters, state: candidate.state });
     heads.set(id, { hash: d.commitHash, height: d.height });
     const sw: ControlBodies['switched'] = {
       federation: F,
       round: d.round,
       member: id,
       commitHash: d.commitHash,
-      switchedUnixMs: Date.now(),
+      switchedUnixMs: Date.now() + (id === 'site-2' ? LATE_SWITCH_MS : 0),
       testAccuracy: 0.9,
     };
     await site.transport.publish(site.subjects.switched(id), sealControl('switched', sw, id, site.signing));
   });
-  if (id === 'site-1') {
-    site.transport.subscribe(site.subjects.roundOpen, async (msg) => {
-      seen.opens.push(openControl(msg.data, 'round-open', site.keys).body);
-    });
-  }
 }
 
 function heartbeat(m: MemberContext, role: 'site' | 'aggregator'): void {
@@ -342,12 +396,17 @@ describe('coordinator', () => {
       [1, true],
       [2, false],
     ]);
+    // Each site computed w′ itself, from its own decryption: the same bytes, a new model.
+    const w1 = candidates.get('1/site-1')!;
+    expect(hex(candidates.get('1/site-2')!.hash)).toBe(hex(w1.hash));
+    expect(hex(w1.hash)).not.toBe(hex(modelHash(federationGenesis(dep.config).parameters)));
+    expect(hex(entries[0]!.body.modelHash)).toBe(hex(w1.hash));
     const commit1 = commitHash({
       parent: genesis.hash,
       height: 1,
       round: 1,
       aggregateDigest: prep1.aggregateDigest,
-      modelHash: model(1),
+      modelHash: w1.hash,
       params: prep1.params,
       kind: 'round',
     });
@@ -366,7 +425,7 @@ describe('coordinator', () => {
     expect(round1.filter((k) => k === 'partial').length).toBeGreaterThanOrEqual(1);
     expect(round1.filter((k) => k === 'vote')).toEqual(['vote', 'vote']);
     expect(round1[round1.length - 1]).toBe('decision');
-    expect(hex(entries[0]!.body.stateHash)).toBe(hex(state(1)));
+    expect(hex(entries[0]!.body.stateHash)).toBe(hex(strategyStateHash(w1.state)));
     expect(entries[1]!.body.exclusions).toEqual([
       { site: 'site-2', strikes: 1, sinceRound: 2, atHeight: 1, excluded: true },
     ]);
@@ -379,8 +438,18 @@ describe('coordinator', () => {
     expect(summary.committed).toBe(1);
     expect(summary.aborted).toBe(1);
     expect(summary.head).toBe(bytesToHex(commit1));
-    expect(summary.switchLatency.count).toBe(2);
-    expect(summary.switchLatency.p50Ms).toBeGreaterThanOrEqual(0);
+    // Sync latency: the summary's percentiles are of the latencies measured per switch (site-2
+    // reports its switch LATE_SWITCH_MS after it got the decision, so its latency is at least that).
+    const latencies = events
+      .filter((e) => e.type === 'switched' && e.round === 1)
+      .map((e) => (e as Extract<CoordinatorEvent, { type: 'switched' }>).latencyMs);
+    expect(latencies).toHaveLength(2);
+    expect(Math.max(...latencies)).toBeGreaterThanOrEqual(LATE_SWITCH_MS);
+    expect(summary.switchLatency).toMatchObject({
+      count: 2,
+      p50Ms: Math.min(...latencies),
+      p99Ms: Math.max(...latencies),
+    });
     expect(summary.testAccuracy).toBeCloseTo(0.9);
     expect(events.some((e) => e.type === 'partial')).toBe(true);
     expect(handle.stats().phase).toBe('done');
@@ -404,6 +473,10 @@ describe('coordinator', () => {
     expect(open3.assignments.map((a) => a.site)).toEqual(['site-1']);
     expect(entries[2]!.body.voters).toEqual(['site-1']);
     expect(open3.clip).toBe(Math.fround(dep.config.round.clipMultiplier * 0.004));
+    // site-2 sat round 3 out but followed its COMMIT: both sites hold the committed model.
+    for (const s of ['site-1', 'site-2']) {
+      expect(hex(modelHash(siteModels.get(s)!.parameters))).toBe(hex(entries[2]!.body.modelHash));
+    }
 
     // Nothing left to run: the log already holds round 3. The restarted coordinator announces the
     // last decision again, and accepts the sites' `switched` for it (its switch record came from
@@ -463,5 +536,29 @@ describe('coordinator', () => {
     expect(open5.assignments.map((a) => a.aggregator)).toEqual(['agg-1', 'agg-1']);
     expect(out).toMatch(/round 5: 2\/2 contributors, COMMIT [0-9a-f]{12} \(height 3\)/);
     expect(out).toMatch(/done: 1 rounds, 1 committed, 0 aborted/);
+  });
+
+  it('a site that computes a different model makes the round abort, and nobody switches', async () => {
+    divergent.set(6, 'site-2');
+    const headsBefore = [...heads].map(([id, h]) => [id, hex(h.hash), h.height]);
+    const summary = await startCoordinator(coord, { rounds: 6, switchWaitMs: 1000 }).done;
+    expect(summary.rounds.map((r) => [r.round, r.commit])).toEqual([[6, false]]);
+    // The model hash is in the commit hash: the commits the two YES votes name differ first.
+    expect(summary.rounds[0]!.reason).toBe('votes name different commit hashes');
+    const votes = (await allRecords())
+      .filter((r) => r.vote?.round === 6)
+      .map((r) => openControl(r.vote!.envelope, 'vote', coord.keys).body)
+      .sort((a, b) => (a.member < b.member ? -1 : 1));
+    expect(votes.map((v) => [v.member, v.yes])).toEqual([
+      ['site-1', true],
+      ['site-2', true],
+    ]);
+    for (const v of votes) expect(hex(v.modelHash)).toBe(hex(candidates.get(`6/${v.member}`)!.hash));
+    expect(hex(votes[1]!.modelHash)).not.toBe(hex(votes[0]!.modelHash));
+    const last = (await logEntries()).at(-1)!;
+    expect([last.body.round, last.body.commit, hex(last.body.commitHash)]).toEqual([6, false, '']);
+    expect([...heads].map(([id, h]) => [id, hex(h.hash), h.height])).toEqual(headsBefore);
+    // Every COMMIT of this file was followed by every site from its own candidate.
+    expect(unfollowed).toEqual([]);
   });
 });

@@ -202,8 +202,20 @@ describe('federation end to end (real services, real nats-server)', () => {
       // Round 1: both aggregators, all four sites in.
       expect(summary.rounds[0]).toMatchObject({ round: 1, commit: true, contributors: 4 });
       expect(new Set(opens.get(1)!.values()).size).toBe(2);
-      // Round 2: the victim's partial never came.
-      expect(partials.filter((p) => p.round === 2).map((p) => p.aggregator)).not.toContain(victim);
+      // Round 2: the victim's partial never came; the round is decided on the survivor's partial
+      // alone, its sites' updates only (all four sites stay participants: the weights were pinned
+      // at RoundOpen). It commits when that leaves round.minContributors (3) updates, else aborts.
+      const survivorSites2 = f.dep.sites.filter((s) => !victimSites.includes(s));
+      const p2 = partials.filter((p) => p.round === 2);
+      expect(p2.map((p) => p.aggregator)).toEqual([survivor]);
+      expect([...p2[0]!.sites].sort()).toEqual(survivorSites2);
+      const r2 = summary.rounds.find((r) => r.round === 2)!;
+      const minimum = f.dep.config.round.minContributors;
+      expect(r2).toMatchObject({
+        commit: survivorSites2.length >= minimum,
+        contributors: survivorSites2.length,
+        participants: 4,
+      });
       // Round 3: every site assigned to the survivor, and every site's update is in the COMMIT.
       expect([...opens.get(3)!.values()]).toEqual(f.dep.sites.map(() => survivor));
       const r3 = summary.rounds.find((r) => r.round === 3)!;
@@ -218,6 +230,8 @@ describe('federation end to end (real services, real nats-server)', () => {
       expect(entries.map((e) => e.round)).toEqual([1, 2, 3]);
       expectSingleChain(entries, f.genesis);
       expect(entries.filter((e) => e.commit).length).toBe(summary.committed);
+      expect(entries.map((e) => e.commit)).toEqual(summary.rounds.map((r) => r.commit));
+      expect(summary.committed).toBe(r2.commit ? 3 : 2);
       const last = [...entries].reverse().find((e) => e.commit)!;
       await waitFor('every agent on the last commit', () =>
         [...f.agents.values()].every((a) => hex(a.head()!.hash) === hex(last.commitHash)),

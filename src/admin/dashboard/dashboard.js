@@ -107,6 +107,14 @@ function setRows(table, rows) {
 
 // ---- panels ----
 
+/** The circuit breaker's level, failing share and the sites it leaves out. */
+function breakerText(b) {
+  if (!b.enabled) return 'off';
+  const share = `${(b.share * 100).toFixed(1)}% failing`;
+  const out = b.level >= 1 && b.failing.length > 0 ? `, leaving out ${b.failing.join(', ')}` : '';
+  return `${b.state}${b.probing ? ' (probing)' : ''} — ${share}${out}`;
+}
+
 function renderStatus(s) {
   state.status = s;
   const facts = {
@@ -120,6 +128,7 @@ function renderStatus(s) {
     'status-aggregators': `${s.aggregators.live.length}/${s.aggregators.configured}`,
     'status-run':
       s.run === null ? 'none' : `${s.run.id} ${s.run.state} (${s.run.decided}/${s.run.rounds ?? '∞'} rounds)`,
+    'status-breaker': breakerText(s.breaker),
   };
   for (const [id, text] of Object.entries(facts)) byTestId(id).textContent = String(text);
   byTestId('status-head').title = s.head;

@@ -21,7 +21,7 @@ export class LogFollower {
 
   private constructor(reader: FederationLogReader, genesis: Commit) {
     this.#reader = reader;
-    this.history = new LogHistory(genesis, reader.stream);
+    this.history = new LogHistory(genesis, reader.stream, { keepEvidence: false });
   }
 
   /** Opens the log of `federation` on `nc` for reading (stream info and get-message only). */

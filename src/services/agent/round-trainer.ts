@@ -78,7 +78,8 @@ export async function onRoundOpen(
   }
   if (siteRows(core, now.height) === null) return skip('the federation has no feature statistics yet');
   const plan = updatePlan(core.ctx.config, core.spec, open.bits);
-  if (open.totalParams !== plan.totalParams) {
+  // A round without evaluation lanes (the coordinator's circuit breaker dropped optional work) only trains.
+  if (open.totalParams !== plan.totalParams && open.totalParams !== plan.parameters) {
     return skip(
       `RoundOpen pins ${open.totalParams} lanes, the model has ${plan.parameters} parameters` +
         (plan.evaluationLanes > 0 ? ` and ${plan.evaluationLanes} evaluation lanes` : ''),
@@ -105,7 +106,7 @@ async function evaluationLanes(
   signal: AbortSignal,
 ): Promise<Uint8Array | undefined> {
   const plan = updatePlan(core.ctx.config, core.spec, open.bits);
-  if (plan.classes === null) return undefined;
+  if (plan.classes === null || open.totalParams !== plan.totalParams) return undefined;
   const own = await ownEvaluation(core.evaluation, head, w, rows, plan.classes, signal);
   core.counters.evaluationsSent++;
   core.counters.ownEvaluations = [

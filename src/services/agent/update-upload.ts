@@ -1,4 +1,5 @@
 import type { ControlBodies } from '../../protocol/index.ts';
+import { failpoint } from '../failpoint.ts';
 import type { AgentCore } from './agent-core.ts';
 
 /** A site's signed, encrypted update as `encodeUpdate` frames it. */
@@ -27,6 +28,8 @@ export async function uploadUpdate(
     if (stale()) return false;
     await core.ctx.transport.request(subject, block);
     core.counters.blocksSent++;
+    // Mid-upload: a block acknowledged, the manifest (and any further block) not yet sent.
+    failpoint('agent.update-block-sent', open.round);
   }
   await core.ctx.transport.request(subject, update.manifest);
   core.lastUploadMs = performance.now() - u0;

@@ -15,6 +15,7 @@ import {
   unframe,
 } from '../../protocol/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
+import { failpoint } from '../failpoint.ts';
 import { intakeLimits } from '../intake-limits.ts';
 import type { MemberContext } from '../member-context.ts';
 import { contributionObjectName, updatesBucketName, updatesStoreWriter } from './contribution-store.ts';
@@ -403,6 +404,8 @@ export async function startAggregator(
     }
     if (outcome === 'added') {
       n.updatesAdded++;
+      // Mid-sum: this update is in the running sum, its ack and the round's partial not yet sent.
+      failpoint('aggregator.update-added', round.round);
       const contribution = round.takeContribution(site);
       if (contribution !== undefined) storeContribution(round, site, contribution);
       log.info({ round: round.round, site, contributors: round.contributors }, 'site update added');

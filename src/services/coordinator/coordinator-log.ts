@@ -96,7 +96,9 @@ export async function openCoordinatorLog(
     const history = new LogHistory(
       genesis,
       reader.stream,
-      ctx.signedRegistry === undefined ? {} : { registry: ctx.signedRegistry },
+      ctx.signedRegistry === undefined
+        ? { keepEvidence: false }
+        : { registry: ctx.signedRegistry, keepEvidence: false },
     );
     for await (const entry of reader.entries()) history.apply(entry);
     // The member's key lookups follow the registry as this history folds it (docs/key-ceremony.md).

@@ -8,6 +8,12 @@ import { snapshotWriter } from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
 import { lazyObjectStore } from '../store/index.ts';
 import { adminControls } from './admin-control.ts';
+import {
+  BREAKER_LEVELS,
+  type BreakerTransition,
+  CircuitBreaker,
+  type RoundOutcome,
+} from './circuit-breaker.ts';
 import { type CoordinatorLog, openCoordinatorLog } from './coordinator-log.ts';
 import { subscribeCoordinator } from './coordinator-subscriptions.ts';
 import type {
@@ -69,6 +75,7 @@ class Coordinator implements IntakeHost {
   readonly #rollbacks: RollbackQueue;
   readonly registryChanges = new RegistryQueue();
   readonly runs: RunControl;
+  readonly breaker: CircuitBreaker;
   readonly #aggregates: () => Promise<ObjectStore>;
   #updatesStore: Promise<void> | undefined;
   readonly #intake = new MemberIntake(this);
@@ -107,6 +114,7 @@ class Coordinator implements IntakeHost {
     this.clip = ctx.config.codec.clip;
     this.runs = new RunControl({ idle: options.idle === true, now: this.now, wake: () => this.#wake() });
     this.#rollbacks = new RollbackQueue(() => this.runs.rollbackQueued());
+    this.breaker = new CircuitBreaker(ctx.config.round.breaker);
     this.#aggregates = lazyObjectStore(ctx.transport.connection, ctx.subjects.aggregatesBucket, {
       replicas: ctx.config.history.replicas,
       description: `Cohort ${ctx.config.federation.id}: aggregate of each round`,
@@ -174,7 +182,55 @@ class Coordinator implements IntakeHost {
       parameters: this.parameterCount,
       heartbeatsExpected: beats.expected,
       heartbeatsReceived: beats.received,
+      breaker: this.breaker.state(),
     };
+  }
+
+  breakerChanged(change: BreakerTransition | undefined): void {
+    if (change === undefined) return;
+    const from = BREAKER_LEVELS[change.from];
+    const to = BREAKER_LEVELS[change.to];
+    const fields = { from, to, reason: change.reason, share: change.share, round: change.round };
+    if (change.to > change.from) this.ctx.log.warn(fields, 'breaker level changed');
+    else this.ctx.log.info(fields, 'breaker level changed');
+    this.emit({ type: 'breaker', ...fields });
+  }
+
+  /**
+   * Feeds a decided round to the breaker, adding the sites that are gone: configured, seen by this
+   * coordinator, not live now and not revoked (a site never seen since the start is not counted,
+   * so a federation that runs without some configured sites is not held against them).
+   */
+  roundDecided(outcome: RoundOutcome): void {
+    if (outcome.expected.length === 0) return; // no evidence (a restart's abort)
+    const expected = new Set(outcome.expected);
+    const gone = this.ctx.members.sites
+      .map((s) => s.id)
+      .filter(
+        (id) =>
+          !expected.has(id) &&
+          this.membership.view(id) !== undefined &&
+          !this.membership.isLive(id) &&
+          !this.ctx.registryView.isRevoked(id),
+      );
+    const probing = this.breaker.probing;
+    const change = this.breaker.observe(
+      {
+        round: outcome.round,
+        expected: [...expected, ...gone],
+        failing: [...outcome.failing, ...gone],
+        committed: outcome.committed,
+      },
+      this.now(),
+    );
+    this.breakerChanged(change);
+    if (probing && this.breaker.level === 3) {
+      const state = this.breaker.state();
+      this.ctx.log.warn(
+        { round: outcome.round, share: state.share, probeAtMs: state.probeAtMs },
+        'breaker probe round failed: training stays frozen',
+      );
+    }
   }
 
   requestRollback(target: Uint8Array, reason = ''): Promise<number> {
@@ -277,11 +333,16 @@ class Coordinator implements IntakeHost {
       await this.#appendRegistryChanges(round);
       const rollback = this.#rollbacks.next(history);
       if (rollback === undefined && !this.runs.training(round)) continue; // a refused rollback, no run
+      if (rollback === undefined && !(await this.#breakerAdmits(round))) continue; // frozen
       const summary = rollback
         ? await runRollbackRound(this, round, rollback.target, rollback.reason)
         : await runTrainingRound(this, round);
       this.#throwIfFatal();
-      if (summary === undefined) break; // stopped
+      this.breaker.cancelProbe(this.now()); // a probe that was not decided (an operator's abort)
+      if (summary === undefined) {
+        if (this.#stopping) break; // stopped
+        continue; // the breaker froze before the round opened
+      }
       rollback?.started(round);
       this.#summaries.push(summary);
       this.runs.decided(summary);
@@ -308,6 +369,26 @@ class Coordinator implements IntakeHost {
     this.#throwIfFatal();
     this.#phase = 'done';
     return this.#summary();
+  }
+
+  /**
+   * Whether a training round may open as far as the breaker goes: below level 3 at once; frozen,
+   * once `coolDownMs` passed (the round is then the probe), else it waits for that, a queued
+   * rollback, the run's end or the coordinator's stop, and answers false (the loop looks again).
+   */
+  async #breakerAdmits(round: number): Promise<boolean> {
+    if (this.breaker.level < 3) return true;
+    if (this.breaker.probeDue(this.now())) {
+      this.breaker.beginProbe();
+      this.ctx.log.info({ round }, 'breaker probe round (training is frozen)');
+      return true;
+    }
+    this.#phase = 'waiting';
+    await this.until(
+      () => this.breaker.probeDue(this.now()) || this.#rollbacks.waiting > 0 || !this.runs.training(round),
+      Number.POSITIVE_INFINITY,
+    );
+    return false;
   }
 
   /** State the last decision recorded: exclusions, the clip, and the last commit's switch record. */

@@ -1,5 +1,6 @@
 import type { Assignment, CryptoTimingObserver, EvaluationBody } from '../../protocol/index.ts';
 import type { AdminControls } from './admin-control.ts';
+import type { BreakerLevelName, BreakerState } from './circuit-breaker.ts';
 
 /** Options of `startCoordinator`. */
 export interface CoordinatorOptions {
@@ -96,7 +97,17 @@ export type CoordinatorEvent =
       readonly testAccuracy: number | undefined;
     }
   | { readonly type: 'snapshot'; readonly height: number; readonly site: string; readonly bytes: number }
-  | { readonly type: 'rollback-requested'; readonly target: string; readonly height: number };
+  | { readonly type: 'rollback-requested'; readonly target: string; readonly height: number }
+  | {
+      /** The circuit breaker changed level (docs/round-protocol.md, "Circuit breaker"). */
+      readonly type: 'breaker';
+      readonly from: BreakerLevelName;
+      readonly to: BreakerLevelName;
+      readonly reason: string;
+      /** Failing share of the window, in [0, 1]. */
+      readonly share: number;
+      readonly round: number;
+    };
 
 export type MemberRoleName = 'site' | 'aggregator';
 
@@ -181,6 +192,8 @@ export interface CoordinatorStats {
   readonly heartbeatsExpected: number;
   /** Verified heartbeats received, at most {@link heartbeatsExpected}; grows only. */
   readonly heartbeatsReceived: number;
+  /** The circuit breaker: level, failing share of its window, sites it leaves out. */
+  readonly breaker: BreakerState;
 }
 
 /** A running coordinator; its operator controls ({@link AdminControls}) serve the admin API. */

@@ -5,6 +5,18 @@ export {
   type QueuedRegistryChange,
 } from './admin-control.ts';
 export {
+  BREAKER_LEVELS,
+  type BreakerCohort,
+  type BreakerLevel,
+  type BreakerLevelName,
+  type BreakerSettings,
+  type BreakerState,
+  type BreakerTransition,
+  CircuitBreaker,
+  levelFor,
+  type RoundOutcome,
+} from './circuit-breaker.ts';
+export {
   ADMIN_ACTION_MAX_ARGUMENT_BYTES,
   type CoordinatorLog,
   openCoordinatorLog,

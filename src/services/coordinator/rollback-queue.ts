@@ -99,6 +99,11 @@ export class RollbackQueue {
     return undefined;
   }
 
+  /** Requests waiting for their round. */
+  get waiting(): number {
+    return this.#pending.length;
+  }
+
   /** Refuses every pending request (the coordinator stopped). */
   close(): void {
     this.#closed = true;

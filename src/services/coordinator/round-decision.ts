@@ -20,6 +20,9 @@ export interface RoundFacts {
   readonly aggregate: AggregateInfo | null;
   readonly params: Uint8Array;
   readonly rollbackTarget: Uint8Array;
+  /** Training rounds: the sites assigned (the cohort) and those whose update the aggregate kept. */
+  readonly assigned?: readonly string[];
+  readonly contributed?: readonly string[];
 }
 
 /** A verdict without votes (the round failed before PREPARE). */
@@ -128,6 +131,17 @@ export async function decide(
     ctx.log.error({ round: facts.round, err }, 'decision logged but not announced');
   }
   if (host.current === state) host.current = undefined;
+  // An operator's abort says nothing about the sites: the breaker does not count it.
+  if (aborted === undefined) {
+    const contributed = new Set(facts.contributed ?? []);
+    const late = (facts.assigned ?? []).filter((s) => !contributed.has(s));
+    host.roundDecided({
+      round: facts.round,
+      expected: [...(facts.assigned ?? []), ...verdict.yes, ...verdict.no, ...verdict.missing],
+      failing: [...late, ...verdict.no, ...verdict.missing],
+      committed: verdict.commit,
+    });
+  }
   ctx.log.info(
     { round: facts.round, commit: verdict.commit, reason: verdict.reason, sequence: entry.sequence },
     'decision',

@@ -1,6 +1,7 @@
 import type { ObjectStore } from '@nats-io/obj';
 import type { ControlBodies } from '../../protocol/index.ts';
 import type { MemberContext } from '../member-context.ts';
+import type { BreakerTransition, CircuitBreaker, RoundOutcome } from './circuit-breaker.ts';
 import type { CoordinatorLog } from './coordinator-log.ts';
 import type { CoordinatorEvent, CoordinatorOptions, CoordinatorStats } from './events.ts';
 import type { Membership } from './membership.ts';
@@ -54,4 +55,14 @@ export interface RoundHost {
    * (`cohort-F-updates`, `history.updateRetentionMs`), so aggregators only ever write to it.
    */
   ensureUpdatesStore(): Promise<void>;
+  /** The circuit breaker: its level shapes a round's cohort and optional work. */
+  readonly breaker: CircuitBreaker;
+  /** Logs and announces a level change (nothing for undefined). */
+  breakerChanged(change: BreakerTransition | undefined): void;
+  /**
+   * A decided round's sites for the breaker: `expected` its cohort and voters, `failing` those
+   * whose update the aggregate lacks, that voted NO or did not vote. The host adds the sites
+   * that are gone (seen before, not live now) to both.
+   */
+  roundDecided(outcome: RoundOutcome): void;
 }

@@ -50,7 +50,15 @@ async function waitForSites(
       host.emit({ type: 'readmitted', member: site });
     if (aggregators && host.membership.live('aggregator').length === 0) return false;
     if (host.membership.eligibleSites(headRef).length === 0) return false;
-    return host.now() >= settleBy || host.switches.allSwitched(lastRound, (s) => host.membership.isLive(s));
+    // A site whose heartbeat already reports the head has switched, even without a `switched` to
+    // this coordinator (it switched before a restart, which re-announces the last decision).
+    return (
+      host.now() >= settleBy ||
+      host.switches.allSwitched(
+        lastRound,
+        (s) => host.membership.isLive(s) && !host.membership.atHead(s, headRef),
+      )
+    );
   }, Number.POSITIVE_INFINITY);
   if (!ready) return undefined;
   return host.membership.eligibleSites(headRef);
@@ -73,6 +81,16 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   host.setPhase('waiting');
   let sites = await waitForSites(host, round, true);
   if (sites === undefined) return undefined;
+  // The circuit breaker (docs/round-protocol.md): from level 1, sites that failed lately sit out.
+  const cohort = host.breaker.cohort(sites, cfg.round.minContributors);
+  if (cohort.short) {
+    const why = `leaving out the failing sites would leave fewer than round.minContributors (${cfg.round.minContributors})`;
+    host.breakerChanged(host.breaker.escalate(round, why, host.now()));
+    if (host.breaker.level === 3) return undefined; // frozen: this round does not open
+  } else if (cohort.leftOut.length > 0) {
+    ctx.log.info({ round, leftOut: cohort.leftOut }, 'circuit breaker leaves failing sites out');
+  }
+  sites = [...cohort.sites];
   const started = host.now();
   const head = host.log.history.head.commit;
   const aggregators = host.membership.live('aggregator');
@@ -96,9 +114,12 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   // round gathers them instead of training.
   const statistics =
     federatedStandardization(cfg) && statisticsCommitAt(host.log.history, head.height) === undefined;
+  // From breaker level 2 the round carries no optional work: no evaluation lanes, sites only train.
   const totalParams = statistics
     ? statisticsLaneCount(contractFeatureCount(cfg)!, cfg.codec.bits)
-    : host.updateLength;
+    : host.breaker.dropsOptionalWork
+      ? host.parameterCount
+      : host.updateLength;
   const attempt = new Uint8Array(randomBytes(ATTEMPT_BYTES));
   const context: RoundContext = {
     federation: cfg.federation.id,
@@ -205,12 +226,14 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     started,
     params,
     rollbackTarget: EMPTY,
+    assigned: assignments.map((a) => a.site),
   };
   const minimum = cfg.round.minContributors;
   if (intake.builder.contributors < minimum) {
     const k = intake.builder.contributors;
     intake.builder.dispose();
-    const facts = { ...base, contributors: k, digest: EMPTY, aggregate: null };
+    const contributed = intake.accepted.flatMap((p) => p.sites.map((c) => c.site));
+    const facts = { ...base, contributors: k, digest: EMPTY, aggregate: null, contributed };
     const why =
       k === 0
         ? 'no contributions'
@@ -232,7 +255,13 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     object: objectName,
     objectBytes: object.length,
   };
-  const facts: RoundFacts = { ...base, contributors: aggregate.contributors, digest, aggregate: info };
+  const facts: RoundFacts = {
+    ...base,
+    contributors: aggregate.contributors,
+    digest,
+    aggregate: info,
+    contributed: contributors.map((c) => c.site),
+  };
   try {
     await (await host.aggregates()).putBlob({ name: objectName }, object);
   } catch (err) {

@@ -56,9 +56,9 @@ export interface DecidedRound {
   readonly open: ControlBodies['round-open'];
   /** Log sequence of the RoundOpen. */
   readonly openSequence: number;
-  /** The partial records logged for the round (accepted partials, before PREPARE), in log order. */
+  /** The partial records logged for the round (accepted partials, before PREPARE), in log order; empty without `keepEvidence`. */
   readonly partials: readonly LoggedPartial[];
-  /** The vote records logged for the round (before its decision), in log order. */
+  /** The vote records logged for the round (before its decision), in log order; empty without `keepEvidence`. */
   readonly votes: readonly LoggedVote[];
 }
 
@@ -97,6 +97,13 @@ export interface LogHistoryOptions {
    * for structure and round only (the coordinator's signature on the entry still holds).
    */
   readonly registry?: VerifiedRegistry;
+  /**
+   * Keep each decided round's partial and vote records in {@link DecidedRound} (default true). A
+   * long-running member that only follows the log (an agent, the coordinator) passes false: the
+   * records are still checked when the decision is applied, but a decided round then holds empty
+   * `partials` and `votes`, so memory does not grow by every round's evidence (~100 KB a round).
+   */
+  readonly keepEvidence?: boolean;
 }
 
 /**
@@ -125,6 +132,7 @@ export class LogHistory {
   readonly #stream: string;
   readonly #registryChanges: LoggedRegistryChange[] = [];
   readonly #adminActions: LoggedAdminAction[] = [];
+  readonly #keepEvidence: boolean;
   /** Set once any partial or vote record was applied: from then on every decision needs its evidence. */
   #evidence = false;
   /**
@@ -139,6 +147,7 @@ export class LogHistory {
       throw new FederationLogError('LOG_HISTORY_INVALID', 'the history must start at a genesis commit');
     }
     this.#stream = stream;
+    this.#keepEvidence = options.keepEvidence ?? true;
     this.registry =
       options.registry === undefined ? undefined : RegistryView.fromRegistry(options.registry.registry);
     this.registry?.setRound(1);
@@ -417,8 +426,8 @@ export class LogHistory {
       decision: d,
       open: open.roundOpen,
       openSequence: open.entry.sequence,
-      partials: open.evidence.partials,
-      votes: [...open.evidence.votes.values()],
+      partials: this.#keepEvidence ? open.evidence.partials : [],
+      votes: this.#keepEvidence ? [...open.evidence.votes.values()] : [],
     });
   }
 

@@ -56,6 +56,8 @@ const BUCKET_RE = /^[A-Za-z0-9_-]{1,200}$/;
 const KEY_RE = /^[A-Za-z0-9_=/-]+(?:\.[A-Za-z0-9_=/-]+)*$/;
 const MIN_TTL_MS = 100;
 const MAX_TTL_MS = 24 * 3600 * 1000;
+/** Delay before retrying a failed renewal, ms (at most a third of the TTL). */
+const RENEW_RETRY_MS = 250;
 
 const sleep = (ms: number) =>
   new Promise<void>((resolve) => {
@@ -162,8 +164,10 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
       details: { bucket, key },
     });
 
-  // Requests wait at most a TTL (and never under 1 s, so a loaded server is not mistaken for a dead one).
-  const timeout = Math.max(1000, Math.min(ttlMs, 10_000));
+  // Requests wait at most a third of the TTL (and never under 1 s, so a loaded server is not mistaken
+  // for a dead one): a renewal whose ack was lost (server restarted) must leave time to try again
+  // before the lease expires.
+  const timeout = Math.max(1000, Math.min(Math.floor(ttlMs / 3), 10_000));
   let kv: KV;
   try {
     kv = await new Kvm(jetstream(nc, { timeout })).create(bucket, {
@@ -366,7 +370,8 @@ class HeldLease implements Lease {
     this.#expiryTimer.unref();
   }
 
-  #scheduleRenewal(): void {
+  /** Renews after `delayMs`: a third of the TTL, or sooner to retry a renewal that failed. */
+  #scheduleRenewal(delayMs = Math.floor(this.#config.ttlMs / 3)): void {
     this.#renewTimer = setTimeout(
       () => {
         this.#renewTimer = null;
@@ -376,7 +381,7 @@ class HeldLease implements Lease {
             this.#renewing = null;
           });
       },
-      Math.max(1, Math.floor(this.#config.ttlMs / 3)),
+      Math.max(1, delayMs),
     );
     this.#renewTimer.unref();
   }
@@ -410,7 +415,11 @@ class HeldLease implements Lease {
       return;
     }
     this.#armExpiry();
-    this.#scheduleRenewal();
+    // A failed renewal is retried soon, not a third of the TTL later: one lost ack (the server
+    // restarted under it) must not let the lease lapse once the server is back.
+    this.#scheduleRenewal(
+      this.#lastError === undefined ? undefined : Math.min(Math.floor(ttlMs / 3), RENEW_RETRY_MS),
+    );
   }
 
   /**

@@ -1,0 +1,294 @@
+// Soak benchmark: a federation with every member its own process (nats-server, the coordinator,
+// aggregators, site agents: the real `cohort` services in `he` mode, signatures, 2PC, log,
+// heartbeats) runs many rounds of a small model while the resident memory of every process is
+// read at each decision. A service that leaks per round shows as RSS growth after warm-up.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync, type WriteStream, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { federationGenesis } from '../src/services/agent/index.ts';
+import { mnistDataContract, writeDemoSiteData } from '../src/services/demo/demo-site-data.ts';
+import { createLocalDeployment, type LocalDeployment } from '../src/services/deployment.ts';
+import { renderLinePlot } from '../src/simulate/index.ts';
+import { quantile, RssSeries, rssGrowth, soakWindows } from './soak-rss.ts';
+import { type BenchRow, printTable, writeResults } from './table.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const BIN = join(ROOT, 'bin', 'cohort.js');
+const PLOT = join(ROOT, 'docs', 'soak-rss.svg');
+
+const ROUNDS = Number(process.env.COHORT_BENCH_SOAK_ROUNDS ?? 500);
+/** MNIST rows per site (a tenth held out for validation). */
+const ROWS_PER_SITE = Number(process.env.COHORT_BENCH_SOAK_ROWS ?? 400);
+const SITES = 4;
+const AGGREGATORS = 2;
+/** Growth of RSS after warm-up a process may show. */
+const GROWTH_GOAL = 0.1;
+/** A federation that decides no round for this long has hung: the soak fails. */
+const STALL_MS = 180_000;
+
+const say = (s: string) => console.error(`[soak] ${s}`);
+
+/** A decided round as the coordinator prints it (see src/cli/commands/coordinator.ts). */
+const ROUND_LINE = /^round (\d+): \d+\/\d+ contributors, (COMMIT|ROLLBACK COMMIT|ABORT)/;
+
+interface Member {
+  readonly name: string;
+  readonly child: ChildProcess;
+  readonly log: WriteStream;
+}
+
+/** `cohort <args> --config …` as a child process, its stderr (and stdout unless piped) to `<dir>/<name>.log`. */
+function spawnMember(dep: LocalDeployment, name: string, args: string[], pipeStdout: boolean): Member {
+  const child = spawn(process.execPath, [BIN, ...args, '--config', dep.configPath], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const log = createWriteStream(join(dep.dir, `${name}.log`));
+  child.stderr?.pipe(log, { end: false });
+  if (!pipeStdout) child.stdout?.pipe(log, { end: false });
+  return { name, child, log };
+}
+
+/** What the rounds gave: per-round decision times, commits and aborts, and the RSS samples. */
+interface SoakRun {
+  readonly series: RssSeries;
+  readonly periodsMs: number[];
+  readonly committed: number;
+  readonly aborted: number;
+  readonly abortReasons: string[];
+  readonly wallS: number;
+}
+
+/** Starts every member, runs `ROUNDS` rounds, sampling RSS of every process at each decision. */
+async function soak(dep: LocalDeployment, siteConfigs: ReadonlyMap<string, string>): Promise<SoakRun> {
+  const members: Member[] = [];
+  try {
+    for (const a of dep.aggregators) members.push(spawnMember(dep, a, ['aggregator', '--member', a], false));
+    for (const s of dep.sites)
+      members.push(
+        spawnMember(dep, s, ['agent', '--member', s, '--site-config', siteConfigs.get(s)!], false),
+      );
+    const coordinator = spawnMember(dep, 'coordinator', ['coordinator', '--rounds', String(ROUNDS)], true);
+    members.push(coordinator);
+    const pids = new Map<string, number>([['nats-server', dep.nats.pid]]);
+    for (const m of [coordinator, ...members.filter((m) => m !== coordinator)])
+      pids.set(m.name, m.child.pid!);
+    const series = new RssSeries(pids);
+    const periodsMs: number[] = [];
+    const abortReasons: string[] = [];
+    let committed = 0;
+    let last = performance.now();
+    const t0 = last;
+    const lines = createInterface({ input: coordinator.child.stdout! });
+    lines.on('line', (line) => {
+      if (line.startsWith('{')) {
+        coordinator.log.write(`${line}\n`);
+        return;
+      }
+      const m = ROUND_LINE.exec(line);
+      if (m === null) {
+        // The evaluation and snapshot lines of every round would drown the progress lines.
+        if (!line.startsWith(' ') && !line.startsWith('snapshot ')) say(line);
+        return;
+      }
+      const now = performance.now();
+      const round = Number(m[1]);
+      if (round > 1) periodsMs.push(now - last);
+      last = now;
+      series.sample(round);
+      if (m[2] === 'ABORT') abortReasons.push(line);
+      else committed++;
+      if (round % 50 === 0 || m[2] === 'ABORT') say(line);
+    });
+    const exited = new Promise<number>((resolve) => coordinator.child.on('exit', (c) => resolve(c ?? 1)));
+    let stalled = false;
+    const watchdog = setInterval(() => {
+      const dead = members.find((m) => m.child.exitCode !== null && m !== coordinator);
+      if (performance.now() - last > STALL_MS || dead !== undefined) {
+        stalled = true;
+        say(dead === undefined ? 'no decision for 3 min' : `${dead.name} exited with ${dead.child.exitCode}`);
+        coordinator.child.kill('SIGKILL');
+      }
+    }, 1000);
+    const code = await exited;
+    clearInterval(watchdog);
+    if (code !== 0 || stalled)
+      throw new Error(
+        `soak: coordinator exited with ${code}${stalled ? ' (stalled)' : ''}; logs in ${dep.dir}`,
+      );
+    return {
+      series,
+      periodsMs,
+      committed,
+      aborted: abortReasons.length,
+      abortReasons,
+      wallS: (performance.now() - t0) / 1000,
+    };
+  } finally {
+    for (const m of members) if (m.child.exitCode === null) m.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 1000));
+    for (const m of members) if (m.child.exitCode === null) m.child.kill('SIGKILL');
+    await Promise.all(members.map((m) => new Promise((r) => m.log.end(r))));
+  }
+}
+
+/** The table: per process RSS at the end beside after warm-up, growth against the goal; round times. */
+function soakRows(run: SoakRun, params: number): BenchRow[] {
+  const { warmUp, baseline, end } = soakWindows(ROUNDS);
+  const base = `r${baseline[0]}–${baseline[1]}`;
+  const last = `r${end[0]}–${end[1]}`;
+  const rows: BenchRow[] = [];
+  for (const [name, g] of rssGrowth(run.series, ROUNDS)) {
+    rows.push(
+      {
+        section: 'rss',
+        metric: `${name}: RSS after warm-up (median ${base})`,
+        value: g.baseMiB,
+        unit: 'MiB',
+        compare: '',
+        detail: true,
+      },
+      {
+        section: 'rss',
+        metric: `${name}: RSS at the end (median ${last})`,
+        value: g.endMiB,
+        unit: 'MiB',
+        compare: `after warm-up ${g.baseMiB.toFixed(1)} MiB`,
+      },
+      {
+        section: 'rss',
+        metric: `${name}: growth after warm-up`,
+        value: 100 * g.growth,
+        unit: '%',
+        compare: `< ${100 * GROWTH_GOAL}%`,
+        pass: g.growth < GROWTH_GOAL,
+      },
+    );
+  }
+  const sec = 'rounds';
+  rows.push(
+    {
+      section: sec,
+      metric: `round time (decision to decision), P50`,
+      value: quantile(run.periodsMs, 0.5),
+      unit: 'ms',
+      compare: '',
+    },
+    {
+      section: sec,
+      metric: 'round time, P99',
+      value: quantile(run.periodsMs, 0.99),
+      unit: 'ms',
+      compare: '',
+    },
+    {
+      section: sec,
+      metric: 'rounds committed',
+      value: run.committed,
+      unit: 'rounds',
+      compare: `${ROUNDS}`,
+      pass: run.committed === ROUNDS,
+    },
+    {
+      section: sec,
+      metric: 'rounds aborted',
+      value: run.aborted,
+      unit: 'rounds',
+      compare: '0',
+      pass: run.aborted === 0,
+    },
+    {
+      section: sec,
+      metric: `wall time of ${ROUNDS} rounds (warm-up ${warmUp})`,
+      value: run.wallS,
+      unit: 's',
+      compare: `logreg, ${params} params`,
+    },
+  );
+  return rows;
+}
+
+/** RSS per process against round, written to docs/soak-rss.svg. */
+function writePlot(series: RssSeries): void {
+  const plot = renderLinePlot({
+    title: `Soak: RSS per process over ${ROUNDS} rounds (he, ${SITES} sites, ${AGGREGATORS} aggregators)`,
+    xLabel: 'round',
+    yLabel: 'RSS (MiB)',
+    yMin: 0,
+    series: [...series.rss].map(([name, values]) => ({
+      name,
+      points: values.map((v, i) => [series.rounds[i]!, Math.round(v * 10) / 10] as const),
+    })),
+  });
+  mkdirSync(dirname(PLOT), { recursive: true });
+  writeFileSync(PLOT, plot);
+}
+
+/**
+ * Soak benchmark, `npm run bench -- soak`: `COHORT_BENCH_SOAK_ROUNDS` rounds (default 500) of a
+ * logistic regression on `COHORT_BENCH_SOAK_ROWS` MNIST rows per site (default 400), every member
+ * a separate process; RSS growth of each process after warm-up against the < 10% goal.
+ */
+export async function runSoakBench(): Promise<BenchRow[]> {
+  if (!Number.isInteger(ROUNDS) || ROUNDS < 40)
+    throw new Error('COHORT_BENCH_SOAK_ROUNDS must be an integer ≥ 40');
+  if (!Number.isInteger(ROWS_PER_SITE) || ROWS_PER_SITE < 20)
+    throw new Error('COHORT_BENCH_SOAK_ROWS must be an integer ≥ 20');
+  const dir = mkdtempSync(join(tmpdir(), 'cohort-soak-'));
+  let dep: LocalDeployment | undefined;
+  let ok = false;
+  try {
+    dep = await createLocalDeployment({
+      dir,
+      federation: 'soak',
+      aggregators: AGGREGATORS,
+      sites: SITES,
+      // Schema defaults for everything else, retention included: the log and the aggregate and
+      // snapshot stores keep every version, site updates are kept 30 days (longer than the soak),
+      // a site keeps 50 past models in memory and writes a snapshot every 10 commits.
+      overrides: {
+        round: {
+          count: ROUNDS,
+          deadlineMs: 30_000,
+          voteTimeoutMs: 30_000,
+          heartbeatMs: 500,
+          missedHeartbeats: 10,
+        },
+        learning: { model: 'logreg', trainLimit: SITES * ROWS_PER_SITE },
+        codec: { clip: 0.02 },
+        data: mnistDataContract(),
+        log: { level: 'warn' },
+      },
+    });
+    const siteConfigs = writeDemoSiteData({
+      dir,
+      sites: dep.sites,
+      seed: dep.config.learning.initSeed,
+      validationFraction: 0.1,
+      trainLimit: SITES * ROWS_PER_SITE,
+    });
+    const params = federationGenesis(dep.config).parameters.length;
+    say(`${ROUNDS} rounds, logreg (${params} params), ${ROWS_PER_SITE} rows per site; working folder ${dir}`);
+    const run = await soak(dep, siteConfigs);
+    const rows = soakRows(run, params);
+    printTable(
+      `Soak benchmark (he: ${SITES} sites / ${AGGREGATORS} aggregators as processes, ${ROUNDS} rounds in ${run.wallS.toFixed(0)} s)`,
+      rows,
+    );
+    writePlot(run.series);
+    const path = writeResults('soak', rows, {
+      windows: soakWindows(ROUNDS),
+      abortLines: run.abortReasons,
+      samples: run.series.toJson(),
+    });
+    say(`wrote ${path} and ${PLOT}`);
+    ok = true;
+    return rows;
+  } finally {
+    await dep?.stop();
+    if (ok) rmSync(dir, { recursive: true, force: true });
+    else say(`kept ${dir}`);
+  }
+}
