@@ -12,3 +12,9 @@ export {
   wipeSigningKeyPair,
 } from './signing-key.ts';
 export { signingMessage } from './signing-message.ts';
+export {
+  enableVerifiedCache,
+  resetVerifiedCache,
+  VERIFIED_CACHE_SIZE,
+  verifiedCacheEnabled,
+} from './verified-cache.ts';

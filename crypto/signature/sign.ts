@@ -7,6 +7,7 @@ import {
   type SigningKeyPair,
 } from './signing-key.ts';
 import { signingMessage } from './signing-message.ts';
+import { rememberVerified, verificationKey, verifiedBefore, verifiedCacheEnabled } from './verified-cache.ts';
 
 /**
  * Signs `signingMessage(domain, message)` with `key`, using noble's randomized (hedged) signing,
@@ -23,7 +24,9 @@ export function sign(key: SigningKeyPair, domain: string, message: Uint8Array): 
 
 /**
  * Checks `signature` over `signingMessage(domain, message)` under `key`. A bad, truncated or
- * malformed signature returns `false`; it never throws for signature content.
+ * malformed signature returns `false`; it never throws for signature content. Where the process
+ * turned the cache on (`enableVerifiedCache`, verified-cache.ts), a success is remembered and the
+ * same bytes, key and signature are then answered without the lattice arithmetic.
  *
  * @throws InvalidArgumentError on a bad domain or a public key of the wrong length (a caller bug,
  *   not an attacker's input); CryptoError `SIGNATURE_ALGORITHM_UNKNOWN`.
@@ -37,10 +40,18 @@ export function verify(
   assertPublicKeyLength(key);
   assertBytes('signature', signature);
   const bytes = signingMessage(domain, message);
+  const spec = algorithmSpec(key.algorithm);
+  const cacheKey = verifiedCacheEnabled()
+    ? verificationKey(key.algorithm, key.publicKey, signature, bytes)
+    : undefined;
+  if (cacheKey !== undefined && verifiedBefore(cacheKey)) return true;
+  let ok: boolean;
   try {
-    return algorithmSpec(key.algorithm).impl.verify(signature, bytes, key.publicKey);
+    ok = spec.impl.verify(signature, bytes, key.publicKey);
   } catch {
     // noble throws on some malformed encodings; for a verifier that is just "not valid".
     return false;
   }
+  if (ok && cacheKey !== undefined) rememberVerified(cacheKey);
+  return ok;
 }

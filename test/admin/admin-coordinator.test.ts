@@ -65,6 +65,8 @@ beforeAll(async () => {
     },
   });
   await waitFor('the coordinator started', () => started, 20_000);
+  // `started` comes once the log is open; the API says ready once the subscriptions are up too.
+  await waitFor('the coordinator waiting', () => coordinator.stats().phase !== 'starting', 20_000);
   app = buildAdminApi(coordinatorAdminDeps({ handle: coordinator, member: f.coord, config: f.dep.config }), {
     tokens: TOKENS,
   });

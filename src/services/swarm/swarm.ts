@@ -1,4 +1,5 @@
 import type { CkksKeyset } from '../../../crypto/ckks/index.ts';
+import { enableVerifiedCache } from '../../../crypto/signature/index.ts';
 import type { CohortConfig } from '../../config/index.ts';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
 import { type AgentOptions, type AgentService, startAgent } from '../agent/index.ts';
@@ -67,6 +68,8 @@ export async function startSwarm(config: CohortConfig, options: SwarmOptions): P
   if (new Set(members).size !== members.length) {
     throw new InvalidArgumentError('options.members names a site twice');
   }
+  // Every member here checks the same log entries, votes and manifests: once per process is enough.
+  enableVerifiedCache();
   for (const m of members) {
     if (roleOf(config, m) !== 'site') throw new InvalidArgumentError(`options.members: ${m} is not a site`);
   }
