@@ -34,6 +34,9 @@ export function seenKey(subject: string, id: string, data: Uint8Array, headers: 
  * so a retried request (same subject, id and bytes, see {@link seenKey}) is answered from the
  * cache instead of running the handler again.
  */
+/** Replies up to this size may be slices of Node's Buffer pool (`Buffer.poolSize >>> 1`). */
+const POOLED_BYTES = 4096;
+
 export class SeenCache {
   readonly #capacity: number;
   readonly #entries = new Map<string, SeenEntry>();
@@ -56,10 +59,21 @@ export class SeenCache {
     return e;
   }
 
-  /** Records `entry` for `key`, evicting the least recently used keys beyond capacity. */
+  /**
+   * Records `entry` for `key`, evicting the least recently used keys beyond capacity. A small reply
+   * that is a view into a larger buffer is copied: small encodings are often slices of Node's 8 KiB
+   * pool (`Buffer.allocUnsafe` under 4 KiB), and thousands of cached slices would keep thousands of
+   * pools alive. A larger view is kept as it is (its buffer is usually held elsewhere anyway).
+   */
   set(key: string, entry: SeenEntry): void {
+    const kept =
+      entry.state === 'done' &&
+      entry.reply.byteLength <= POOLED_BYTES &&
+      entry.reply.byteLength !== entry.reply.buffer.byteLength
+        ? { ...entry, reply: entry.reply.slice() }
+        : entry;
     this.#entries.delete(key);
-    this.#entries.set(key, entry);
+    this.#entries.set(key, kept);
     while (this.#entries.size > this.#capacity) {
       const oldest = this.#entries.keys().next();
       if (oldest.done) break;

@@ -25,4 +25,19 @@ describe('seenKey and SeenCache', () => {
     expect(c.get('b')).toBeUndefined();
     expect(c.get('a')).toEqual({ state: 'running' });
   });
+
+  it('keeps its own copy of a reply that is a view into a larger buffer', () => {
+    const c = new SeenCache(2);
+    const pool = new Uint8Array(8192).fill(9);
+    const view = pool.subarray(100, 104);
+    c.set('a', { state: 'done', reply: view });
+    const kept = c.get('a');
+    if (kept?.state !== 'done') throw new Error('entry lost');
+    expect(kept.reply).toEqual(new Uint8Array([9, 9, 9, 9]));
+    expect(kept.reply.buffer.byteLength).toBe(4);
+    // A reply that owns its whole buffer is kept as it is.
+    const whole = new Uint8Array([1, 2]);
+    c.set('b', { state: 'done', reply: whole });
+    expect((c.get('b') as { reply: Uint8Array }).reply).toBe(whole);
+  });
 });
