@@ -8,12 +8,8 @@ import { snapshotWriter } from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
 import { lazyObjectStore } from '../store/index.ts';
 import { adminControls } from './admin-control.ts';
-import {
-  BREAKER_LEVELS,
-  type BreakerTransition,
-  CircuitBreaker,
-  type RoundOutcome,
-} from './circuit-breaker.ts';
+import { feedBreaker, reportBreakerChange } from './breaker-feed.ts';
+import { type BreakerTransition, CircuitBreaker, type RoundOutcome } from './circuit-breaker.ts';
 import { type CoordinatorLog, openCoordinatorLog } from './coordinator-log.ts';
 import { subscribeCoordinator } from './coordinator-subscriptions.ts';
 import type {
@@ -187,50 +183,11 @@ class Coordinator implements IntakeHost {
   }
 
   breakerChanged(change: BreakerTransition | undefined): void {
-    if (change === undefined) return;
-    const from = BREAKER_LEVELS[change.from];
-    const to = BREAKER_LEVELS[change.to];
-    const fields = { from, to, reason: change.reason, share: change.share, round: change.round };
-    if (change.to > change.from) this.ctx.log.warn(fields, 'breaker level changed');
-    else this.ctx.log.info(fields, 'breaker level changed');
-    this.emit({ type: 'breaker', ...fields });
+    reportBreakerChange(this, change);
   }
 
-  /**
-   * Feeds a decided round to the breaker, adding the sites that are gone: configured, seen by this
-   * coordinator, not live now and not revoked (a site never seen since the start is not counted,
-   * so a federation that runs without some configured sites is not held against them).
-   */
   roundDecided(outcome: RoundOutcome): void {
-    if (outcome.expected.length === 0) return; // no evidence (a restart's abort)
-    const expected = new Set(outcome.expected);
-    const gone = this.ctx.members.sites
-      .map((s) => s.id)
-      .filter(
-        (id) =>
-          !expected.has(id) &&
-          this.membership.view(id) !== undefined &&
-          !this.membership.isLive(id) &&
-          !this.ctx.registryView.isRevoked(id),
-      );
-    const probing = this.breaker.probing;
-    const change = this.breaker.observe(
-      {
-        round: outcome.round,
-        expected: [...expected, ...gone],
-        failing: [...outcome.failing, ...gone],
-        committed: outcome.committed,
-      },
-      this.now(),
-    );
-    this.breakerChanged(change);
-    if (probing && this.breaker.level === 3) {
-      const state = this.breaker.state();
-      this.ctx.log.warn(
-        { round: outcome.round, share: state.share, probeAtMs: state.probeAtMs },
-        'breaker probe round failed: training stays frozen',
-      );
-    }
+    feedBreaker(this, outcome);
   }
 
   requestRollback(target: Uint8Array, reason = ''): Promise<number> {
