@@ -1,12 +1,16 @@
 // The round bench's scaling rows: the real services at 4 → 1,000 sites. One deployment with the
-// largest size's members (key ceremony, nats-server with a user per member); for each size, the
-// sites run in one `cohort swarm` child process, the aggregators as `cohort aggregator` processes
-// (one per FANIN sites), the coordinator in this process, for a few rounds of a tiny model.
+// largest size's members (key ceremony, nats-server with a user per member); for each size, all
+// sites but a few run in one `cohort swarm` child process, the few others ("probe" sites) each in
+// a process of its own as on a machine of its own, the aggregators as `cohort aggregator`
+// processes (one per FANIN sites), the coordinator in this process, for a few rounds of a tiny
+// model.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
+import { minScaleBits } from '../crypto/ckks/index.ts';
 import { loadConfig } from '../src/config/index.ts';
 import { federationGenesis } from '../src/services/agent/genesis.ts';
+import { buildAggregationTree } from '../src/services/coordinator/aggregation-tree.ts';
 import { type CoordinatorEvent, startCoordinator } from '../src/services/coordinator/index.ts';
 import {
   createLocalDeployment,
@@ -25,8 +29,20 @@ export interface SwarmSettings {
   rounds: number;
   /** Most sites per aggregator: a size of n sites runs ceil(n / fanIn) aggregators. */
   fanIn: number;
+  /**
+   * `round.tree.rootFanIn`: most aggregators sending to the coordinator; a size with more
+   * aggregators runs a tree of two (or more) levels, aggregators summing aggregators.
+   */
+  rootFanIn: number;
   /** Synthetic training rows per site. */
   rowsPerSite: number;
+  /**
+   * Sites that run each in a process of its own (site-1 … site-probes), next to the swarm of the
+   * others: their sync latency is what a site on its own machine sees in a federation of that size
+   * (it reads and checks every vote of the round itself), without the queue of a swarm's other
+   * sites in front of it.
+   */
+  probes: number;
   features: number;
   classes: number;
 }
@@ -35,6 +51,8 @@ export interface SwarmSettings {
 export interface SwarmRun {
   sites: number;
   aggregators: number;
+  /** Levels of aggregators in the round's tree (1: every aggregator sends to the coordinator). */
+  levels: number;
   /** `round.heartbeatMs` of this size (see {@link heartbeatMsFor}). */
   heartbeatMs: number;
   /** ms for the swarm process to open and start every agent (connect, read the log, catch up). */
@@ -48,6 +66,10 @@ export interface SwarmRun {
   prepareToDecisionMs: number[];
   /** Every COMMIT → switched latency of the measured rounds, ms. */
   switchMs: number[];
+  /** The probe sites' COMMIT → switched latencies of the measured rounds, ms. */
+  probeSwitchMs: number[];
+  /** How many probe sites ran (each its own process). */
+  probes: number;
   /** Per measured round: the first site's switch, ms (one site's own latency, no queue before it). */
   firstSwitchMs: number[];
   committed: number;
@@ -65,6 +87,19 @@ export function heartbeatMsFor(sites: number): number {
   return Math.min(60_000, Math.max(1000, sites * 60));
 }
 
+/** Levels of the aggregation tree the coordinator builds over `aggregators` (equal capacities). */
+function treeLevels(aggregators: readonly string[], rootFanIn: number, fanIn: number): number {
+  const parents = buildAggregationTree(
+    aggregators.map((id) => ({ id, capacity: 1 })),
+    { rootFanIn, fanIn },
+  );
+  const depth = (id: string): number => (parents.get(id) === '' ? 1 : 1 + depth(parents.get(id)!));
+  return Math.max(...aggregators.map(depth));
+}
+
+/** `crypto.ckks.scaleBits` for up to `sites` contributors at the default ring degree. */
+const scaleBits = (sites: number) => Math.max(16, minScaleBits(8192, Math.max(32, sites)));
+
 /** The tiny model's deployment: `maxSites` sites, ceil(maxSites / fanIn) aggregators. */
 export async function createSwarmDeployment(dir: string, s: SwarmSettings): Promise<LocalDeployment> {
   const maxSites = Math.max(...s.sizes);
@@ -81,7 +116,15 @@ export async function createSwarmDeployment(dir: string, s: SwarmSettings): Prom
       },
       learning: { model: 'logreg', epochs: 1, batchSize: 16, learningRate: 0.1 },
       codec: { bits: 8, clip: 0.05, maxContributors: Math.max(32, maxSites), crcChunkBytes: 16_384 },
-      round: { deadlineMs: 900_000, voteTimeoutMs: 900_000, missedHeartbeats: 5 },
+      // A sum of this many ciphertexts needs a larger scale than the default (the configuration
+      // refuses less): one exact bit fewer per slot makes room for it in the first modulus.
+      crypto: { ckks: { scaleBits: scaleBits(maxSites), exactBits: Math.min(42, 59 - scaleBits(maxSites)) } },
+      round: {
+        deadlineMs: 900_000,
+        voteTimeoutMs: 900_000,
+        missedHeartbeats: 5,
+        tree: { rootFanIn: s.rootFanIn },
+      },
       // A swarm's host is busy: TLS handshakes of members starting next to running agents are slow.
       nats: { timeoutMs: 30_000 },
       log: { level: 'error' },
@@ -125,24 +168,35 @@ export async function runSwarmSizes(dep: LocalDeployment, s: SwarmSettings): Pro
     try {
       for (const a of dep.aggregators.slice(0, k))
         children.push(spawnCohort(a, ['aggregator', '--config', path, '--member', a]));
-      const swarm = spawnCohort(`swarm ${n}`, [
+      const probes = Math.min(s.probes, n - 1);
+      const probeIds = new Set(Array.from({ length: probes }, (_, i) => `site-${i + 1}`));
+      const swarmArgs = (sites: string) => [
         'swarm',
         '--config',
         path,
         '--sites',
-        `site-1..site-${n}`,
+        sites,
         '--synthetic-rows',
         String(s.rowsPerSite),
-      ]);
+      ];
+      const swarm = spawnCohort(`swarm ${n}`, swarmArgs(`site-${probes + 1}..site-${n}`));
       children.push(swarm);
+      // A swarm of one member is one agent in its own process (no shared reads or checks).
+      const probeChildren = [...probeIds].map((id) => spawnCohort(id, swarmArgs(id)));
+      children.push(...probeChildren);
       const ready = await swarm.waitEvent('swarm-ready', 1_800_000);
-      if (ready.failed !== 0)
-        throw new Error(`swarm of ${n}: ${ready.failed} members failed:\n${swarm.lines.join('\n')}`);
-      say(`swarm of ${n} ready in ${ready.startMs} ms (${ready.rssMiB} MiB); ${k} aggregators; rounds…`);
+      for (const c of [swarm, ...probeChildren]) {
+        const r = c === swarm ? ready : await c.waitEvent('swarm-ready', 600_000);
+        if (r.failed !== 0) throw new Error(`${c.name}: ${r.failed} members failed:\n${c.lines.join('\n')}`);
+      }
+      say(
+        `swarm of ${n - probes} (+ ${probes} sites in their own processes) ready in ${ready.startMs} ms (${ready.rssMiB} MiB); ${k} aggregators; rounds…`,
+      );
       coordCtx = await openMember(config, dep.coordinator);
       const first = lastRound + 1;
       const marks = new Map<number, { open: number; prepare: number; decision: number }>();
       const switches = new Map<number, number[]>();
+      const probeSwitches = new Map<number, number[]>();
       const onEvent = (e: CoordinatorEvent) => {
         const now = performance.now();
         if (e.type === 'round-open') marks.set(e.round, { open: now, prepare: now, decision: now });
@@ -153,7 +207,11 @@ export async function runSwarmSizes(dep: LocalDeployment, s: SwarmSettings): Pro
             `${n} sites, round ${e.summary.round}: ${e.summary.commit ? 'COMMIT' : `ABORT (${e.summary.reason})`} in ${e.summary.durationMs} ms, ${e.summary.contributors} contributors`,
           );
         }
-        if (e.type === 'switched') switches.set(e.round, [...(switches.get(e.round) ?? []), e.latencyMs]);
+        if (e.type === 'switched') {
+          switches.set(e.round, [...(switches.get(e.round) ?? []), e.latencyMs]);
+          if (probeIds.has(e.member))
+            probeSwitches.set(e.round, [...(probeSwitches.get(e.round) ?? []), e.latencyMs]);
+        }
       };
       const coordinator = startCoordinator(coordCtx, {
         rounds: lastRound + s.rounds,
@@ -174,6 +232,7 @@ export async function runSwarmSizes(dep: LocalDeployment, s: SwarmSettings): Pro
       runs.push({
         sites: n,
         aggregators: k,
+        levels: treeLevels(dep.aggregators.slice(0, k), s.rootFanIn, config.round.tree.fanIn),
         heartbeatMs: heartbeatMsFor(n),
         swarmStartMs: Number(ready.startMs),
         swarmRssMiB: Number(ready.rssMiB),
@@ -181,6 +240,8 @@ export async function runSwarmSizes(dep: LocalDeployment, s: SwarmSettings): Pro
         openToPrepareMs: steady.map((m) => m.prepare - m.open),
         prepareToDecisionMs: steady.map((m) => m.decision - m.prepare),
         switchMs: switchRounds.flat(),
+        probeSwitchMs: [...probeSwitches].filter(([r]) => r > first).flatMap(([, l]) => l),
+        probes,
         firstSwitchMs: switchRounds.map((l) => Math.min(...l)),
         committed: summary.committed,
         aborted: summary.aborted,

@@ -40,7 +40,9 @@ const SWARM: SwarmSettings = {
     .filter((n) => Number.isInteger(n) && n >= 3),
   rounds: Math.max(2, env('COHORT_BENCH_SWARM_ROUNDS', 4)),
   fanIn: env('COHORT_BENCH_FANIN', 128),
+  rootFanIn: env('COHORT_BENCH_ROOT_FANIN', 4),
   rowsPerSite: env('COHORT_BENCH_SWARM_ROWS', 32),
+  probes: env('COHORT_BENCH_PROBES', 4),
   features: 16,
   classes: 4,
 };
@@ -171,12 +173,13 @@ function swarmRows(rows: BenchRow[], runs: readonly SwarmRun[]): void {
   for (const r of runs) {
     const roundMs = mean(r.roundMs);
     const p99 = percentile(r.switchMs, 0.99);
+    const probeP99 = percentile(r.probeSwitchMs, 0.99);
     const firstSwitch = mean(r.firstSwitchMs);
     const goal = r.sites === GOAL_SITES;
     rows.push(
       {
         section: sec,
-        metric: `${r.sites} sites / ${r.aggregators} aggs (fan-in ≤ ${Math.ceil(r.sites / r.aggregators)}): round, mean of ${r.roundMs.length}`,
+        metric: `${r.sites} sites / ${r.aggregators} aggs in ${r.levels} level${r.levels === 1 ? '' : 's'} (≤ ${Math.ceil(r.sites / r.aggregators)} sites each): round, mean of ${r.roundMs.length}`,
         value: roundMs,
         unit: 'ms',
         ...(r === base ? {} : { floor: { metric: `round at ${base!.sites} sites`, value: baseRound } }),
@@ -184,20 +187,35 @@ function swarmRows(rows: BenchRow[], runs: readonly SwarmRun[]): void {
       },
       {
         section: sec,
-        metric: `${r.sites} sites: sync COMMIT → switched, P50`,
+        metric: `${r.sites} sites: sync COMMIT → switched, sites in own processes (${r.probes}), P50`,
+        value: percentile(r.probeSwitchMs, 0.5),
+        unit: 'ms',
+        compare: `${r.probeSwitchMs.length} switches`,
+      },
+      {
+        section: sec,
+        metric: `${r.sites} sites: sync COMMIT → switched, sites in own processes (${r.probes}), P99`,
+        value: probeP99,
+        unit: 'ms',
+        compare: goal ? `< ${GOAL_SYNC_P99_MS}` : '',
+        ...(goal ? { pass: probeP99 < GOAL_SYNC_P99_MS } : {}),
+      },
+      {
+        section: sec,
+        metric: `${r.sites} sites: sync COMMIT → switched, every site (swarm's queue included), P50`,
         value: percentile(r.switchMs, 0.5),
         unit: 'ms',
         floor: { metric: "first site's switch", value: firstSwitch },
         compare: '',
+        detail: true,
       },
       {
         section: sec,
-        metric: `${r.sites} sites: sync COMMIT → switched, P99`,
+        metric: `${r.sites} sites: sync COMMIT → switched, every site (swarm's queue included), P99`,
         value: p99,
         unit: 'ms',
         floor: { metric: "first site's switch", value: firstSwitch },
-        compare: goal ? `< ${GOAL_SYNC_P99_MS}` : '',
-        ...(goal ? { pass: p99 < GOAL_SYNC_P99_MS } : {}),
+        compare: "one process does every site's work in turn",
       },
       {
         section: sec,

@@ -1,6 +1,6 @@
 // Resident memory of the soak's processes, read from /proc, and the growth figure the soak is
 // judged by: median RSS over the last rounds against the median right after warm-up.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 
 /** VmRSS of `pid` in MiB, from /proc/<pid>/status; undefined once the process is gone. */
 export function readRssMiB(pid: number): number | undefined {
@@ -56,17 +56,19 @@ export function quantile(values: readonly number[], q: number): number {
 }
 
 /**
- * The soak's windows over rounds 1…`rounds`: warm-up is the first 10% (at least 20 rounds, at
- * most half), the baseline the next 10% (at least 5 rounds), the end the last 10% (at least 5).
- * Inclusive round ranges.
+ * The soak's windows over rounds 1…`rounds`: warm-up is the first `warmUp` rounds (default 10%, at
+ * least 20, at most half), the baseline the next 10% of the rest (at least 5 rounds), the end the
+ * last 10% of the rest (at least 5). Inclusive round ranges.
  */
-export function soakWindows(rounds: number): {
+export function soakWindows(
+  rounds: number,
+  warmUp = Math.min(Math.max(20, Math.ceil(rounds * 0.1)), Math.floor(rounds / 2)),
+): {
   warmUp: number;
   baseline: readonly [number, number];
   end: readonly [number, number];
 } {
-  const warmUp = Math.min(Math.max(20, Math.ceil(rounds * 0.1)), Math.floor(rounds / 2));
-  const span = Math.max(5, Math.ceil(rounds * 0.1));
+  const span = Math.max(5, Math.ceil((rounds - warmUp) * 0.1));
   return {
     warmUp,
     baseline: [warmUp + 1, Math.min(rounds, warmUp + span)],
@@ -83,14 +85,71 @@ export interface RssGrowth {
 }
 
 /** Growth of each process of `series` between the baseline and end windows of `rounds` rounds. */
-export function rssGrowth(series: RssSeries, rounds: number): Map<string, RssGrowth> {
-  const { baseline, end } = soakWindows(rounds);
+export function rssGrowth(series: RssSeries, rounds: number, warmUp?: number): Map<string, RssGrowth> {
+  const { baseline, end } = soakWindows(rounds, warmUp);
   const inWindow = (values: readonly number[], [lo, hi]: readonly [number, number]) =>
     values.filter((_, i) => series.rounds[i]! >= lo && series.rounds[i]! <= hi);
   const out = new Map<string, RssGrowth>();
   for (const [name, values] of series.rss) {
     const baseMiB = median(inWindow(values, baseline));
     const endMiB = median(inWindow(values, end));
+    out.set(name, { baseMiB, endMiB, growth: (endMiB - baseMiB) / baseMiB });
+  }
+  return out;
+}
+
+/** One line of bench/soak-probe.ts: memory of a process right after a full GC, bytes. */
+interface ProbeLine {
+  readonly n: number;
+  readonly heapUsed: number;
+  readonly external: number;
+  readonly arrayBuffers: number;
+  readonly rss: number;
+}
+
+/**
+ * Live memory after a full GC: `heapMiB[name][i]` (V8 heap in use) and `externalMiB[name][i]`
+ * (memory V8 objects hold outside the heap: buffers, SEAL's WebAssembly memory) at round
+ * `rounds[i]`; NaN where the process did not answer that probe.
+ */
+export interface LiveSeries {
+  readonly rounds: number[];
+  readonly heapMiB: Record<string, number[]>;
+  readonly externalMiB: Record<string, number[]>;
+}
+
+/** Reads each member's probe file: its n-th line answers the n-th probe (`rounds[n - 1]`). */
+export function readLiveSeries(
+  rounds: readonly number[],
+  members: readonly { readonly name: string; readonly probeFile: string }[],
+): LiveSeries {
+  const mib = (b: number) => Math.round((b / 2 ** 20) * 10) / 10;
+  const heapMiB: Record<string, number[]> = {};
+  const externalMiB: Record<string, number[]> = {};
+  for (const m of members) {
+    const lines: ProbeLine[] = existsSync(m.probeFile)
+      ? readFileSync(m.probeFile, 'utf8')
+          .split('\n')
+          .filter((l) => l !== '')
+          .map((l) => JSON.parse(l) as ProbeLine)
+      : [];
+    const byN = new Map(lines.map((l) => [l.n, l]));
+    heapMiB[m.name] = rounds.map((_, i) => (byN.has(i + 1) ? mib(byN.get(i + 1)!.heapUsed) : Number.NaN));
+    externalMiB[m.name] = rounds.map((_, i) => (byN.has(i + 1) ? mib(byN.get(i + 1)!.external) : Number.NaN));
+  }
+  return { rounds: [...rounds], heapMiB, externalMiB };
+}
+
+/** Growth of live memory (heap + external after a full GC) of each member between the baseline and end windows. */
+export function liveGrowth(live: LiveSeries, rounds: number, warmUp?: number): Map<string, RssGrowth> {
+  const { baseline, end } = soakWindows(rounds, warmUp);
+  const out = new Map<string, RssGrowth>();
+  for (const name of Object.keys(live.heapMiB)) {
+    const total = live.heapMiB[name]!.map((h, i) => h + live.externalMiB[name]![i]!);
+    const inWindow = ([lo, hi]: readonly [number, number]) =>
+      total.filter((_, i) => live.rounds[i]! >= lo && live.rounds[i]! <= hi);
+    const baseMiB = median(inWindow(baseline));
+    const endMiB = median(inWindow(end));
     out.set(name, { baseMiB, endMiB, growth: (endMiB - baseMiB) / baseMiB });
   }
   return out;

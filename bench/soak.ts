@@ -12,14 +12,35 @@ import { federationGenesis } from '../src/services/agent/index.ts';
 import { mnistDataContract, writeDemoSiteData } from '../src/services/demo/demo-site-data.ts';
 import { createLocalDeployment, type LocalDeployment } from '../src/services/deployment.ts';
 import { renderLinePlot } from '../src/simulate/index.ts';
-import { quantile, RssSeries, rssGrowth, soakWindows } from './soak-rss.ts';
+import { freePort } from '../src/transport/index.ts';
+import {
+  type LiveSeries,
+  liveGrowth,
+  quantile,
+  RssSeries,
+  readLiveSeries,
+  rssGrowth,
+  soakWindows,
+} from './soak-rss.ts';
 import { type BenchRow, printTable, writeResults } from './table.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'cohort.js');
+const PROBE = join(ROOT, 'bench', 'soak-probe.ts');
+/** Every this many rounds each member runs a full GC and reports what is live (bench/soak-probe.ts). */
+const PROBE_EVERY = 25;
 const PLOT = join(ROOT, 'docs', 'soak-rss.svg');
 
+/** Rounds measured, after the warm-up. */
 const ROUNDS = Number(process.env.COHORT_BENCH_SOAK_ROUNDS ?? 500);
+/**
+ * Rounds before the measured ones. Long, because two caches fill for hundreds of rounds before
+ * they hold steady: nats-server keeps the newest message block of each stream its clients read
+ * (up to 8 MiB a stream in nats-server 2.9; the log's fills in ~450 rounds of this model, measured
+ * with its heap profile), and V8 sizes each member's heap.
+ */
+const WARMUP = Number(process.env.COHORT_BENCH_SOAK_WARMUP ?? 500);
+const TOTAL = WARMUP + ROUNDS;
 /** MNIST rows per site (a tenth held out for validation). */
 const ROWS_PER_SITE = Number(process.env.COHORT_BENCH_SOAK_ROWS ?? 400);
 const SITES = 4;
@@ -38,22 +59,70 @@ interface Member {
   readonly name: string;
   readonly child: ChildProcess;
   readonly log: WriteStream;
+  /** Where bench/soak-probe.ts appends the member's memory after each full GC. */
+  readonly probeFile: string;
 }
 
 /** `cohort <args> --config …` as a child process, its stderr (and stdout unless piped) to `<dir>/<name>.log`. */
 function spawnMember(dep: LocalDeployment, name: string, args: string[], pipeStdout: boolean): Member {
-  const child = spawn(process.execPath, [BIN, ...args, '--config', dep.configPath], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const probeFile = join(dep.dir, `probe-${name}.jsonl`);
+  const child = spawn(
+    process.execPath,
+    ['--expose-gc', '--import', PROBE, BIN, ...args, '--config', dep.configPath],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: {
+        ...process.env,
+        COHORT_SOAK_PROBE_FILE: probeFile,
+        ...(name === 'coordinator' ? { SNAPDIR: '/tmp/snaps' } : {}),
+      },
+    },
+  );
   const log = createWriteStream(join(dep.dir, `${name}.log`));
   child.stderr?.pipe(log, { end: false });
   if (!pipeStdout) child.stdout?.pipe(log, { end: false });
-  return { name, child, log };
+  return { name, child, log, probeFile };
+}
+
+/** nats-server's state at a probe, from its monitoring endpoint (/varz, /jsz). */
+interface NatsState {
+  readonly round: number;
+  readonly memMiB: number;
+  readonly connections: number;
+  readonly subscriptions: number;
+  readonly streams: number;
+  readonly consumers: number;
+  readonly messages: number;
+  readonly storedMiB: number;
+}
+
+async function readNatsState(port: number, round: number): Promise<NatsState | undefined> {
+  try {
+    const get = async (path: string) =>
+      (await (await fetch(`http://127.0.0.1:${port}${path}`)).json()) as Record<string, number>;
+    const [varz, jsz] = await Promise.all([get('/varz'), get('/jsz')]);
+    return {
+      round,
+      memMiB: Math.round((varz.mem! / 2 ** 20) * 10) / 10,
+      connections: varz.connections!,
+      subscriptions: varz.subscriptions!,
+      streams: jsz.streams!,
+      consumers: jsz.consumers!,
+      messages: jsz.messages!,
+      storedMiB: Math.round((jsz.bytes! / 2 ** 20) * 10) / 10,
+    };
+  } catch {
+    return undefined;
+  }
 }
 
 /** What the rounds gave: per-round decision times, commits and aborts, and the RSS samples. */
 interface SoakRun {
   readonly series: RssSeries;
+  /** Live memory after a full GC, per Node member, every {@link PROBE_EVERY} rounds. */
+  readonly live: LiveSeries;
+  /** What nats-server held at each probe (its monitoring endpoint). */
+  readonly nats: NatsState[];
   readonly periodsMs: number[];
   readonly committed: number;
   readonly aborted: number;
@@ -61,8 +130,12 @@ interface SoakRun {
   readonly wallS: number;
 }
 
-/** Starts every member, runs `ROUNDS` rounds, sampling RSS of every process at each decision. */
-async function soak(dep: LocalDeployment, siteConfigs: ReadonlyMap<string, string>): Promise<SoakRun> {
+/** Starts every member, runs `TOTAL` rounds (warm-up and measured), sampling RSS of every process at each decision. */
+async function soak(
+  dep: LocalDeployment,
+  siteConfigs: ReadonlyMap<string, string>,
+  monitorPort: number,
+): Promise<SoakRun> {
   const members: Member[] = [];
   try {
     for (const a of dep.aggregators) members.push(spawnMember(dep, a, ['aggregator', '--member', a], false));
@@ -70,13 +143,15 @@ async function soak(dep: LocalDeployment, siteConfigs: ReadonlyMap<string, strin
       members.push(
         spawnMember(dep, s, ['agent', '--member', s, '--site-config', siteConfigs.get(s)!], false),
       );
-    const coordinator = spawnMember(dep, 'coordinator', ['coordinator', '--rounds', String(ROUNDS)], true);
+    const coordinator = spawnMember(dep, 'coordinator', ['coordinator', '--rounds', String(TOTAL)], true);
     members.push(coordinator);
     const pids = new Map<string, number>([['nats-server', dep.nats.pid]]);
     for (const m of [coordinator, ...members.filter((m) => m !== coordinator)])
       pids.set(m.name, m.child.pid!);
     const series = new RssSeries(pids);
     const periodsMs: number[] = [];
+    const probeRounds: number[] = [];
+    const natsProbes: Promise<NatsState | undefined>[] = [];
     const abortReasons: string[] = [];
     let committed = 0;
     let last = performance.now();
@@ -98,6 +173,11 @@ async function soak(dep: LocalDeployment, siteConfigs: ReadonlyMap<string, strin
       if (round > 1) periodsMs.push(now - last);
       last = now;
       series.sample(round);
+      if (round % PROBE_EVERY === 0) {
+        probeRounds.push(round);
+        for (const m of members) if (m.child.exitCode === null) m.child.kill('SIGUSR2');
+        natsProbes.push(readNatsState(monitorPort, round));
+      }
       if (m[2] === 'ABORT') abortReasons.push(line);
       else committed++;
       if (round % 50 === 0 || m[2] === 'ABORT') say(line);
@@ -118,8 +198,12 @@ async function soak(dep: LocalDeployment, siteConfigs: ReadonlyMap<string, strin
       throw new Error(
         `soak: coordinator exited with ${code}${stalled ? ' (stalled)' : ''}; logs in ${dep.dir}`,
       );
+    // The last probe's lines are written within a GC of the signal.
+    await new Promise((r) => setTimeout(r, 2000));
     return {
       series,
+      live: readLiveSeries(probeRounds, members),
+      nats: (await Promise.all(natsProbes)).filter((p) => p !== undefined),
       periodsMs,
       committed,
       aborted: abortReasons.length,
@@ -136,11 +220,11 @@ async function soak(dep: LocalDeployment, siteConfigs: ReadonlyMap<string, strin
 
 /** The table: per process RSS at the end beside after warm-up, growth against the goal; round times. */
 function soakRows(run: SoakRun, params: number): BenchRow[] {
-  const { warmUp, baseline, end } = soakWindows(ROUNDS);
+  const { warmUp, baseline, end } = soakWindows(TOTAL, WARMUP);
   const base = `r${baseline[0]}–${baseline[1]}`;
   const last = `r${end[0]}–${end[1]}`;
   const rows: BenchRow[] = [];
-  for (const [name, g] of rssGrowth(run.series, ROUNDS)) {
+  for (const [name, g] of rssGrowth(run.series, TOTAL, WARMUP)) {
     rows.push(
       {
         section: 'rss',
@@ -167,6 +251,15 @@ function soakRows(run: SoakRun, params: number): BenchRow[] {
       },
     );
   }
+  for (const [name, g] of liveGrowth(run.live, TOTAL, WARMUP)) {
+    rows.push({
+      section: 'live memory',
+      metric: `${name}: heap + external after a full GC, growth after warm-up`,
+      value: 100 * g.growth,
+      unit: '%',
+      compare: `${g.baseMiB.toFixed(1)} → ${g.endMiB.toFixed(1)} MiB (median ${base} → ${last}, one probe per ${PROBE_EVERY} rounds)`,
+    });
+  }
   const sec = 'rounds';
   rows.push(
     {
@@ -188,8 +281,8 @@ function soakRows(run: SoakRun, params: number): BenchRow[] {
       metric: 'rounds committed',
       value: run.committed,
       unit: 'rounds',
-      compare: `${ROUNDS}`,
-      pass: run.committed === ROUNDS,
+      compare: `${TOTAL}`,
+      pass: run.committed === TOTAL,
     },
     {
       section: sec,
@@ -201,7 +294,7 @@ function soakRows(run: SoakRun, params: number): BenchRow[] {
     },
     {
       section: sec,
-      metric: `wall time of ${ROUNDS} rounds (warm-up ${warmUp})`,
+      metric: `wall time of ${TOTAL} rounds (warm-up ${warmUp})`,
       value: run.wallS,
       unit: 's',
       compare: `logreg, ${params} params`,
@@ -213,7 +306,7 @@ function soakRows(run: SoakRun, params: number): BenchRow[] {
 /** RSS per process against round, written to docs/soak-rss.svg. */
 function writePlot(series: RssSeries): void {
   const plot = renderLinePlot({
-    title: `Soak: RSS per process over ${ROUNDS} rounds (he, ${SITES} sites, ${AGGREGATORS} aggregators)`,
+    title: `Soak: RSS per process over ${TOTAL} rounds, the last ${ROUNDS} measured (he, ${SITES} sites, ${AGGREGATORS} aggregators)`,
     xLabel: 'round',
     yLabel: 'RSS (MiB)',
     yMin: 0,
@@ -227,22 +320,28 @@ function writePlot(series: RssSeries): void {
 }
 
 /**
- * Soak benchmark, `npm run bench -- soak`: `COHORT_BENCH_SOAK_ROUNDS` rounds (default 500) of a
+ * Soak benchmark, `npm run bench -- soak`: `COHORT_BENCH_SOAK_WARMUP` rounds (default 500), then
+ * `COHORT_BENCH_SOAK_ROUNDS` measured rounds (default 500) of a
  * logistic regression on `COHORT_BENCH_SOAK_ROWS` MNIST rows per site (default 400), every member
  * a separate process; RSS growth of each process after warm-up against the < 10% goal.
  */
 export async function runSoakBench(): Promise<BenchRow[]> {
   if (!Number.isInteger(ROUNDS) || ROUNDS < 40)
     throw new Error('COHORT_BENCH_SOAK_ROUNDS must be an integer ≥ 40');
+  if (!Number.isInteger(WARMUP) || WARMUP < 20)
+    throw new Error('COHORT_BENCH_SOAK_WARMUP must be an integer ≥ 20');
   if (!Number.isInteger(ROWS_PER_SITE) || ROWS_PER_SITE < 20)
     throw new Error('COHORT_BENCH_SOAK_ROWS must be an integer ≥ 20');
   const dir = mkdtempSync(join(tmpdir(), 'cohort-soak-'));
   let dep: LocalDeployment | undefined;
   let ok = false;
   try {
+    const monitorPort = await freePort();
     dep = await createLocalDeployment({
       dir,
       federation: 'soak',
+      // nats-server's monitoring endpoint: what it holds at each probe (subscriptions, consumers, stored messages).
+      natsConfig: `http: "127.0.0.1:${monitorPort}"`,
       aggregators: AGGREGATORS,
       sites: SITES,
       // Schema defaults for everything else, retention included: the log and the aggregate and
@@ -250,7 +349,7 @@ export async function runSoakBench(): Promise<BenchRow[]> {
       // a site keeps 50 past models in memory and writes a snapshot every 10 commits.
       overrides: {
         round: {
-          count: ROUNDS,
+          count: TOTAL,
           deadlineMs: 30_000,
           voteTimeoutMs: 30_000,
           heartbeatMs: 500,
@@ -270,18 +369,22 @@ export async function runSoakBench(): Promise<BenchRow[]> {
       trainLimit: SITES * ROWS_PER_SITE,
     });
     const params = federationGenesis(dep.config).parameters.length;
-    say(`${ROUNDS} rounds, logreg (${params} params), ${ROWS_PER_SITE} rows per site; working folder ${dir}`);
-    const run = await soak(dep, siteConfigs);
+    say(
+      `${WARMUP} + ${ROUNDS} rounds, logreg (${params} params), ${ROWS_PER_SITE} rows per site; working folder ${dir}`,
+    );
+    const run = await soak(dep, siteConfigs, monitorPort);
     const rows = soakRows(run, params);
     printTable(
-      `Soak benchmark (he: ${SITES} sites / ${AGGREGATORS} aggregators as processes, ${ROUNDS} rounds in ${run.wallS.toFixed(0)} s)`,
+      `Soak benchmark (he: ${SITES} sites / ${AGGREGATORS} aggregators as processes, ${WARMUP} warm-up + ${ROUNDS} measured rounds in ${run.wallS.toFixed(0)} s)`,
       rows,
     );
     writePlot(run.series);
     const path = writeResults('soak', rows, {
-      windows: soakWindows(ROUNDS),
+      windows: soakWindows(TOTAL, WARMUP),
       abortLines: run.abortReasons,
       samples: run.series.toJson(),
+      live: run.live,
+      nats: run.nats,
     });
     say(`wrote ${path} and ${PLOT}`);
     ok = true;

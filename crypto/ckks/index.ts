@@ -1,6 +1,13 @@
 export { CkksContext, getCkksContext, type SealCiphertext } from './ckks-context.ts';
 export { CkksKeyset } from './ckks-keyset.ts';
 export {
+  FRESH_SLOT_NOISE_SIGMA_N8192_S16,
+  LANE_SUM_TOLERANCE,
+  minScaleBits,
+  NOISE_MARGIN_SIGMAS,
+  slotNoiseSigma,
+} from './ckks-noise.ts';
+export {
   assertCkksParams,
   type CkksParams,
   ckksParamsId,

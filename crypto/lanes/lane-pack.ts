@@ -1,4 +1,5 @@
 import { BlockRejectedError, InvalidArgumentError } from '../../src/errors/index.ts';
+import { LANE_SUM_TOLERANCE } from '../ckks/ckks-noise.ts';
 import type { LaneLayout } from './lane-layout.ts';
 
 /**
@@ -56,7 +57,7 @@ export function packLanes(
  * means the sum overflowed or was poisoned: `BlockRejectedError('LANE_OVERFLOW')`, never
  * silent garbage.
  *
- * @param slots decrypted slot values (CKKS noise allowed up to ±0.25).
+ * @param slots decrypted slot values (CKKS noise allowed up to ±{@link LANE_SUM_TOLERANCE}).
  * @param count parameters to unpack.
  * @param out receives lane sums for `count` parameters starting at `outStart`.
  */
@@ -87,7 +88,7 @@ export function unpackLaneSums(
   for (let j = 0; j < needed; j++) {
     const raw = slots[j]!;
     let v = Math.round(raw) + 0; // + 0 turns −0 into 0
-    if (!(Math.abs(raw - v) <= 0.25) || v < 0 || v >= slotMax) {
+    if (!(Math.abs(raw - v) <= LANE_SUM_TOLERANCE) || v < 0 || v >= slotMax) {
       throw new BlockRejectedError(
         'LANE_OVERFLOW',
         `slot ${j} decrypted to ${raw}, outside [0, 2^${L * laneBits}) or too noisy to be an exact lane sum`,

@@ -152,8 +152,17 @@ export const ROUND_DETAIL = closed({
   assignments: {
     type: 'array',
     description:
-      "the RoundOpen's assignments: each participant, its aggregator and its pinned example weight",
-    items: closed({ site: str, aggregator: str, examples: int }),
+      "the RoundOpen's assignments: each participant, its aggregator and its pinned example weight, and where that aggregator sends its partial",
+    items: closed({
+      site: str,
+      aggregator: str,
+      examples: int,
+      aggregatorParent: {
+        ...str,
+        description:
+          "the aggregator's parent in the round's aggregation tree (RoundOpen's parents); '' for the coordinator (always, at one level)",
+      },
+    }),
   },
   contributions: { type: 'array', items: closed({ site: str, digest: HASH, weight: num }) },
 });

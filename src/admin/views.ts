@@ -102,9 +102,19 @@ function evaluationJson(e: EvaluationBody | null) {
     : { model: bytesToHex(e.model), examples: e.examples, correct: e.correct, lossSum: e.lossSum };
 }
 
-/** The RoundOpen's assignments: who takes part, through which aggregator, with what weight. */
+/**
+ * The RoundOpen's assignments: who takes part, through which aggregator, with what weight, and
+ * where that aggregator sends its partial (`aggregatorParent`: the parent aggregator RoundOpen's
+ * `parents` names in a tree deeper than one level, `''` for the coordinator).
+ */
 export function assignmentsJson(open: ControlBodies['round-open']) {
-  return open.assignments.map((a) => ({ site: a.site, aggregator: a.aggregator, examples: a.examples }));
+  const parentOf = new Map((open.parents ?? []).map((l) => [l.aggregator, l.parent]));
+  return open.assignments.map((a) => ({
+    site: a.site,
+    aggregator: a.aggregator,
+    examples: a.examples,
+    aggregatorParent: parentOf.get(a.aggregator) ?? '',
+  }));
 }
 
 /** The round open in the log (not decided yet). */

@@ -37,9 +37,9 @@ export const AUDIT_PROBLEM_CODES = [
   'AGGREGATE_SIZE_MISMATCH',
   /** The object store's own record of the aggregate is inconsistent (chunks, size or digest of its meta). */
   'AGGREGATE_CORRUPT',
-  /** A PartialRecord breaks the evidence rules: not of the open round and attempt, not its sites' assigned aggregator, a second partial of it, or its signature. */
+  /** A PartialRecord breaks the evidence rules: not of the open round and attempt, listing a site not assigned to it or below it in the round's aggregation tree, a second partial of it, or its signature. */
   'PARTIAL_INVALID',
-  /** A VoteRecord breaks the evidence rules: not of the open round and attempt, a second vote of a member, or its member's signature. */
+  /** A VoteRecord or VoteBatch breaks the evidence rules: not of the open round and attempt, a second vote of a member, its member's signature, or an empty batch. */
   'VOTE_INVALID',
   /** A logged YES vote names another H(w′) (or commit) than the COMMIT that counts it; reported at the vote. */
   'VOTE_MODEL_MISMATCH',
@@ -135,7 +135,7 @@ export interface AuditCheckCounts {
   readonly adminActions: number;
   /** Partial records checked (round, attempt, aggregator, site manifests and signatures). */
   readonly partials: number;
-  /** Vote records checked (round, attempt, member signature; a COMMIT's H(w′)). */
+  /** Votes checked, each vote of a VoteBatch counted (round, attempt, member signature; a COMMIT's H(w′)). */
   readonly votes: number;
   /** Stored contributions loaded, verified and re-added into a recomputed aggregate. */
   readonly contributions: number;

@@ -20,6 +20,7 @@ export const AUDITED_RECORD_KINDS: ReadonlySet<string> = new Set([
   'adminAction',
   'partial',
   'vote',
+  'votes',
 ]);
 
 /** What opening one stored entry gave. */

@@ -61,6 +61,7 @@ const RULE_CODES: Readonly<Record<string, AuditProblemCode>> = {
   adminAction: 'ADMIN_ACTION_INVALID',
   partial: 'PARTIAL_INVALID',
   vote: 'VOTE_INVALID',
+  votes: 'VOTE_INVALID',
 };
 
 const EVIDENCE_CODES: ReadonlySet<string> = new Set([
@@ -302,6 +303,7 @@ class AuditRun {
     this.#counts.historyRules++;
     if (kind === 'partial') this.#counts.partials++;
     if (kind === 'vote') this.#counts.votes++;
+    if (kind === 'votes') this.#counts.votes += entry.record.votes!.votes.length;
     if (kind === 'registryChange') this.#counts.registryChanges++;
     if (kind === 'snapshot') this.#counts.snapshots++;
     if (kind === 'adminAction') this.#counts.adminActions++;

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+// The noise rule alone, not crypto/ckks's index: loading the configuration must not load SEAL.
+import { LANE_SUM_TOLERANCE, minScaleBits, slotNoiseSigma } from '../../crypto/ckks/ckks-noise.ts';
 import { LOG_LEVELS } from '../log/index.ts';
 import { dataContractSchema } from './data-contract-schema.ts';
 import { layersSchema, MODEL_KINDS } from './model-schema.ts';
@@ -193,6 +195,26 @@ const breakerSchema = z
     }
   });
 
+/**
+ * The aggregation tree (DESIGN §2 step 6, §7): when a round uses more aggregators than `rootFanIn`,
+ * the coordinator makes some aggregators parents of others (RoundOpen's `parents`), each parent
+ * summing at most `fanIn` children's partials, as many levels deep as that takes. The default root
+ * fan-in keeps every realistic federation at one level (sites → aggregators → coordinator).
+ */
+const treeSchema = z.strictObject({
+  /** Most aggregators that send their partial straight to the coordinator. */
+  rootFanIn: z.int().min(1).max(65_535).default(1024),
+  /** Most child aggregators whose partials one aggregator sums (below the root). */
+  fanIn: z.int().min(1).max(65_535).default(64),
+  /**
+   * How much later than its latest child an aggregator sends its partial at the latest, in ms: the
+   * time a child's partial has to reach its parent. The leaves keep `round.deadlineMs`; the
+   * coordinator waits for the top of the tree, so a round's partials may take up to
+   * `deadlineMs + (levels − 1) · levelWaitMs`.
+   */
+  levelWaitMs: z.int().min(100).max(600_000).default(2000),
+});
+
 const roundSchema = z.strictObject({
   /** Rounds the coordinator runs (0: until stopped). */
   count: z.int().min(0).default(5),
@@ -222,6 +244,7 @@ const roundSchema = z.strictObject({
   /** A heartbeat stamped further than this from the coordinator's clock (either way) is refused. */
   clockSkewMs: z.int().min(100).max(3_600_000).default(30_000),
   breaker: breakerSchema.prefault({}),
+  tree: treeSchema.prefault({}),
 });
 
 /** What the sites learn, identically everywhere. */
@@ -388,8 +411,9 @@ const logSchema = z.strictObject({
  * Schema of a federation configuration file. Every object is strict (an unknown key is an
  * error, so typos are caught); every field but `federation.id` has a default. Cross-field
  * checks: the CKKS coefficient modulus fits the 128-bit security limit of its degree, the
- * signature algorithm is among the allowed ones, and a lane of `codec.bits` summed over
- * `codec.maxContributors` sites fits `crypto.ckks.exactBits`.
+ * signature algorithm is among the allowed ones, a lane of `codec.bits` summed over
+ * `codec.maxContributors` sites fits `crypto.ckks.exactBits`, and the scale keeps the noise of
+ * that many summed ciphertexts within what a lane sum tolerates (`minScaleBits`).
  */
 export const cohortConfigSchema = z
   .strictObject({
@@ -428,6 +452,18 @@ export const cohortConfigSchema = z
         path: ['codec', 'maxContributors'],
         message: `${bits}-bit lanes summed over ${maxContributors} contributors need ${bits + headroom} bits, more than crypto.ckks.exactBits (${exactBits})`,
       });
+    }
+    const n = cfg.crypto?.ckks?.polyModulusDegree;
+    const scaleBits = cfg.crypto?.ckks?.scaleBits;
+    if (Number.isInteger(scaleBits) && POLY_MODULUS_DEGREES.includes(n)) {
+      const needed = minScaleBits(n, maxContributors);
+      if (scaleBits < needed) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['crypto', 'ckks', 'scaleBits'],
+          message: `a sum of ${maxContributors} ciphertexts (codec.maxContributors) decrypts with per-slot error σ ≈ ${slotNoiseSigma(n, scaleBits, maxContributors).toFixed(3)} at scale 2^${scaleBits}, too close to the ${LANE_SUM_TOLERANCE} a lane sum tolerates: use scaleBits ≥ ${needed} (and exactBits + scaleBits ≤ the first modulus − 1)`,
+        });
+      }
     }
   });
 

@@ -23,6 +23,18 @@ export interface Assignment {
   examples: number;
 }
 
+/**
+ * One aggregator's place in a round's aggregation tree (cohort.proto `TreeLink`, RoundOpen's
+ * `parents`): whom it sends its partial to (`parent`, '' for the coordinator) and by when.
+ */
+export interface TreeLink {
+  aggregator: string;
+  /** The parent aggregator; '' when it sends its partial to the coordinator. */
+  parent: string;
+  /** It sends its partial by then at the latest (ms since the epoch); later than each child's. */
+  deadlineUnixMs: number;
+}
+
 /** Bytes of a round attempt id (random, fresh for every RoundOpen). */
 export const ATTEMPT_BYTES = 16;
 
@@ -50,6 +62,13 @@ export interface ControlBodies {
      * messages always carry it ('' when unset).
      */
     kind?: string;
+    /**
+     * An aggregation tree deeper than one level: every aggregator of the round with its parent and
+     * deadline (see `RoundTree`). Empty or absent: one level, every aggregator sends its partial to
+     * the coordinator by `deadlineUnixMs`. Decoded messages always carry it ([] when unset), and a
+     * RoundOpen without it serializes byte-identically to one written before trees existed.
+     */
+    parents?: TreeLink[];
   };
   prepare: {
     federation: string;
@@ -259,9 +278,31 @@ export interface VoteRecordBody {
   envelope: Uint8Array;
 }
 
+/** One vote of a {@link VoteBatchBody} (cohort.proto `BatchedVote`). */
+export interface BatchedVote {
+  /** The voter (the envelope's signer). */
+  member: string;
+  /** The framed `SignedEnvelope` of type `vote`, exactly as received. */
+  envelope: Uint8Array;
+}
+
+/**
+ * Votes the coordinator counted, several in one log entry (cohort.proto `VoteBatch`): one
+ * coordinator signature and one log read per batch instead of per vote. Each vote is evidence
+ * exactly as a {@link VoteRecordBody} of the same round, attempt, member and envelope would be.
+ * Logged before the decision, in the decision's `voters` order; at least one vote.
+ */
+export interface VoteBatchBody {
+  round: number;
+  /** The RoundOpen's attempt. */
+  attempt: Uint8Array;
+  votes: BatchedVote[];
+}
+
 /**
  * What a log entry holds: exactly one of `roundOpen`, `decision`, `snapshot`, `registryChange`,
- * `adminAction`, `partial`, `vote` (named by `record`).
+ * `adminAction`, `partial`, `vote`, `votes` (named by `record`). The coordinator now logs votes as
+ * `votes`; `vote` (one per entry) is what earlier coordinators wrote, and is still read.
  */
 export type LogRecordKind =
   | 'roundOpen'
@@ -270,7 +311,8 @@ export type LogRecordKind =
   | 'registryChange'
   | 'adminAction'
   | 'partial'
-  | 'vote';
+  | 'vote'
+  | 'votes';
 
 /** One federation log entry (cohort.proto `LogRecord`). */
 export interface LogRecordBody {
@@ -289,6 +331,7 @@ export interface LogRecordBody {
   adminAction?: AdminActionBody | null;
   partial?: PartialRecordBody | null;
   vote?: VoteRecordBody | null;
+  votes?: VoteBatchBody | null;
 }
 
 /** The control message kinds. */

@@ -22,6 +22,7 @@ export {
   type AggregateInfo,
   type Assignment,
   ATTEMPT_BYTES,
+  type BatchedVote,
   CONTROL_MAX_BYTES,
   type ControlBodies,
   type ControlType,
@@ -38,7 +39,9 @@ export {
   readControl,
   type SnapshotRecordBody,
   sealControl,
+  type TreeLink,
   type UnverifiedControl,
+  type VoteBatchBody,
   type VoteRecordBody,
 } from './control.ts';
 export {
@@ -103,6 +106,7 @@ export {
 } from './parallel-verifier.ts';
 export { RejectionCounters } from './rejection-counters.ts';
 export { assertRoundContext, type RoundContext } from './round-context.ts';
+export { RoundTree, type RoundTreeSource } from './round-tree.ts';
 export {
   decodeStatistics,
   decodeStatisticsParams,

@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NodeConnectionOptions } from '@nats-io/transport-node';
 import { stringify } from 'yaml';
-import { DEFAULT_CKKS_PARAMS, getCkksContext } from '../../crypto/ckks/index.ts';
+import { type CkksParams, DEFAULT_CKKS_PARAMS, getCkksContext } from '../../crypto/ckks/index.ts';
 import { type CohortConfig, type CohortConfigInput, parseConfig } from '../config/index.ts';
 import {
   type NatsServerHandle,
@@ -73,7 +73,11 @@ export async function createLocalDeployment(options: {
   const auditors = Array.from({ length: options.auditors ?? 1 }, (_, i) => `auditor-${i + 1}`);
   const keysDir = join(options.dir, 'keys');
   mkdirSync(keysDir, { recursive: true });
-  const ckks = await getCkksContext(DEFAULT_CKKS_PARAMS);
+  // The CKKS secret is made for the federation's parameters: the defaults with its overrides.
+  const ckks = await getCkksContext({
+    ...DEFAULT_CKKS_PARAMS,
+    ...options.overrides?.crypto?.ckks,
+  } as CkksParams);
   // Falcon key generation dominates a large ceremony: made in worker threads beforehand.
   const enrolled = [coordinator, ...aggregators, ...sites, ...auditors].filter(
     (id) => !(options.unenrolled ?? []).includes(id),

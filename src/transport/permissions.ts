@@ -44,8 +44,12 @@ export interface MemberCredential {
 export interface FederationAuthorizationSpec {
   readonly federation: string;
   readonly coordinator: MemberCredential;
-  /** Aggregators; `children` names the child aggregators whose partials this one sums (tree depth > 1). */
-  readonly aggregators?: readonly (MemberCredential & { readonly children?: readonly string[] })[];
+  /**
+   * Aggregators. Each may also be a parent of others in a round whose tree is deeper than one
+   * level (RoundOpen's `parents`, chosen per round), so every aggregator may send its partial to
+   * any aggregator and receive partials from any: `subpartial.*.<self>` / `subpartial.<self>.*`.
+   */
+  readonly aggregators?: readonly MemberCredential[];
   readonly sites?: readonly MemberCredential[];
   /**
    * Read-only members: they may read the log stream and the aggregate store (ciphertexts of sums,
@@ -106,9 +110,11 @@ function streamWriterSubjects(stream: string): string[] {
  *   site's update; for catch-up
  *   it may read (stream info and get-message, nothing else) the log and the aggregate and snapshot
  *   object stores; it answers no request;
- * - an aggregator subscribes to the updates addressed to it (and its children's partials) and
- *   answers them, and to the registry announcements; it publishes its partial (a request to its
- *   parent) and its heartbeat, may read the log stream (its registry changes), and writes the site
+ * - an aggregator subscribes to the updates and child aggregators' partials addressed to it
+ *   (`update.<self>.>`, `subpartial.<self>.*`) and answers them, and to the registry announcements;
+ *   it publishes its partial (a request to the coordinator, `partial.<self>`, or to a parent
+ *   aggregator, `subpartial.<parent>.<self>`: its own name is always the last token) and its
+ *   heartbeat, may read the log stream (its registry changes), and writes the site
  *   updates it sums into the updates object store (`$O.cohort-F-updates.>`, with that store's
  *   stream info and get-message; never create, delete or purge);
  * - the coordinator subscribes to the heartbeat, partial, vote, switched and snapshot subjects and
@@ -209,16 +215,14 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
   );
   for (const a of spec.aggregators ?? []) {
     assertSubjectToken('aggregator.id', a?.id);
-    const children = (a.children ?? []).map((c, i) => {
-      assertSubjectToken(`aggregator[${a.id}].children[${i}]`, c);
-      return s.partial(c);
-    });
     add(
       'aggregator',
       a,
       {
         allow: [
           s.partial(a.id),
+          // Its own partial to whichever aggregator a round makes its parent.
+          `cohort.${spec.federation}.subpartial.*.${a.id}`,
           s.heartbeat(a.id),
           ...readOnlyStreamSubjects(s.logStream),
           ...readOnlyStreamSubjects(objectStreamName(updates)),
@@ -228,7 +232,7 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
       {
         allow: [
           s.updatesFor(a.id),
-          ...children,
+          s.subpartialsFor(a.id),
           s.roundOpen,
           s.prepare,
           s.decision,

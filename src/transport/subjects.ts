@@ -32,6 +32,13 @@ export interface FederationSubjects {
   updatesFor(aggregator: string): string;
   /** `cohort.F.partial.<aggregator>`: an aggregator's partial aggregate, sent to its parent. */
   partial(aggregator: string): string;
+  /**
+   * `cohort.F.subpartial.<parent>.<child>`: a child aggregator's partial aggregate, sent to its
+   * parent aggregator (an aggregation tree deeper than one level, RoundOpen's `parents`).
+   */
+  subpartial(parent: string, child: string): string;
+  /** `cohort.F.subpartial.<parent>.*`: every child's partial addressed to one aggregator. */
+  subpartialsFor(parent: string): string;
   /** `cohort.F.prepare`: the 2PC PREPARE broadcast. */
   readonly prepare: string;
   /** `cohort.F.vote.<site>`: a site's signed 2PC vote. */
@@ -126,6 +133,15 @@ export function federationSubjects(federation: string): FederationSubjects {
     partial(aggregator: string): string {
       assertSubjectToken('aggregator', aggregator);
       return `${base}.partial.${aggregator}`;
+    },
+    subpartial(parent: string, child: string): string {
+      assertSubjectToken('parent', parent);
+      assertSubjectToken('child', child);
+      return `${base}.subpartial.${parent}.${child}`;
+    },
+    subpartialsFor(parent: string): string {
+      assertSubjectToken('parent', parent);
+      return `${base}.subpartial.${parent}.*`;
     },
     prepare: `${base}.prepare`,
     vote(site: string): string {

@@ -200,6 +200,8 @@ const CASES: Case[] = [
         missing: ['site-3'],
         // Entries are 1 s apart in the fixture: RoundOpen at entry 3, its decision at entry 4.
         durationMs: 1000,
+        // One level (no RoundOpen parents): the aggregator sends to the coordinator.
+        assignments: [{ site: 'site-1', aggregator: 'agg-1', examples: 600, aggregatorParent: '' }],
       }),
   },
   {

@@ -159,15 +159,17 @@ async function forgedSum(
   }).hash;
   const signers = new Map<string, Awaited<ReturnType<Federation['member']>>>();
   for (const s of listed) signers.set(s, await f.member(s));
-  const firstVote = [...records].find(([, r]) => r.vote?.round === d.round)![0];
+  const firstVote = [...records].find(([, r]) => r.votes?.round === d.round)![0];
   const b = rewritten(
     firstVote,
     (_seq, r) => {
-      if (r.vote) {
-        const v = openControl(r.vote.envelope, 'vote', f.coord.keys).body;
-        const site = signers.get(r.vote.member)!;
-        const envelope = sealControl('vote', { ...v, commitHash }, r.vote.member, site.signing);
-        return { ...r, vote: { ...r.vote, envelope } };
+      if (r.votes) {
+        const votes = r.votes.votes.map(({ member, envelope }) => {
+          const v = openControl(envelope, 'vote', f.coord.keys).body;
+          const site = signers.get(member)!;
+          return { member, envelope: sealControl('vote', { ...v, commitHash }, member, site.signing) };
+        });
+        return { ...r, votes: { ...r.votes, votes } };
       }
       if (r.decision?.round === d.round) {
         return {
@@ -190,9 +192,13 @@ async function forgedSum(
 describe('cohort audit re-adds the stored contributions', () => {
   it('the log holds the partials and votes, and every aggregate is recomputed byte-identical (exit 0)', async () => {
     const partials = [...records.values()].filter((r) => r.partial).length;
-    const votes = [...records.values()].filter((r) => r.vote).length;
+    // The coordinator logs each round's votes in one entry here (three votes fit in a batch).
+    const batches = [...records.values()].filter((r) => r.votes);
+    const votes = batches.reduce((n, r) => n + r.votes!.votes.length, 0);
     expect(partials).toBeGreaterThanOrEqual(2);
+    expect(batches).toHaveLength(2);
     expect(votes).toBeGreaterThanOrEqual(2);
+    expect([...records.values()].filter((r) => r.vote)).toEqual([]);
     expect(bundle.meta.contributions).toBe('included');
     const { status, report, stderr } = await verify(bundle);
     expect(stderr).toBe('');
@@ -224,18 +230,52 @@ describe('cohort audit re-adds the stored contributions', () => {
 
   it('a vote naming another H(w′), re-signed by its site: VOTE_MODEL_MISMATCH at the vote', async () => {
     const { d } = lastCommit();
-    const [voteAt, rec] = [...records].find(([, r]) => r.vote?.round === d.round)!;
-    const member = rec.vote!.member;
+    const [voteAt, rec] = [...records].find(([, r]) => r.votes?.round === d.round)!;
+    // The batch's last vote: the refusal names the entry that holds it, whichever vote it is.
+    const forged = rec.votes!.votes.length - 1;
+    const member = rec.votes!.votes[forged]!.member;
     const site = await f.member(member);
-    const v = openControl(rec.vote!.envelope, 'vote', f.coord.keys).body;
+    const v = openControl(rec.votes!.votes[forged]!.envelope, 'vote', f.coord.keys).body;
     const other = v.modelHash.slice();
     other[0]! ^= 0xff;
     const envelope = sealControl('vote', { ...v, modelHash: other }, member, site.signing);
-    const b = rewritten(voteAt, (seq, r) => (seq === voteAt ? { ...r, vote: { ...r.vote!, envelope } } : r));
+    const votes = rec.votes!.votes.map((x, i) => (i === forged ? { member, envelope } : x));
+    const b = rewritten(voteAt, (seq, r) => (seq === voteAt ? { ...r, votes: { ...r.votes!, votes } } : r));
     const { status, report } = await verify(b);
     expect(status).toBe(3);
     expect(report!.problems).toEqual([
       { sequence: voteAt, code: 'VOTE_MODEL_MISMATCH', message: expect.stringContaining(member) },
+    ]);
+  });
+
+  it('a vote batch holding a vote twice, or one signed by another key: VOTE_INVALID at the batch', async () => {
+    const { d } = lastCommit();
+    const [voteAt, rec] = [...records].find(([, r]) => r.votes?.round === d.round)!;
+    const votes = rec.votes!.votes;
+    const twice = rewritten(voteAt, (seq, r) =>
+      seq === voteAt ? { ...r, votes: { ...r.votes!, votes: [...votes, votes[0]!] } } : r,
+    );
+    const dup = await verify(twice);
+    expect(dup.status).toBe(3);
+    expect(dup.report!.problems).toEqual([
+      {
+        sequence: voteAt,
+        code: 'VOTE_INVALID',
+        message: expect.stringContaining(`a second vote of ${votes[0]!.member}`),
+      },
+    ]);
+    // The coordinator re-signs a site's vote with a key of its own: the batch's signature holds, the vote's does not.
+    const v = openControl(votes[0]!.envelope, 'vote', f.coord.keys).body;
+    const envelope = sealControl('vote', v, votes[0]!.member, f.coord.signing);
+    const forged = rewritten(voteAt, (seq, r) =>
+      seq === voteAt
+        ? { ...r, votes: { ...r.votes!, votes: votes.map((x, i) => (i === 0 ? { ...x, envelope } : x)) } }
+        : r,
+    );
+    const bad = await verify(forged);
+    expect(bad.status).toBe(3);
+    expect(bad.report!.problems).toEqual([
+      { sequence: voteAt, code: 'VOTE_INVALID', message: expect.stringContaining(votes[0]!.member) },
     ]);
   });
 

@@ -71,6 +71,7 @@ describe('loadConfig', () => {
           coolDownRounds: 3,
           coolDownMs: 60_000,
         },
+        tree: { rootFanIn: 1024, fanIn: 64, levelWaitMs: 2000 },
       },
       learning: {
         model: '2nn',
@@ -138,8 +139,13 @@ describe('loadConfig', () => {
       "crypto.signature.algorithm: 'ml-dsa-65' is not in crypto.signature.allowed",
     ],
     [
-      'federation:\n  id: f\ncodec:\n  maxContributors: 65535\ncrypto:\n  ckks:\n    exactBits: 20\n',
+      'federation:\n  id: f\ncodec:\n  maxContributors: 65535\ncrypto:\n  ckks:\n    exactBits: 20\n    scaleBits: 21\n',
       'codec.maxContributors:',
+    ],
+    [
+      // The sum of 1,000 ciphertexts is too noisy at the default scale 2^16 (measured σ ≈ 0.10).
+      'federation:\n  id: f\ncodec:\n  maxContributors: 1000\n',
+      'crypto.ckks.scaleBits: a sum of 1000 ciphertexts (codec.maxContributors) decrypts with per-slot error σ ≈ 0.101 at scale 2^16',
     ],
   ])('names the field path (%#)', (yaml, expected) => {
     const err = configError(() => loadConfig(file(yaml), { env: {} }));

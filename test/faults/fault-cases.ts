@@ -27,6 +27,7 @@ export const FAULT_CASES = [
   'site-mid-upload',
   'site-hung',
   'aggregator-mid-sum',
+  'aggregator-tree-parent',
   'coordinator.round-open-logged',
   'coordinator.partials-logged',
   'coordinator.prepare-sent',

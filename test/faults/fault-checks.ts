@@ -83,6 +83,7 @@ export async function finishCase(
     if (r.decision) once(`decision ${r.decision.round}`);
     if (r.partial) once(`partial ${r.partial.round} ${r.partial.aggregator}`);
     if (r.vote) once(`vote ${r.vote.round} ${r.vote.member}`);
+    for (const v of r.votes?.votes ?? []) once(`vote ${r.votes!.round} ${v.member}`);
   }
   for (const round of opened) expect(seen.has(`decision ${round}`), `round ${round} decided`).toBe(true);
   const decisions = entries

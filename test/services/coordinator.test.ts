@@ -423,7 +423,10 @@ describe('coordinator', () => {
     const round1 = all.slice(0, entries[0]!.sequence).map((r) => r.record);
     expect(round1[0]).toBe('roundOpen');
     expect(round1.filter((k) => k === 'partial').length).toBeGreaterThanOrEqual(1);
-    expect(round1.filter((k) => k === 'vote')).toEqual(['vote', 'vote']);
+    // Both votes in one entry (a batch holds as many as fit under the entry cap), voters order.
+    expect(round1.filter((k) => k === 'vote' || k === 'votes')).toEqual(['votes']);
+    const batch = all.slice(0, entries[0]!.sequence).find((r) => r.record === 'votes')!.votes!;
+    expect([batch.round, batch.votes.map((v) => v.member)]).toEqual([1, ['site-1', 'site-2']]);
     expect(round1[round1.length - 1]).toBe('decision');
     expect(hex(entries[0]!.body.stateHash)).toBe(hex(strategyStateHash(w1.state)));
     expect(entries[1]!.body.exclusions).toEqual([
@@ -546,8 +549,8 @@ describe('coordinator', () => {
     // The model hash is in the commit hash: the commits the two YES votes name differ first.
     expect(summary.rounds[0]!.reason).toBe('votes name different commit hashes');
     const votes = (await allRecords())
-      .filter((r) => r.vote?.round === 6)
-      .map((r) => openControl(r.vote!.envelope, 'vote', coord.keys).body)
+      .filter((r) => r.votes?.round === 6)
+      .flatMap((r) => r.votes!.votes.map((v) => openControl(v.envelope, 'vote', coord.keys).body))
       .sort((a, b) => (a.member < b.member ? -1 : 1));
     expect(votes.map((v) => [v.member, v.yes])).toEqual([
       ['site-1', true],

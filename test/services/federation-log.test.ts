@@ -807,6 +807,20 @@ describe('federation log on JetStream', () => {
       // A small window gives the same entries.
       const narrow = await openLogReader(nc, { federation: F, coordinator: COORDINATOR, keys, window: 1 });
       expect((await collect(narrow.entries())).map((e) => e.sequence)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
+      // So does a reader that checks one signature per run of linked entries, whatever the run.
+      for (const window of [1, 4, 128]) {
+        const chained = await openLogReader(nc, {
+          federation: F,
+          coordinator: COORDINATOR,
+          keys,
+          window,
+          signatures: 'chain',
+        });
+        expect((await collect(chained.entries())).map((e) => hex(e.hash))).toEqual(
+          all.map((e) => hex(e.hash)),
+        );
+        expect((await collect(chained.entries(LOG_ORIGIN, 3))).map((e) => e.sequence)).toEqual([1, 2, 3]);
+      }
     });
 
     it('refuses a start position the log does not hold', async () => {
@@ -871,6 +885,61 @@ describe('federation log on JetStream', () => {
       const broken = await rejection(collect((await reader(G)).entries()));
       expect(broken.code).toBe('LOG_CHAIN_BROKEN');
       expect(broken.message).toContain('entry 2 does not chain to entry 1');
+    });
+
+    it("a chain reader checks each run's last signature: a bad one ends the read, one vouched for by a later entry passes", async () => {
+      const F = 'fl-chain';
+      await ensureLogStream(jsm, settings(F));
+      const e1 = await (await writer(F)).append({ roundOpen: openRecord(F, 1, genesis) });
+      const js = jetstream(nc);
+      // Entry 2 claims the coordinator but carries mallory's signature.
+      const forged = sealControl(
+        'log-record',
+        {
+          federation: F,
+          sequence: 2,
+          previousEntry: e1.hash,
+          unixMs: T0,
+          decision: abortRecord(F, 1, genesis),
+        },
+        COORDINATOR,
+        malloryKey,
+      );
+      await js.publish(`cohort.${F}.log`, forged);
+      const chain = (window: number) =>
+        openLogReader(nc, { federation: F, coordinator: COORDINATOR, keys, window, signatures: 'chain' });
+      // The forged entry is the last: its own signature is checked, and nothing of the run is yielded.
+      const seen: number[] = [];
+      const last = await rejection(
+        (async () => {
+          for await (const e of (await chain(16)).entries()) seen.push(e.sequence);
+        })(),
+      );
+      expect(last.code).toBe('LOG_ENTRY_INVALID');
+      expect(last.message).toContain('entry 2');
+      expect(seen).toEqual([]);
+      const every = await rejection(collect((await reader(F)).entries()));
+      expect(every.code).toBe('LOG_ENTRY_INVALID');
+
+      // The coordinator signs entry 3 over entry 2's hash: that signature vouches for entry 2's bytes,
+      // so a chain reader whose run ends at 3 takes both, while one checking every entry refuses 2.
+      const e3 = sealControl(
+        'log-record',
+        {
+          federation: F,
+          sequence: 3,
+          previousEntry: sha256(forged),
+          unixMs: T0,
+          roundOpen: openRecord(F, 2, genesis),
+        },
+        COORDINATOR,
+        coordinatorKey,
+      );
+      await js.publish(`cohort.${F}.log`, e3);
+      expect((await collect((await chain(16)).entries())).map((e) => e.sequence)).toEqual([1, 2, 3]);
+      expect((await rejection(collect((await chain(1)).entries()))).message).toContain('entry 2');
+      expect((await rejection(collect((await reader(F)).entries()))).message).toContain('entry 2');
+      expect((await rejection((await chain(16)).get(2))).code).toBe('LOG_ENTRY_INVALID');
     });
   });
 

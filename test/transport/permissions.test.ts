@@ -123,6 +123,8 @@ describe('federationUsers', () => {
   it('lets an aggregator write the site updates it sums to the updates store, and nothing else of JetStream', () => {
     expect(user('agg1').publish.allow).toEqual([
       'cohort.f1.partial.agg1',
+      // Its partial to whichever aggregator a round's tree makes its parent.
+      'cohort.f1.subpartial.*.agg1',
       'cohort.f1.heartbeat.agg1',
       '$JS.API.STREAM.INFO.COHORT_F1',
       '$JS.API.STREAM.MSG.GET.COHORT_F1',

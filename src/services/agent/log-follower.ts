@@ -10,6 +10,16 @@ import {
 } from '../federation-log/index.ts';
 
 /**
+ * Log entries a follower requests ahead of the one it folds in, and the longest run of entries
+ * authenticated by one signature (`signatures: 'chain'`). A site reads the entries of a round on
+ * the decision's critical path (COMMIT → switched) and a whole backlog when it catches up: one
+ * round trip and one signature check per 128 entries instead of 7 round trips and 128 checks with
+ * the reader's default of 16 and a check per entry. An entry is at most nats-server's `max_payload`
+ * (1 MiB by default; `LOG_MAX_ENTRY_BYTES` in any case), which bounds what the window holds.
+ */
+export const FOLLOWER_WINDOW = 128;
+
+/**
  * A site's read-only view of the federation log (DESIGN §6: "sites read the log … for catch-up"):
  * the verified history ({@link LogHistory}) kept current by reading new entries, or by taking a
  * broadcast decision that directly follows the last entry read. Reads are serialized.
@@ -33,6 +43,8 @@ export class LogFollower {
       federation: opts.federation,
       coordinator: opts.coordinator,
       keys: opts.keys,
+      window: FOLLOWER_WINDOW,
+      signatures: 'chain',
     });
     return new LogFollower(reader, opts.genesis);
   }

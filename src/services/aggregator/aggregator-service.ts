@@ -1,28 +1,20 @@
 import { BlockRejectedError, CohortError } from '../../errors/index.ts';
-// Not re-exported by src/protocol/index.ts (yet).
 import {
   type CryptoTimingObserver,
-  decodeBlockBody,
-  decodeManifestBody,
   encodeAggregate,
-  FRAME_KIND,
-  maxBlockFrameBytes,
-  maxManifestFrameBytes,
   openControl,
   RejectionCounters,
   sealControl,
   signatureTimer,
-  unframe,
 } from '../../protocol/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
-import { failpoint } from '../failpoint.ts';
 import { intakeLimits } from '../intake-limits.ts';
 import type { MemberContext } from '../member-context.ts';
+import { ChildPartialIntake } from './child-partial-intake.ts';
 import { contributionObjectName, updatesBucketName, updatesStoreWriter } from './contribution-store.ts';
+import type { AggregatorIntakeHost } from './frame-intake.ts';
 import { RoundCollector, type RoundOpenBody } from './round-collector.ts';
-
-/** The reply that acknowledges an accepted block or manifest. */
-export const AGGREGATOR_ACK: Uint8Array = Uint8Array.of(1);
+import { SiteUpdateIntake } from './site-update-intake.ts';
 
 /** Where the aggregator stands (also the `state` of its heartbeat). */
 export type AggregatorState = 'idle' | 'collecting' | 'sending' | 'stopped';
@@ -42,9 +34,11 @@ export interface AggregatorOptions {
   readonly cryptoTimings?: CryptoTimingObserver;
 }
 
-/** The partial last sent (or attempted) to the coordinator. */
+/** The partial last sent (or attempted) to its parent. */
 export interface PartialReport {
   readonly round: number;
+  /** Where it went: the coordinator's id, or the parent aggregator's in a deeper tree. */
+  readonly parent: string;
   readonly contributors: number;
   readonly sites: readonly string[];
   readonly blocks: number;
@@ -64,7 +58,12 @@ export interface AggregatorStats {
   readonly manifestsAccepted: number;
   /** Site updates added to a round's sum. */
   readonly updatesAdded: number;
-  /** Blocks and manifests refused (each answered with an error to its sender), and transport drops. */
+  /** Child aggregators' partials added to a round's sum (a parent in a tree deeper than one level). */
+  readonly partialsReceived: number;
+  /**
+   * Blocks and manifests refused, of sites' updates and children's partials (each answered with an
+   * error to its sender), and transport drops.
+   */
   readonly rejected: number;
   /** Refusals by reason (`BlockRejectedError.reason`). */
   readonly rejections: Readonly<Record<string, number>>;
@@ -103,10 +102,18 @@ interface Waiter {
  *   It is refused (the handler throws, the sender gets `TRANSPORT_REMOTE`, the reason is counted)
  *   unless it is for the current round, signed by `<site>`, `<site>` is assigned here, and it
  *   passes `BlockVerifier` with the round's context and encoding. Accepted ones are acked with
- *   {@link AGGREGATOR_ACK}; a repeat of an accepted one is acked again.
- * - When every assigned site is in (or failed for good), or at `deadlineUnixMs`, the sum is
- *   signed (`encodeAggregate`) and its blocks, then its manifest, are sent one by one with
- *   `request(partial(<me>))`. With no complete update nothing is sent.
+ *   `AGGREGATOR_ACK`; a repeat of an accepted one is acked again (`SiteUpdateIntake`).
+ * - `subpartial.<me>.<child>` (requests), in a round whose tree (RoundOpen's `parents`) makes it a
+ *   parent: a child aggregator's partial, checked cheapest first: size, kind, header (round, signer
+ *   = `<child>`), `<child>` is its child this round, then `PartialIntake` (the child's key, every
+ *   listed site at or below the child and backed by its own signed manifest, the signatures) and
+ *   added to the same sum as its own sites. A refusal is counted by reason and fails that child's
+ *   partial for the round (`ChildPartialIntake`).
+ * - When every assigned site and child partial is in (or failed for good), or at its deadline
+ *   (RoundOpen's `deadlineUnixMs`, or its tree link's: later than each child's), the sum is signed
+ *   (`encodeAggregate`, forwarding every summed site's own manifest) and its blocks, then its
+ *   manifest, are sent one by one with `request(partial(<me>))` to the coordinator or
+ *   `request(subpartial(<parent>, <me>))` to its parent. With no complete update nothing is sent.
  * - A signed heartbeat (role `aggregator`) every `round.heartbeatMs`.
  */
 export async function startAggregator(
@@ -120,7 +127,6 @@ export async function startAggregator(
   const openWaitMs = options.openWaitMs ?? ctx.config.nats.timeoutMs;
   const counters = new RejectionCounters();
   const controlTimer = signatureTimer(options.cryptoTimings, 'control');
-  const updatePrefix = subjects.updatesFor(ctx.member).slice(0, -1); // "cohort.F.update.<me>."
 
   let state: AggregatorState = 'idle';
   let current: RoundCollector | undefined;
@@ -131,9 +137,6 @@ export async function startAggregator(
   const n = {
     roundsOpened: 0,
     roundOpensRefused: 0,
-    blocksAccepted: 0,
-    manifestsAccepted: 0,
-    updatesAdded: 0,
     rejected: 0,
     partialsSent: 0,
     partialsFailed: 0,
@@ -213,9 +216,15 @@ export async function startAggregator(
     current = collector;
     state = 'collecting';
     n.roundsOpened++;
-    const wait = Math.max(0, open.deadlineUnixMs - Date.now());
+    const wait = Math.max(0, collector.deadlineUnixMs - Date.now());
     log.info(
-      { round: open.round, version: open.version, sites: [...collector.assigned], deadlineInMs: wait },
+      {
+        round: open.round,
+        version: open.version,
+        sites: [...collector.assigned],
+        ...(collector.tree.levels > 1 ? { parent: collector.parent, children: collector.children } : {}),
+        deadlineInMs: wait,
+      },
       'round open',
     );
     const ready = waiters.filter((w) => w.round <= open.round);
@@ -242,12 +251,13 @@ export async function startAggregator(
     if (collector.closed || stopped) return;
     if (collector === current) clearTimeout(deadlineTimer);
     const missing = collector.missing();
+    const missingChildren = collector.missingChildren();
     const closed = collector.close();
     if (!closed) {
       n.emptyRounds++;
       if (collector === current) state = 'idle';
       log.warn(
-        { round: collector.round, why, missing },
+        { round: collector.round, why, missing, ...(missingChildren.length > 0 ? { missingChildren } : {}) },
         'round closed with no complete update; no partial sent',
       );
       return;
@@ -264,29 +274,42 @@ export async function startAggregator(
       },
     );
     const sites = aggregate.sites.map((c) => c.site);
+    const parent = collector.parent;
     log.info(
-      { round: collector.round, why, contributors: aggregate.contributors, sites, missing },
+      {
+        round: collector.round,
+        why,
+        contributors: aggregate.contributors,
+        sites,
+        missing,
+        ...(collector.tree.levels > 1 ? { parent, missingChildren } : {}),
+      },
       'sending partial aggregate',
     );
     state = 'sending';
     const stored = storing.get(collector) ?? [];
     storing.delete(collector);
-    const p = send(collector.round, encoded.blocks, encoded.manifest, sites, stored).finally(() => {
-      sending.delete(p);
-      if (collector === current && state === 'sending') state = 'idle';
-    });
+    const subject = parent === '' ? subjects.partial(ctx.member) : subjects.subpartial(parent, ctx.member);
+    const to = parent === '' ? ctx.members.coordinator : parent;
+    const p = send(collector.round, subject, to, encoded.blocks, encoded.manifest, sites, stored).finally(
+      () => {
+        sending.delete(p);
+        if (collector === current && state === 'sending') state = 'idle';
+      },
+    );
     sending.add(p);
   };
 
   const send = async (
     round: number,
+    subject: string,
+    parent: string,
     blocks: Uint8Array[],
     manifest: Uint8Array,
     sites: string[],
     stored: readonly Promise<void>[],
   ) => {
-    const subject = subjects.partial(ctx.member);
-    const report = { round, contributors: sites.length, sites, blocks: blocks.length };
+    const report = { round, parent, contributors: sites.length, sites, blocks: blocks.length };
     try {
       // A sum whose contributions the audit could not re-add is not offered (docs/log-format.md).
       try {
@@ -304,7 +327,7 @@ export async function startAggregator(
       }
       n.partialsSent++;
       lastPartial = { ...report, sent: true };
-      log.info({ round, contributors: sites.length }, 'partial aggregate acknowledged');
+      log.info({ round, parent, contributors: sites.length }, 'partial aggregate acknowledged');
     } catch (err) {
       n.partialsFailed++;
       lastPartial = { ...report, sent: false };
@@ -351,74 +374,20 @@ export async function startAggregator(
     return undefined;
   };
 
-  const onUpdate = async (msg: InboundMessage): Promise<Uint8Array> => {
-    try {
-      return await handleUpdate(msg);
-    } catch (err) {
+  const host: AggregatorIntakeHost = {
+    ctx,
+    log,
+    counters,
+    current: () => current,
+    waitForRound,
+    finish,
+    refused(what, subject, err) {
       n.rejected++;
-      log.warn(
-        { subject: msg.subject, round: current?.round, code: codeOf(err), detail: messageOf(err) },
-        'update refused',
-      );
-      throw err;
-    }
+      log.warn({ subject, round: current?.round, code: codeOf(err), detail: messageOf(err) }, what);
+    },
   };
-
-  const handleUpdate = async (msg: InboundMessage): Promise<Uint8Array> => {
-    const site = msg.subject.startsWith(updatePrefix) ? msg.subject.slice(updatePrefix.length) : '';
-    const kind = msg.data[5];
-    if (site === '' || site.includes('.')) refuse('WRONG_CONTEXT', `unexpected subject ${msg.subject}`);
-    if (kind !== FRAME_KIND.block && kind !== FRAME_KIND.manifest) {
-      refuse('MALFORMED', `frame kind ${String(kind)} is neither a block nor a manifest`);
-    }
-    const what = kind === FRAME_KIND.block ? 'block' : 'manifest';
-    // Size first: nothing is decoded from a message longer than one ciphertext's block can be.
-    const cap =
-      kind === FRAME_KIND.block ? maxBlockFrameBytes(ctx.ckks.maxCiphertextBytes) : maxManifestFrameBytes(0);
-    if (msg.data.length > cap) refuse('OVERSIZE', `${what} of ${msg.data.length} bytes, at most ${cap}`);
-    // Header only, to route it (round, signer) before any signature work; verified below.
-    let header: { round: number; signer: string };
-    try {
-      header =
-        kind === FRAME_KIND.block
-          ? decodeBlockBody(unframe(msg.data, FRAME_KIND.block))
-          : decodeManifestBody(unframe(msg.data, FRAME_KIND.manifest));
-    } catch (err) {
-      if (err instanceof BlockRejectedError) counters.increment(err.reason);
-      throw err;
-    }
-    if (!current || header.round > current.round) await waitForRound(header.round);
-    const round = current;
-    if (!round || round.round !== header.round) {
-      refuse(
-        'WRONG_CONTEXT',
-        `${what} is for round ${header.round}, the current round is ${round ? round.round : 'none'}`,
-      );
-    }
-    round.precheck(site, header.signer, what);
-    const outcome =
-      kind === FRAME_KIND.block ? round.acceptBlock(site, msg.data) : round.acceptManifest(site, msg.data);
-    if (outcome !== 'repeat') {
-      if (kind === FRAME_KIND.block) n.blocksAccepted++;
-      else n.manifestsAccepted++;
-    }
-    if (outcome === 'added') {
-      n.updatesAdded++;
-      // Mid-sum: this update is in the running sum, its ack and the round's partial not yet sent.
-      failpoint('aggregator.update-added', round.round);
-      const contribution = round.takeContribution(site);
-      if (contribution !== undefined) storeContribution(round, site, contribution);
-      log.info({ round: round.round, site, contributors: round.contributors }, 'site update added');
-      // After the ack is on its way: signing and sending the partial take a while.
-      if (round.complete) setImmediate(() => finish(round, 'all sites in'));
-    }
-    return AGGREGATOR_ACK;
-  };
-
-  function refuse(reason: BlockRejectedError['reason'], message: string): never {
-    counters.increment(reason);
-    throw new BlockRejectedError(reason, message);
-  }
+  const updates = new SiteUpdateIntake({ ...host, store: storeContribution });
+  const childPartials = new ChildPartialIntake(host);
 
   // Transport drops count as rejections too (TRANSPORT_OVERSIZE, TRANSPORT_RATE_LIMITED…).
   const onDrop = (reason: string) => {
@@ -430,9 +399,13 @@ export async function startAggregator(
       onError: (err) => log.warn({ code: err.code, detail: err.message }, 'round-open subscription error'),
       ...intakeLimits(ctx, 'round-open', onDrop),
     }),
-    ctx.transport.subscribe(subjects.updatesFor(ctx.member), onUpdate, {
+    ctx.transport.subscribe(subjects.updatesFor(ctx.member), updates.handle, {
       // Corrupt chunks are counted (transportDrops), not logged one by one: a flood must not become a log flood.
       ...intakeLimits(ctx, 'site-update', onDrop),
+    }),
+    // Always subscribed: which rounds make it a parent is up to each RoundOpen.
+    ctx.transport.subscribe(subjects.subpartialsFor(ctx.member), childPartials.handle, {
+      ...intakeLimits(ctx, 'partial', onDrop),
     }),
   ];
   try {
@@ -466,6 +439,8 @@ export async function startAggregator(
       member: ctx.member,
       state,
       round: current ? current.round : null,
+      ...updates.counts,
+      partialsReceived: childPartials.received,
       ...n,
       rejections: counters.snapshot(),
       transportDrops: { ...transportDrops },

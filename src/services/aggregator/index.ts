@@ -1,5 +1,4 @@
 export {
-  AGGREGATOR_ACK,
   type AggregatorOptions,
   type AggregatorService,
   type AggregatorState,
@@ -17,3 +16,4 @@ export {
   updatesStoreWriter,
 } from './contribution-store.ts';
 export { type AcceptOutcome, RoundCollector, type RoundOpenBody } from './round-collector.ts';
+export { AGGREGATOR_ACK } from './site-update-intake.ts';

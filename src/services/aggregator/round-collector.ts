@@ -1,6 +1,6 @@
 import type { CkksContext } from '../../../crypto/ckks/index.ts';
 import type { SignatureAlgorithm } from '../../../crypto/signature/index.ts';
-import { BlockRejectedError, type BlockRejectReason } from '../../errors/index.ts';
+import { BlockRejectedError, type BlockRejectReason, CohortError } from '../../errors/index.ts';
 import {
   type Aggregate,
   AggregateBuilder,
@@ -11,9 +11,12 @@ import {
   type KeyLookup,
   type RejectionCounters,
   type RoundContext,
+  RoundTree,
   signatureTimer,
   UpdateInbox,
 } from '../../protocol/index.ts';
+// The parent's side of a partial is the same at every level of the tree, the coordinator's included.
+import { PartialIntake } from '../coordinator/partial-intake.ts';
 import { encodeContribution } from './contribution-store.ts';
 
 /** The RoundOpen body an aggregator works from. */
@@ -26,14 +29,27 @@ export type AcceptOutcome = 'stored' | 'repeat' | 'added';
 export type SiteOutcome = 'added' | 'failed';
 
 /**
- * One round at one aggregator: the RoundOpen's context, a `BlockVerifier` for it, the assigned
- * sites, their partial uploads and the running homomorphic sum. Every refusal throws a
- * `BlockRejectedError` that has already been counted in `counters`.
+ * One round at one aggregator: the RoundOpen's context and aggregation tree, a `BlockVerifier` for
+ * it, the assigned sites, their partial uploads, the partials of its child aggregators when the
+ * tree makes it a parent (a `PartialIntake` over the same sum), and the running homomorphic sum.
+ * Every refusal throws a `BlockRejectedError` (or, for a child's partial already refused or late,
+ * a `CohortError`) that has already been counted in `counters`.
  */
 export class RoundCollector {
   readonly open: RoundOpenBody;
   readonly context: RoundContext;
   readonly assigned: ReadonlySet<string>;
+  /** The round's aggregation tree (RoundOpen's `parents`; one level without them). */
+  readonly tree: RoundTree;
+  /** Where this aggregator sends its partial: a parent aggregator, or `''` for the coordinator. */
+  readonly parent: string;
+  /** When this aggregator sends its partial at the latest (ms since the epoch). */
+  readonly deadlineUnixMs: number;
+  /** Child aggregators whose partials it sums this round (none at one level). */
+  readonly children: readonly string[];
+  readonly #partials: PartialIntake | undefined;
+  /** Manifests of the sites inside the children's partials, forwarded up with the sum. */
+  readonly #forwarded = new Map<string, Uint8Array>();
   readonly #verifier: BlockVerifier;
   readonly #counters: RejectionCounters;
   readonly #builder: AggregateBuilder;
@@ -60,6 +76,11 @@ export class RoundCollector {
     timings?: CryptoTimingObserver;
   }) {
     const { open } = options;
+    // Throws INVALID_ARGUMENT on an impossible tree: the RoundOpen is refused.
+    this.tree = RoundTree.of(open);
+    this.parent = this.tree.parentOf(options.member) ?? '';
+    this.deadlineUnixMs = this.tree.deadlineOf(options.member) ?? open.deadlineUnixMs;
+    this.children = this.tree.childrenOf(options.member);
     this.open = open;
     this.context = {
       federation: open.federation,
@@ -97,6 +118,22 @@ export class RoundCollector {
       { encoding, totalParams: open.totalParams },
       { timings: options.timings },
     );
+    this.#partials =
+      this.children.length === 0
+        ? undefined
+        : new PartialIntake({
+            ckks: options.ckks,
+            context: this.context,
+            encoding,
+            assignments: open.assignments,
+            totalParams: open.totalParams,
+            keys: options.keys,
+            allowedAlgorithms: options.allowedAlgorithms,
+            timings: options.timings,
+            tree: this.tree,
+            parent: options.member,
+            builder: this.#builder,
+          });
   }
 
   /** Longest framed block or manifest a site may send this round (checked before decoding). */
@@ -118,15 +155,59 @@ export class RoundCollector {
     return this.#builder.contributors;
   }
 
-  /** Every assigned site has either been added or failed for good. */
+  /** Every assigned site has either been added or failed for good, and so has every child's partial. */
   get complete(): boolean {
     for (const site of this.assigned) if (!this.#settled.has(site)) return false;
-    return true;
+    return this.#partials === undefined || this.#partials.settled;
   }
 
   /** Assigned sites with no complete update (the stragglers, when the round closes). */
   missing(): string[] {
     return [...this.assigned].filter((s) => this.#settled.get(s) !== 'added');
+  }
+
+  /** Children whose partial is not in the sum (late, or refused), with the reason when refused. */
+  missingChildren(): { child: string; why: string }[] {
+    const p = this.#partials;
+    if (p === undefined) return [];
+    return this.children
+      .filter((c) => !p.delivered.has(c))
+      .map((child) => ({ child, why: p.failed.get(child) ?? 'not in by the deadline' }));
+  }
+
+  /**
+   * One framed block or manifest of `child`'s partial (`subpartial.<me>.<child>`), its header
+   * already routed here (round, signer = `child`). Refused unless `child` is a child of this
+   * aggregator in this round and the round takes input; then `PartialIntake`'s checks: the child's
+   * key only, its listed sites all at or below it, each backed by its own signed manifest with the
+   * pinned weight, no site already in the sum. The first refusal fails the child's partial for the
+   * round. Returns `'added'` once the whole partial is in the sum, else `'stored'`.
+   */
+  acceptPartial(child: string, bytes: Uint8Array): 'stored' | 'added' {
+    if (this.#partials === undefined || !this.children.includes(child)) {
+      this.#refuse(
+        'WRONG_CONTEXT',
+        `${JSON.stringify(child)} is not a child aggregator of this one in round ${this.round}`,
+      );
+    }
+    if (this.#closed) {
+      this.#refuse(
+        'WRONG_CONTEXT',
+        `round ${this.round} is closed, the partial of ${JSON.stringify(child)} is late`,
+      );
+    }
+    let done: ReturnType<PartialIntake['accept']>;
+    try {
+      done = this.#partials.accept(child, bytes);
+    } catch (err) {
+      // A later message of a refused partial is counted as out of context (its round is over for it).
+      if (err instanceof BlockRejectedError) this.#counters.increment(err.reason);
+      else if (err instanceof CohortError) this.#counters.increment('WRONG_CONTEXT');
+      throw err;
+    }
+    if (done === undefined) return 'stored';
+    for (const [i, c] of done.sites.entries()) this.#forwarded.set(c.site, done.siteManifests[i]!);
+    return 'added';
   }
 
   /**
@@ -197,15 +278,19 @@ export class RoundCollector {
     this.#closed = true;
     this.#inbox.clear();
     this.#blockFrames.clear();
+    this.#partials?.close();
     if (this.#disposed) return null;
     this.#disposed = true;
     try {
       if (this.#builder.contributors === 0) return null;
       const aggregate = this.#builder.finish();
-      return { aggregate, siteManifests: aggregate.sites.map((c) => this.#manifests.get(c.site)!) };
+      // Its own sites' manifests as received, its children's sites' as they forwarded them.
+      const manifestOf = (site: string) => this.#manifests.get(site) ?? this.#forwarded.get(site)!;
+      return { aggregate, siteManifests: aggregate.sites.map((c) => manifestOf(c.site)) };
     } finally {
       this.#builder.dispose();
       this.#manifests.clear();
+      this.#forwarded.clear();
     }
   }
 
@@ -222,6 +307,8 @@ export class RoundCollector {
   /** Closes without a result, freeing SEAL memory (superseded round, stop). */
   dispose(): void {
     this.#closed = true;
+    this.#partials?.close();
+    this.#forwarded.clear();
     this.#inbox.clear();
     this.#blockFrames.clear();
     this.#contributions.clear();

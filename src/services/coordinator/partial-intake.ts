@@ -9,11 +9,15 @@ import {
   BlockVerifier,
   type Contributor,
   type CryptoTimingObserver,
+  decodeManifestBody,
   type Encoding,
   FRAME_KIND,
   type RoundContext,
+  RoundTree,
   signatureTimer,
   UpdateInbox,
+  type UpdateManifest,
+  unframe,
   type VerifiedManifest,
 } from '../../protocol/index.ts';
 
@@ -29,26 +33,31 @@ export interface AcceptedPartial {
   readonly sites: readonly Contributor[];
   /** The aggregator-signed manifest frame exactly as received (logged as the partial's evidence). */
   readonly manifest: Uint8Array;
+  /** Each listed site's own framed manifest, in `sites` order (verified; a parent forwards them up). */
+  readonly siteManifests: readonly Uint8Array[];
 }
 
 /**
- * The partial aggregates of one round at the coordinator (docs/round-protocol.md step 4): each
- * assigned aggregator's blocks and manifest are verified with that aggregator's key only (under the
- * partial-aggregate signature domain, at the size RoundOpen pinned), checked to list only sites
- * assigned to it, each listed site backed by its own signed manifest for this round (forwarded by
- * the aggregator: same digest, the weight RoundOpen pinned), and the whole partial is added to the
- * round's sum (a site counted twice is refused by `AggregateBuilder`).
+ * The partial aggregates one parent of the aggregation tree takes in one round: the coordinator
+ * (`parent` `''`, docs/round-protocol.md step 4) or an aggregator with child aggregators (see
+ * `RoundTree`). Each child's blocks and manifest are verified with that child's key only (under
+ * the partial-aggregate signature domain, at the size RoundOpen pinned), checked to list only sites
+ * assigned to the child or to an aggregator below it, each listed site backed by its own signed
+ * manifest for this round (forwarded up the tree: same digest, the weight RoundOpen pinned), and the
+ * whole partial is added to the sum (a site counted twice is refused by `AggregateBuilder`).
  *
- * A refused block or manifest fails that aggregator's partial for the round: the round goes on
+ * A refused block or manifest fails that child's partial for the round: the round goes on
  * with the others instead of waiting for the deadline, and later messages of that partial are
- * refused as `DUPLICATE`-free `ROUND_CLOSED` errors. {@link settled} is true once every assigned
- * aggregator delivered or failed.
+ * refused as `DUPLICATE`-free `ROUND_CLOSED` errors. {@link settled} is true once every child
+ * delivered or failed.
  */
 export class PartialIntake {
   readonly builder: AggregateBuilder;
   readonly #context: RoundContext;
   readonly #encoding: Encoding;
   readonly #assignment: ReadonlyMap<string, string>;
+  readonly #tree: RoundTree;
+  readonly #parent: string;
   readonly #weights: ReadonlyMap<string, number>;
   readonly #totalParams: number;
   readonly #maxCiphertextBytes: number;
@@ -76,14 +85,25 @@ export class PartialIntake {
     allowedAlgorithms: readonly SignatureAlgorithm[];
     /** Reports signature verifications (`partial`, `site-update`) and CKKS `load`/`add` of partials. */
     timings?: CryptoTimingObserver;
+    /** The round's aggregation tree (`RoundTree.of(open)`); default: one level from `assignments`. */
+    tree?: RoundTree;
+    /** Whose children's partials this intake takes: `''` (default) the coordinator, else an aggregator. */
+    parent?: string;
+    /**
+     * The sum to add partials to (an aggregator's round sum, holding its own sites too); default a
+     * fresh one. The caller disposes it.
+     */
+    builder?: AggregateBuilder;
   }) {
     this.#context = input.context;
     this.#encoding = input.encoding;
     this.#assignment = new Map(input.assignments.map((a) => [a.site, a.aggregator]));
+    this.#tree = input.tree ?? RoundTree.of({ assignments: input.assignments, deadlineUnixMs: 0 });
+    this.#parent = input.parent ?? '';
     this.#weights = new Map(input.assignments.map((a) => [a.site, a.examples]));
     this.#totalParams = input.totalParams;
     this.#maxCiphertextBytes = input.ckks.maxCiphertextBytes;
-    this.#aggregators = new Set(this.#assignment.values());
+    this.#aggregators = new Set(this.#tree.childrenOf(this.#parent));
     this.#keys = input.keys;
     this.#ckksParamsId = input.ckks.paramsId;
     this.#allowed = input.allowedAlgorithms;
@@ -101,12 +121,17 @@ export class PartialIntake {
       pinned: { totalParams: this.#totalParams, weightOf: (site) => this.#weights.get(site) },
       onSignatureVerified: signatureTimer(input.timings, 'site-update'),
     });
-    this.builder = new AggregateBuilder(input.ckks, undefined, { timings: input.timings });
+    this.builder = input.builder ?? new AggregateBuilder(input.ckks, undefined, { timings: input.timings });
   }
 
-  /** Aggregators assigned sites this round. */
+  /** The children whose partials this intake waits for (aggregators with sites at or below them). */
   get aggregators(): ReadonlySet<string> {
     return this.#aggregators;
+  }
+
+  /** Children whose partial is in the sum. */
+  get delivered(): ReadonlySet<string> {
+    return this.#delivered;
   }
 
   /** Aggregators whose partial failed, with the reason. */
@@ -114,7 +139,7 @@ export class PartialIntake {
     return this.#failed;
   }
 
-  /** Every assigned aggregator delivered its partial or failed. */
+  /** Every child delivered its partial or failed. */
   get settled(): boolean {
     return this.#delivered.size + this.#failed.size >= this.#aggregators.size;
   }
@@ -142,7 +167,7 @@ export class PartialIntake {
     if (!this.#aggregators.has(aggregator)) {
       throw new BlockRejectedError(
         'WRONG_SIGNER',
-        `${aggregator} is not an aggregator of round ${this.#context.round}`,
+        `${aggregator} is not ${this.#parent === '' ? 'an aggregator' : `a child of ${this.#parent}`} in round ${this.#context.round}`,
       );
     }
     if (this.#delivered.has(aggregator)) {
@@ -199,26 +224,47 @@ export class PartialIntake {
     if (kind !== FRAME_KIND.manifest) {
       throw new BlockRejectedError('MALFORMED', `frame kind ${String(kind)} on the partial subject`);
     }
-    const manifest = inbox.verifier.verifyManifest(data);
-    if (manifest.contributorList.length === 0) {
-      throw new BlockRejectedError('BAD_HEADER', `the partial of ${aggregator} lists no contributors`);
-    }
-    const foreign = manifest.contributorList.filter((c) => this.#assignment.get(c.site) !== aggregator);
-    if (foreign.length > 0) {
+    if (data.length > inbox.verifier.maxManifestBytes) {
       throw new BlockRejectedError(
-        'WRONG_CONTEXT',
-        `the partial of ${aggregator} lists ${foreign.map((c) => c.site).join(', ')}, not assigned to it in round ${this.#context.round}`,
+        'OVERSIZE',
+        `manifest of ${data.length} bytes, at most ${inbox.verifier.maxManifestBytes}`,
       );
     }
+    // The list first, from the unverified header (map lookups), then the one signature, then the
+    // sites' own signatures: cheapest first.
+    this.#checkListed(aggregator, decodeManifestBody(unframe(data, FRAME_KIND.manifest)));
+    const manifest = inbox.verifier.verifyManifest(data);
     this.#checkSiteManifests(aggregator, manifest);
     inbox.update.addManifest(manifest);
     const update = inbox.update.assemble();
     this.builder.add(update);
     this.#delivered.add(aggregator);
     this.#inboxes.delete(aggregator);
-    const accepted: AcceptedPartial = { aggregator, sites: update.sites, manifest: data.slice() };
+    const accepted: AcceptedPartial = {
+      aggregator,
+      sites: update.sites,
+      manifest: data.slice(),
+      siteManifests: manifest.siteManifests.map((m) => m.slice()),
+    };
     this.#accepted.push(accepted);
     return accepted;
+  }
+
+  /** A partial lists at least one site, each assigned to `aggregator` or to an aggregator below it. */
+  #checkListed(aggregator: string, manifest: UpdateManifest): void {
+    if (manifest.contributorList.length === 0) {
+      throw new BlockRejectedError('BAD_HEADER', `the partial of ${aggregator} lists no contributors`);
+    }
+    const foreign = manifest.contributorList.filter((c) => {
+      const own = this.#assignment.get(c.site);
+      return own === undefined || this.#tree.childTowards(this.#parent, own) !== aggregator;
+    });
+    if (foreign.length > 0) {
+      throw new BlockRejectedError(
+        'WRONG_CONTEXT',
+        `the partial of ${aggregator} lists ${foreign.map((c) => c.site).join(', ')}, not assigned to it or below it in round ${this.#context.round}`,
+      );
+    }
   }
 
   /**

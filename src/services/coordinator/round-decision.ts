@@ -1,11 +1,12 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
-import type { AggregateInfo, DecisionBody } from '../../protocol/index.ts';
+import type { AggregateInfo, BatchedVote, DecisionBody } from '../../protocol/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
 import type { RoundSummary } from './events.ts';
 import { roundAbortReason } from './round-abort.ts';
 import { type ActiveRound, type RoundHost, votingRound } from './round-host.ts';
 import type { Verdict } from './round-judge.ts';
+import { batchVotes, voteEntryLimit } from './vote-batches.ts';
 
 const EMPTY = new Uint8Array(0);
 
@@ -169,15 +170,20 @@ export async function decide(
 }
 
 /**
- * Appends each voter's vote, as received, before the decision that counts it (docs/log-format.md:
- * the decision's voters are exactly the members of the round's logged votes). A crash between these
- * appends and the decision leaves the round undecided: the next run aborts it.
+ * Appends the voters' votes, as received, before the decision that counts them (docs/log-format.md:
+ * the decision's voters are exactly the members of the round's logged votes), in as few entries
+ * as fit ({@link batchVotes}): one coordinator signature and one read per batch instead of per vote.
+ * A crash between these appends and the decision leaves the round undecided: the next run aborts it.
  */
 async function logVotes(host: RoundHost, state: ActiveRound, voters: readonly string[]): Promise<void> {
+  const votes: BatchedVote[] = [];
   for (const member of voters) {
     const envelope = state.envelopes.get(member);
     if (envelope === undefined) continue; // not counted without its envelope: the history would refuse it
-    await host.log.append({ vote: { round: state.round, attempt: state.attempt, member, envelope } });
+    votes.push({ member, envelope });
+  }
+  for (const batch of batchVotes(votes, voteEntryLimit(host.ctx.transport.maxPayload))) {
+    await host.log.append({ votes: { round: state.round, attempt: state.attempt, votes: batch } });
   }
   failpoint('coordinator.votes-logged', state.round);
 }

@@ -6,6 +6,7 @@ import {
   type ControlBodies,
   codecEncoding,
   type RoundContext,
+  RoundTree,
   sealControl,
   statisticsLaneCount,
 } from '../../protocol/index.ts';
@@ -14,6 +15,7 @@ import { bytesToHex, createCommit, ZERO_HASH } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
 import type { ChainCommit } from '../federation-log/index.ts';
 import { contractFeatureCount, federatedStandardization, statisticsCommitAt } from '../statistics-plan.ts';
+import { buildAggregationTree, treeLinks } from './aggregation-tree.ts';
 import type { RoundSummary } from './events.ts';
 import { PartialIntake } from './partial-intake.ts';
 import { decide, noVotes, type RoundFacts } from './round-decision.ts';
@@ -134,6 +136,16 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     crcChunkBytes: cfg.codec.crcChunkBytes,
   });
   const deadlineUnixMs = host.now() + cfg.round.deadlineMs;
+  // More aggregators in use than the root's fan-in: some become parents of others (round.tree).
+  const used = [...new Set(assignments.map((a) => a.aggregator))].sort();
+  const parents = treeLinks(
+    buildAggregationTree(
+      used.map((id) => ({ id, capacity: capacity.get(id) ?? 1 })),
+      cfg.round.tree,
+    ),
+    deadlineUnixMs,
+    cfg.round.tree.levelWaitMs,
+  );
   const open: ControlBodies['round-open'] = {
     federation: cfg.federation.id,
     round,
@@ -149,7 +161,10 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     totalParams,
     attempt,
     kind: statistics ? 'statistics' : '',
+    // Absent at one level: the RoundOpen is then byte-identical to one written before trees.
+    ...(parents.length > 0 ? { parents } : {}),
   };
+  const tree = RoundTree.of(open);
   try {
     await host.ensureUpdatesStore();
   } catch (err) {
@@ -166,6 +181,7 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     keys: (id) => ctx.keys(id),
     allowedAlgorithms: cfg.crypto.signature.allowed,
     timings: host.options.cryptoTimings,
+    tree,
   });
   const state: ActiveRound = {
     round,
@@ -187,11 +203,18 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   }
   host.emit({ type: 'round-open', round, assignments, clip, totalExamples, deadlineUnixMs });
   ctx.log.info(
-    { round, sites: assignments.length, aggregators: intake.aggregators.size, clip },
+    {
+      round,
+      sites: assignments.length,
+      aggregators: used.length,
+      ...(tree.levels > 1 ? { levels: tree.levels, topAggregators: intake.aggregators.size } : {}),
+      clip,
+    },
     'round open',
   );
 
-  await host.until(() => intake.settled, deadlineUnixMs + (host.options.graceMs ?? 2000));
+  // The top of the tree sends last: at one level that is the round's deadline.
+  await host.until(() => intake.settled, tree.lastDeadlineUnixMs + (host.options.graceMs ?? 2000));
   intake.close();
   if (host.stopping()) {
     intake.builder.dispose();

@@ -24,6 +24,7 @@ export { type FederationLogReader, type LogReaderOptions, openLogReader } from '
 export { ensureLogStream, LOG_MAX_ENTRY_BYTES, type LogStreamSettings, logStreamName } from './log-stream.ts';
 export {
   type FederationLogWriter,
+  LOG_MAX_APPEND_BYTES,
   type LogRecordInput,
   type LogWriterOptions,
   openLogWriter,
@@ -36,4 +37,5 @@ export {
   type LoggedVote,
   RoundEvidence,
 } from './round-evidence.ts';
+export { logReadsShared, SHARED_LOG_READS_SIZE, shareLogReads } from './shared-log-reads.ts';
 export { snapshotWriter } from './snapshot-schedule.ts';

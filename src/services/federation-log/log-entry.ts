@@ -1,5 +1,11 @@
 import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
-import { type KeyLookup, type LogRecordBody, type LogRecordKind, openControl } from '../../protocol/index.ts';
+import {
+  type KeyLookup,
+  type LogRecordBody,
+  type LogRecordKind,
+  openControl,
+  readControl,
+} from '../../protocol/index.ts';
 import { FederationLogError } from './log-error.ts';
 
 /** Bytes of every entry hash (SHA-256). */
@@ -38,7 +44,16 @@ export function recordKind(record: LogRecordBody): LogRecordKind {
   if (record.adminAction) return 'adminAction';
   if (record.partial) return 'partial';
   if (record.vote) return 'vote';
+  if (record.votes) return 'votes';
   return 'snapshot';
+}
+
+/** Who may sign a log and where: what {@link openLogEntry} checks an entry against. */
+export interface LogEntryContext {
+  readonly federation: string;
+  readonly coordinator: string;
+  readonly keys: KeyLookup;
+  readonly stream: string;
 }
 
 /**
@@ -47,25 +62,36 @@ export function recordKind(record: LogRecordBody): LogRecordKind {
  * arrived by broadcast), holding exactly one record. Does not check the link to the previous
  * entry (see {@link checkLink}).
  *
+ * `signature: 'later'` checks all of that but the signature itself (the signer's name is still
+ * checked): for a reader that authenticates a run of linked entries by checking the signature of
+ * the last one, whose `previousEntry` hash chain covers every entry before it. Such an entry must
+ * not be used before an entry it chains to has been opened with its signature checked.
+ *
  * @throws FederationLogError `LOG_ENTRY_INVALID` naming the sequence and the problem.
  */
 export function openLogEntry(
   bytes: Uint8Array,
   sequence: number | undefined,
-  opts: { federation: string; coordinator: string; keys: KeyLookup; stream: string },
+  opts: LogEntryContext,
+  options: { readonly signature?: 'check' | 'later' } = {},
 ): LogEntry {
   const invalid = (problem: string, cause?: unknown) =>
     new FederationLogError('LOG_ENTRY_INVALID', `log ${opts.stream} entry ${sequence}: ${problem}`, {
       cause,
       details: { sequence, stream: opts.stream },
     });
-  let opened: ReturnType<typeof openControl<'log-record'>>;
+  let record: LogRecordBody;
   try {
-    opened = openControl(bytes, 'log-record', opts.keys, { signer: opts.coordinator });
+    if (options.signature === 'later') {
+      const read = readControl(bytes, 'log-record');
+      if (read.signer !== opts.coordinator) throw new Error(`signed by ${JSON.stringify(read.signer)}`);
+      record = read.body;
+    } else {
+      record = openControl(bytes, 'log-record', opts.keys, { signer: opts.coordinator }).body;
+    }
   } catch (err) {
     throw invalid(`not a signed log record: ${(err as Error).message}`, err);
   }
-  const record = opened.body;
   if (record.federation !== opts.federation) {
     throw invalid(`is for federation ${JSON.stringify(record.federation)}, not ${opts.federation}`);
   }
@@ -91,6 +117,7 @@ export function recordsHeld(record: LogRecordBody): number {
     record.adminAction,
     record.partial,
     record.vote,
+    record.votes,
   ].filter((r) => r != null).length;
 }
 

@@ -6,6 +6,7 @@ import type {
   LogRecordBody,
   PartialRecordBody,
   SnapshotRecordBody,
+  VoteBatchBody,
   VoteRecordBody,
 } from '../../protocol/index.ts';
 import {
@@ -58,7 +59,7 @@ export interface DecidedRound {
   readonly openSequence: number;
   /** The partial records logged for the round (accepted partials, before PREPARE), in log order; empty without `keepEvidence`. */
   readonly partials: readonly LoggedPartial[];
-  /** The vote records logged for the round (before its decision), in log order; empty without `keepEvidence`. */
+  /** The votes logged for the round (before its decision, one a record or batched), in log order; empty without `keepEvidence`. */
   readonly votes: readonly LoggedVote[];
 }
 
@@ -244,6 +245,7 @@ export class LogHistory {
     else if (kind === 'adminAction') this.#applyAdminAction(entry, entry.record.adminAction!);
     else if (kind === 'partial') this.#applyPartial(entry, entry.record.partial!);
     else if (kind === 'vote') this.#applyVote(entry, entry.record.vote!);
+    else if (kind === 'votes') this.#applyVotes(entry, entry.record.votes!);
     else this.#applySnapshot(entry, entry.record.snapshot!);
     this.#position = { sequence: entry.sequence, hash: entry.hash };
     this.registry?.setRound(this.#open?.roundOpen.round ?? this.#lastRound + 1);
@@ -303,6 +305,18 @@ export class LogHistory {
     const evidence = this.#evidenceOf(entry, 'vote', v.round);
     try {
       evidence.addVote(entry, v, this.#evidenceKeys());
+    } catch (err) {
+      if (err instanceof EvidenceViolation) throw this.#violated(entry, err);
+      throw err;
+    }
+    this.#evidence = true;
+  }
+
+  /** Votes the coordinator counted, batched in one entry: each checked as {@link #applyVote} checks one. */
+  #applyVotes(entry: LogEntry, b: VoteBatchBody): void {
+    const evidence = this.#evidenceOf(entry, 'votes', b.round);
+    try {
+      evidence.addVotes(entry, b, this.#evidenceKeys());
     } catch (err) {
       if (err instanceof EvidenceViolation) throw this.#violated(entry, err);
       throw err;

@@ -12,6 +12,7 @@ import { federationSubjects } from '../../transport/index.ts';
 import { checkLink, LOG_ORIGIN, type LogEntry, type LogPosition, openLogEntry } from './log-entry.ts';
 import { FederationLogError } from './log-error.ts';
 import { logStreamName } from './log-stream.ts';
+import { sharedLogRead } from './shared-log-reads.ts';
 
 /** Read access to a federation's log (what a site, an auditor or the coordinator may do). */
 export interface FederationLogReader {
@@ -24,7 +25,9 @@ export interface FederationLogReader {
   /**
    * The entries after `from` (default: from the first), each checked to link to the one before
    * it — the first to `from` itself — up to `until` (default: the last entry when called).
-   * Entries are fetched `window` at a time ahead of the consumer.
+   * Entries are fetched `window` at a time ahead of the consumer. Every entry yielded is
+   * authenticated: its own signature checked, or (`signatures: 'chain'`) that of a later entry
+   * it links to, checked before it is yielded.
    */
   entries(from?: LogPosition, until?: number): AsyncIterable<LogEntry>;
 }
@@ -38,6 +41,16 @@ export interface LogReaderOptions {
   readonly keys: KeyLookup;
   /** Entries fetched ahead of the consumer (default 16). */
   readonly window?: number;
+  /**
+   * How {@link FederationLogReader.entries} authenticates entries. `every` (default): each entry's
+   * signature is checked. `chain`: of each run of up to `window` linked entries, only the last
+   * one's signature is checked before the run is yielded; its `previousEntry` hashes bind every
+   * entry before it (SHA-256), so the run is as authentic as that one signature, for one
+   * signature check per `window` entries instead of one per entry. For a follower that needs
+   * what the log holds, not which entry a broken coordinator mis-signed (an auditor keeps
+   * `every`).
+   */
+  readonly signatures?: 'every' | 'chain';
 }
 
 /**
@@ -58,6 +71,14 @@ export async function openLogReader(
     });
   }
   const jsm = await jetstreamManager(nc, { checkAPI: false });
+  if (options.signatures !== undefined && options.signatures !== 'every' && options.signatures !== 'chain') {
+    throw new InvalidArgumentError(
+      `options.signatures must be 'every' or 'chain', not ${options.signatures}`,
+      {
+        details: { name: 'options.signatures' },
+      },
+    );
+  }
   return new JetStreamLogReader(jsm, options, window);
 }
 
@@ -88,6 +109,30 @@ class JetStreamLogReader implements FederationLogReader {
 
   async get(sequence: number): Promise<LogEntry> {
     assertInteger('sequence', sequence, 1, Number.MAX_SAFE_INTEGER);
+    const entry = await this.#fetch(sequence);
+    this.#checkSignature(entry);
+    return entry;
+  }
+
+  /** Entry `sequence` checked but for its signature (shared by the process's readers, see `shareLogReads`). */
+  #fetch(sequence: number): Promise<LogEntry> {
+    return sharedLogRead(this.stream, this.#options.coordinator, sequence, () => this.#read(sequence));
+  }
+
+  #checkSignature(entry: LogEntry): void {
+    openLogEntry(entry.bytes, entry.sequence, this.#context());
+  }
+
+  #context() {
+    return {
+      federation: this.#options.federation,
+      coordinator: this.#options.coordinator,
+      keys: this.#options.keys,
+      stream: this.stream,
+    };
+  }
+
+  async #read(sequence: number): Promise<LogEntry> {
     let msg: StoredMsg | null;
     try {
       msg = await this.#jsm.streams.getMessage(this.stream, { seq: sequence });
@@ -106,12 +151,7 @@ class JetStreamLogReader implements FederationLogReader {
         { details: { stream: this.stream, sequence } },
       );
     }
-    return openLogEntry(msg.data, sequence, {
-      federation: this.#options.federation,
-      coordinator: this.#options.coordinator,
-      keys: this.#options.keys,
-      stream: this.stream,
-    });
+    return openLogEntry(msg.data, sequence, this.#context(), { signature: 'later' });
   }
 
   async *entries(from: LogPosition = LOG_ORIGIN, until?: number): AsyncIterable<LogEntry> {
@@ -129,18 +169,31 @@ class JetStreamLogReader implements FederationLogReader {
     let next = from.sequence + 1;
     const fill = () => {
       while (pending.length < this.#window && next <= last) {
-        const p = this.get(next++);
+        const p = this.#fetch(next++);
         p.catch(() => undefined); // awaited in order below; keeps an early failure from going unhandled
         pending.push(p);
       }
     };
     fill();
+    const chain = this.#options.signatures === 'chain';
+    const run: LogEntry[] = [];
     while (pending.length > 0) {
       const entry = await pending.shift()!;
       fill();
       checkLink(entry, previous, this.stream);
       previous = entry;
-      yield entry;
+      if (!chain) {
+        this.#checkSignature(entry);
+        yield entry;
+        continue;
+      }
+      run.push(entry);
+      if (pending.length === 0 || run.length >= this.#window) {
+        // The run's last entry links (by hash) to every one before it: its signature covers them.
+        this.#checkSignature(entry);
+        yield* run;
+        run.length = 0;
+      }
     }
   }
 

@@ -14,12 +14,25 @@ import { type LogRecordBody, sealControl } from '../../protocol/index.ts';
 import { federationSubjects } from '../../transport/index.ts';
 import type { LogEntry, LogPosition } from './log-entry.ts';
 import { FederationLogError } from './log-error.ts';
-import { logStreamName } from './log-stream.ts';
+import { LOG_MAX_ENTRY_BYTES, logStreamName } from './log-stream.ts';
+
+/**
+ * Bytes of the append's NATS headers the writer reserves (the expected-last-sequence header takes
+ * under 64): JetStream counts headers with the entry against the stream's `max_msg_size`.
+ */
+const APPEND_HEADER_BYTES = 1024;
+
+/**
+ * Largest entry the writer appends, in bytes: the log's cap ({@link LOG_MAX_ENTRY_BYTES}, the
+ * stream's `max_msg_size`) less {@link APPEND_HEADER_BYTES} for the append's headers. Readers
+ * accept entries up to the cap itself.
+ */
+export const LOG_MAX_APPEND_BYTES = LOG_MAX_ENTRY_BYTES - APPEND_HEADER_BYTES;
 
 /** What {@link FederationLogWriter.append} is given: one record; the writer fills the rest. */
 export type LogRecordInput = Pick<
   LogRecordBody,
-  'roundOpen' | 'decision' | 'snapshot' | 'registryChange' | 'adminAction' | 'partial' | 'vote'
+  'roundOpen' | 'decision' | 'snapshot' | 'registryChange' | 'adminAction' | 'partial' | 'vote' | 'votes'
 >;
 
 /** The single writer of a federation's log (the coordinator). */
@@ -38,7 +51,8 @@ export interface FederationLogWriter {
    * restart) the writer reads entry `position + 1` back: its own bytes there mean the append
    * succeeded, no entry means it is retried (`attempts` in all), anything else fences the writer.
    * `LOG_UNAVAILABLE` after the last attempt leaves the writer usable: nothing was stored. An
-   * input without exactly one record is refused with `INVALID_ARGUMENT` before anything is sent.
+   * input without exactly one record, or whose sealed entry is over {@link LOG_MAX_APPEND_BYTES},
+   * is refused with `INVALID_ARGUMENT` before anything is sent (the writer stays usable).
    */
   append(record: LogRecordInput): Promise<LogEntry>;
   /** True once an append failed: this writer appends nothing more. */
@@ -111,6 +125,7 @@ class JetStreamLogWriter implements FederationLogWriter {
       input?.adminAction,
       input?.partial,
       input?.vote,
+      input?.votes,
     ].filter((r) => r != null).length;
     if (records !== 1) {
       throw new InvalidArgumentError(`a log entry holds exactly one record, got ${records}`, {
@@ -138,8 +153,17 @@ class JetStreamLogWriter implements FederationLogWriter {
       ...(input.adminAction ? { adminAction: input.adminAction } : {}),
       ...(input.partial ? { partial: input.partial } : {}),
       ...(input.vote ? { vote: input.vote } : {}),
+      ...(input.votes ? { votes: input.votes } : {}),
     };
     const bytes = sealControl('log-record', record, this.#options.signer, this.#options.signing);
+    // The stream would refuse it (max_msg_size, headers included) after every retry: nothing is
+    // sent, and the writer stays usable (the caller may split what it logs, as a decision's votes).
+    if (bytes.length > LOG_MAX_APPEND_BYTES) {
+      throw new InvalidArgumentError(
+        `log ${this.#stream}: entry ${sequence} of ${bytes.length} bytes, more than the ${LOG_MAX_APPEND_BYTES} an append may hold`,
+        { details: { name: 'record', bytes: bytes.length, max: LOG_MAX_APPEND_BYTES } },
+      );
+    }
     const attempts = this.#options.attempts ?? 5;
     for (let attempt = 1; ; attempt++) {
       try {

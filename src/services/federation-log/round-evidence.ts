@@ -9,9 +9,11 @@ import {
   FRAME_KIND,
   openControl,
   type PartialRecordBody,
+  RoundTree,
   readControl,
   type UpdateManifest,
   unframe,
+  type VoteBatchBody,
   type VoteRecordBody,
 } from '../../protocol/index.ts';
 import type { LogEntry } from './log-entry.ts';
@@ -57,6 +59,7 @@ export interface LoggedPartial {
 
 /** A vote the log recorded, decoded (its signature checked when keys were known). */
 export interface LoggedVote {
+  /** The entry that holds it: its own vote record, or a batch of votes. */
   readonly entry: LogEntry;
   readonly member: string;
   readonly vote: ControlBodies['vote'];
@@ -72,8 +75,10 @@ const ALGORITHMS = ['falcon-512', 'ml-dsa-65'] as const;
 
 /**
  * The evidence one open round has gathered in the log: its partial records (appended as the
- * coordinator accepted each partial, before PREPARE) and its vote records (appended before the
- * decision). Checks each record as it is applied, and a decision against all of them.
+ * coordinator accepted each partial, before PREPARE) and its votes (vote records or batches,
+ * appended before the decision). Checks each record as it is applied, and a decision against all of them. In a round
+ * whose tree is deeper than one level (RoundOpen's `parents`), only the coordinator's children's
+ * partials are logged, each listing the sites anywhere below it with their own signed manifests.
  */
 export class RoundEvidence {
   readonly open: ControlBodies['round-open'];
@@ -82,12 +87,21 @@ export class RoundEvidence {
   /** Site → the partial entry that lists it. */
   readonly #listed = new Map<string, LoggedPartial>();
   readonly #assigned: ReadonlyMap<string, { aggregator: string; examples: number }>;
+  /** The round's aggregation tree, or why RoundOpen's `parents` do not form one. */
+  readonly #tree: RoundTree | string;
 
   constructor(open: ControlBodies['round-open']) {
     this.open = open;
     this.#assigned = new Map(
       open.assignments.map((a) => [a.site, { aggregator: a.aggregator, examples: a.examples }]),
     );
+    let tree: RoundTree | string;
+    try {
+      tree = RoundTree.of(open);
+    } catch (err) {
+      tree = (err as Error).message;
+    }
+    this.#tree = tree;
   }
 
   /** Whether any partial or vote was recorded. */
@@ -128,6 +142,8 @@ export class RoundEvidence {
     if (manifest.signer !== p.aggregator) {
       throw bad('PARTIAL_INVALID', `names ${p.aggregator}, its manifest is signed by ${manifest.signer}`);
     }
+    const tree = this.#tree;
+    if (typeof tree === 'string') throw bad('PARTIAL_INVALID', `its RoundOpen names no valid tree: ${tree}`);
     if (this.partials.some((q) => q.aggregator === p.aggregator)) {
       throw bad('PARTIAL_INVALID', `a second partial of ${p.aggregator}`);
     }
@@ -145,8 +161,13 @@ export class RoundEvidence {
         );
       }
       seen.add(c.site);
-      if (this.#assigned.get(c.site)?.aggregator !== p.aggregator) {
-        throw bad('PARTIAL_INVALID', `${p.aggregator} lists ${c.site}, not assigned to it in RoundOpen`);
+      // Only the coordinator's children send it partials; each lists the sites at or below it.
+      const own = this.#assigned.get(c.site)?.aggregator;
+      if (own === undefined || tree.childTowards('', own) !== p.aggregator) {
+        throw bad(
+          'PARTIAL_INVALID',
+          `${p.aggregator} lists ${c.site}, not assigned to it or below it in RoundOpen`,
+        );
       }
     }
     if (manifest.siteManifests.length !== list.length) {
@@ -227,32 +248,63 @@ export class RoundEvidence {
     });
   }
 
+  /** A vote record (one vote in its own entry, as coordinators logged votes before batches). */
   addVote(entry: LogEntry, v: VoteRecordBody, keys: EvidenceKeys | undefined): LoggedVote {
-    const at = entry.sequence;
     const bad = (why: string) =>
-      new EvidenceViolation('VOTE_INVALID', at, `vote of round ${v.round}: ${why}`);
+      new EvidenceViolation('VOTE_INVALID', entry.sequence, `vote of round ${v.round}: ${why}`);
     this.#checkAttempt(v.round, v.attempt, bad);
+    const logged = this.#checkVote(entry, v.member, v.envelope, v.round, keys, bad);
+    this.votes.set(v.member, logged);
+    return logged;
+  }
+
+  /**
+   * A batch of votes in one entry: each vote is checked exactly as {@link addVote} checks a vote
+   * record of the batch's round and attempt (a second vote of a member, within the batch or after
+   * an earlier record, included). All or nothing: a batch with any refused vote (or none) adds none.
+   */
+  addVotes(entry: LogEntry, b: VoteBatchBody, keys: EvidenceKeys | undefined): LoggedVote[] {
+    const bad = (why: string) =>
+      new EvidenceViolation('VOTE_INVALID', entry.sequence, `votes of round ${b.round}: ${why}`);
+    this.#checkAttempt(b.round, b.attempt, bad);
+    if (b.votes.length === 0) throw bad('the batch holds no vote');
+    const batch = new Map<string, LoggedVote>();
+    for (const v of b.votes) {
+      if (batch.has(v.member)) throw bad(`a second vote of ${v.member}`);
+      batch.set(v.member, this.#checkVote(entry, v.member, v.envelope, b.round, keys, bad));
+    }
+    for (const [member, logged] of batch) this.votes.set(member, logged);
+    return [...batch.values()];
+  }
+
+  /** One vote's envelope: signed by `member` (a site, when keys are known), for this round and attempt, its first. */
+  #checkVote(
+    entry: LogEntry,
+    member: string,
+    envelope: Uint8Array,
+    round: number,
+    keys: EvidenceKeys | undefined,
+    bad: (why: string) => EvidenceViolation,
+  ): LoggedVote {
     let vote: ControlBodies['vote'];
     try {
       if (keys === undefined) {
-        const read = readControl(v.envelope, 'vote');
-        if (read.signer !== v.member) throw new Error(`signed by ${read.signer}`);
+        const read = readControl(envelope, 'vote');
+        if (read.signer !== member) throw new Error(`signed by ${read.signer}`);
         vote = read.body;
       } else {
-        if (keys.role(v.member) !== 'site') throw new Error(`${v.member} is not a site of the registry`);
-        vote = openControl(v.envelope, 'vote', (id) => keys.key(id), { signer: v.member }).body;
+        if (keys.role(member) !== 'site') throw new Error(`${member} is not a site of the registry`);
+        vote = openControl(envelope, 'vote', (id) => keys.key(id), { signer: member }).body;
       }
     } catch (err) {
-      throw bad(`the envelope of ${v.member} is refused: ${(err as Error).message}`);
+      throw bad(`the envelope of ${member} is refused: ${(err as Error).message}`);
     }
-    if (vote.member !== v.member || vote.federation !== this.open.federation || vote.round !== v.round) {
-      throw bad(`the envelope of ${v.member} is for another member, federation or round`);
+    if (vote.member !== member || vote.federation !== this.open.federation || vote.round !== round) {
+      throw bad(`the envelope of ${member} is for another member, federation or round`);
     }
-    if (!bytesEqual(vote.attempt, this.open.attempt)) throw bad(`${v.member} voted on another attempt`);
-    if (this.votes.has(v.member)) throw bad(`a second vote of ${v.member}`);
-    const logged: LoggedVote = { entry, member: v.member, vote };
-    this.votes.set(v.member, logged);
-    return logged;
+    if (!bytesEqual(vote.attempt, this.open.attempt)) throw bad(`${member} voted on another attempt`);
+    if (this.votes.has(member)) throw bad(`a second vote of ${member}`);
+    return { entry, member, vote };
   }
 
   #checkAttempt(round: number, attempt: Uint8Array, bad: (why: string) => EvidenceViolation): void {

@@ -3,6 +3,7 @@ import { enableVerifiedCache } from '../../../crypto/signature/index.ts';
 import type { CohortConfig } from '../../config/index.ts';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
 import { type AgentOptions, type AgentService, startAgent } from '../agent/index.ts';
+import { shareLogReads } from '../federation-log/index.ts';
 import { loadSiteCkks } from '../key-ceremony.ts';
 import { type MemberContext, openMember, roleOf } from '../member-context.ts';
 import { syntheticSiteData } from './synthetic-site-data.ts';
@@ -68,8 +69,12 @@ export async function startSwarm(config: CohortConfig, options: SwarmOptions): P
   if (new Set(members).size !== members.length) {
     throw new InvalidArgumentError('options.members names a site twice');
   }
-  // Every member here checks the same log entries, votes and manifests: once per process is enough.
-  enableVerifiedCache();
+  // Every member here reads the same log entries and checks the same votes and manifests: once per
+  // process is enough. A swarm of one is a site alone in its process, which checks all itself.
+  if (members.length > 1) {
+    enableVerifiedCache();
+    shareLogReads();
+  }
   for (const m of members) {
     if (roleOf(config, m) !== 'site') throw new InvalidArgumentError(`options.members: ${m} is not a site`);
   }

@@ -303,3 +303,60 @@ describe('RoundEvidence', () => {
     );
   });
 });
+
+describe('RoundEvidence in a two-level tree (RoundOpen `parents`: agg-b under agg-a)', () => {
+  const treeOpen: ControlBodies['round-open'] = {
+    ...open,
+    parents: [
+      { aggregator: 'agg-a', parent: '', deadlineUnixMs: 2 },
+      { aggregator: 'agg-b', parent: 'agg-a', deadlineUnixMs: 1 },
+    ],
+  };
+
+  /** agg-a's partial over both sites (its own and its child's), forwarding both manifests. */
+  function topPartial(): Uint8Array {
+    const v = new BlockVerifier({
+      context,
+      ckksParamsId: fx.ctx.paramsId,
+      keys: (s) => fx.signers.get(s),
+      allowedAlgorithms: ['falcon-512'],
+      participants: ASSIGNMENTS.length,
+    });
+    const aggregate = sumUpdates(
+      fx.ctx,
+      updates.map((u) => v.verifyUpdate(u)),
+    );
+    return encodeAggregate(aggregate, { signer: 'agg-a', signing: aggKeys.get('agg-a')! }, context, {
+      crcChunkBytes: DEFAULT_CODEC_OPTIONS.crcChunkBytes,
+      siteManifests: updates.map((u) => u.manifest),
+      participants: ASSIGNMENTS.length,
+    }).manifest;
+  }
+
+  it('accepts the top aggregator listing the sites below it, and a COMMIT that agrees', () => {
+    const e = new RoundEvidence(treeOpen);
+    e.addPartial(entry({}), partial('agg-a', topPartial()), keys);
+    expect(e.partials[0]!.sites.map((c) => c.site)).toEqual(['site-0', 'site-1']);
+    e.addVote(entry({}), vote(0), keys);
+    e.addVote(entry({}), vote(1), keys);
+    expect(() => e.checkDecision(entry({}), decision(), true)).not.toThrow();
+  });
+
+  it('refuses a partial of an aggregator below the top, and any partial when the tree is not one', () => {
+    // agg-b sends to agg-a, never to the coordinator: its partial in the log is not evidence.
+    const e = new RoundEvidence(treeOpen);
+    expect(violation(() => e.addPartial(entry({}), partial('agg-b', partialOf('agg-b', 1)), keys)).rule).toBe(
+      'PARTIAL_INVALID',
+    );
+    const cyclic = new RoundEvidence({
+      ...open,
+      parents: [
+        { aggregator: 'agg-a', parent: 'agg-b', deadlineUnixMs: 1 },
+        { aggregator: 'agg-b', parent: 'agg-a', deadlineUnixMs: 2 },
+      ],
+    });
+    const v = violation(() => cyclic.addPartial(entry({}), partial('agg-a', partialOf('agg-a', 0)), keys));
+    expect(v.rule).toBe('PARTIAL_INVALID');
+    expect(v.message).toContain('no valid tree');
+  });
+});

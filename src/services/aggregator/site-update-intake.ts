@@ -1,0 +1,89 @@
+import { FRAME_KIND, maxBlockFrameBytes, maxManifestFrameBytes } from '../../protocol/index.ts';
+import type { InboundMessage } from '../../transport/index.ts';
+import { failpoint } from '../failpoint.ts';
+import { type AggregatorIntakeHost, roundOfFrame, routeFrame } from './frame-intake.ts';
+import type { RoundCollector } from './round-collector.ts';
+
+/** The reply that acknowledges an accepted block or manifest. */
+export const AGGREGATOR_ACK: Uint8Array = Uint8Array.of(1);
+
+/** What the site-update intake needs beyond {@link AggregatorIntakeHost}. */
+export interface SiteUpdateHost extends AggregatorIntakeHost {
+  /** Stores a summed site's contribution for the audit; the round's partial waits for it. */
+  store(round: RoundCollector, site: string, contribution: Uint8Array): void;
+}
+
+/** Counters of a {@link SiteUpdateIntake} (part of `AggregatorStats`). */
+export interface SiteUpdateCounts {
+  blocksAccepted: number;
+  manifestsAccepted: number;
+  /** Site updates added to a round's sum. */
+  updatesAdded: number;
+}
+
+/**
+ * The aggregator's intake of its sites' updates on `update.<me>.<site>` (requests; each message
+ * one framed ParameterBlock or UpdateManifest). A message is refused (the handler throws, the
+ * sender gets `TRANSPORT_REMOTE`, the reason is counted) unless it is for the current round,
+ * signed by `<site>`, `<site>` is assigned here, and it passes the round's `BlockVerifier`.
+ * Accepted ones are answered with {@link AGGREGATOR_ACK}, a repeat of an accepted one too. A site
+ * whose update is complete is added to the round's sum and its contribution stored; the round
+ * closes once every assigned site and child partial is in.
+ */
+export class SiteUpdateIntake {
+  readonly #host: SiteUpdateHost;
+  /** `cohort.F.update.<me>.` */
+  readonly #prefix: string;
+  readonly #counts: SiteUpdateCounts = { blocksAccepted: 0, manifestsAccepted: 0, updatesAdded: 0 };
+
+  constructor(host: SiteUpdateHost) {
+    this.#host = host;
+    this.#prefix = host.ctx.subjects.updatesFor(host.ctx.member).slice(0, -1);
+  }
+
+  /** A copy of the counters. */
+  get counts(): SiteUpdateCounts {
+    return { ...this.#counts };
+  }
+
+  /** The subscription's handler: the ack, or a throw that refuses the message (reported to the host). */
+  readonly handle = async (msg: InboundMessage): Promise<Uint8Array> => {
+    try {
+      return await this.#accept(msg);
+    } catch (err) {
+      this.#host.refused('update refused', msg.subject, err);
+      throw err;
+    }
+  };
+
+  async #accept(msg: InboundMessage): Promise<Uint8Array> {
+    const host = this.#host;
+    // Size first: nothing is decoded from a message longer than one ciphertext's block can be.
+    const frame = routeFrame(host.counters, msg, this.#prefix, {
+      block: maxBlockFrameBytes(host.ctx.ckks.maxCiphertextBytes),
+      manifest: maxManifestFrameBytes(0),
+    });
+    const round = await roundOfFrame(host, frame, frame.what);
+    const site = frame.sender;
+    round.precheck(site, frame.signer, frame.what);
+    const outcome =
+      frame.kind === FRAME_KIND.block
+        ? round.acceptBlock(site, msg.data)
+        : round.acceptManifest(site, msg.data);
+    if (outcome !== 'repeat') {
+      if (frame.kind === FRAME_KIND.block) this.#counts.blocksAccepted++;
+      else this.#counts.manifestsAccepted++;
+    }
+    if (outcome === 'added') {
+      this.#counts.updatesAdded++;
+      // Mid-sum: this update is in the running sum, its ack and the round's partial not yet sent.
+      failpoint('aggregator.update-added', round.round);
+      const contribution = round.takeContribution(site);
+      if (contribution !== undefined) host.store(round, site, contribution);
+      host.log.info({ round: round.round, site, contributors: round.contributors }, 'site update added');
+      // After the ack is on its way: signing and sending the partial take a while.
+      if (round.complete) setImmediate(() => host.finish(round, 'all sites in'));
+    }
+    return AGGREGATOR_ACK;
+  }
+}
