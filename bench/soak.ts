@@ -74,7 +74,6 @@ function spawnMember(dep: LocalDeployment, name: string, args: string[], pipeStd
       env: {
         ...process.env,
         COHORT_SOAK_PROBE_FILE: probeFile,
-        ...(name === 'coordinator' ? { SNAPDIR: '/tmp/snaps' } : {}),
       },
     },
   );

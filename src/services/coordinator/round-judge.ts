@@ -24,6 +24,39 @@ export interface Verdict {
 const EMPTY = new Uint8Array(0);
 
 /**
+ * Members named, and characters of a voter's reason quoted, in an ABORT's reason. The decision is
+ * a log entry: with a thousand NO voters (each reason up to a vote's size) listing all would make
+ * it too large to append, and the logged votes hold every voter's reason anyway.
+ */
+const NAMED = 5;
+const REASON_CHARS = 200;
+
+function listed(members: readonly string[]): string {
+  if (members.length <= 2 * NAMED) return members.join(', ');
+  return `${members.slice(0, NAMED).join(', ')} and ${members.length - NAMED} more`;
+}
+
+function quoted(reason: string | undefined): string {
+  if (!reason) return 'no reason';
+  return reason.length <= REASON_CHARS ? reason : `${reason.slice(0, REASON_CHARS)}…`;
+}
+
+/** `NO from a (why), b (why)`; past {@link NAMED} voters, grouped by reason, the largest first. */
+function noReason(no: readonly string[], votes: ReadonlyMap<string, ControlBodies['vote']>): string {
+  if (no.length <= NAMED)
+    return `NO from ${no.map((v) => `${v} (${quoted(votes.get(v)?.reason)})`).join(', ')}`;
+  const byReason = new Map<string, string[]>();
+  for (const v of no) {
+    const why = quoted(votes.get(v)?.reason);
+    byReason.set(why, [...(byReason.get(why) ?? []), v]);
+  }
+  const groups = [...byReason].sort((a, b) => b[1].length - a[1].length);
+  const shown = groups.slice(0, 3).map(([why, sites]) => `${sites.length} × ${why} (${listed(sites)})`);
+  const rest = groups.length > 3 ? `; ${groups.length - 3} other reasons` : '';
+  return `NO from ${no.length} voters: ${shown.join('; ')}${rest}`;
+}
+
+/**
  * Judges a round's votes (pure). COMMIT only when no voter voted NO, more than half of the
  * voters voted YES (voters that stayed silent are left out of the round's view and catch up by
  * replay), and every YES names the same commit hash, H(w′) and strategy-state hash, that commit
@@ -59,14 +92,10 @@ export function judgeVotes(input: {
     params: EMPTY,
   });
   if (voters.length === 0) return abort('no live site to vote');
-  if (no.length > 0) {
-    return abort(
-      `NO from ${no.map((v) => `${v} (${input.votes.get(v)?.reason || 'no reason'})`).join(', ')}`,
-    );
-  }
+  if (no.length > 0) return abort(noReason(no, input.votes));
   if (yes.length * 2 <= voters.length) {
     return abort(
-      `${yes.length} of ${voters.length} voters voted YES within ${input.voteTimeoutMs} ms (no vote from ${missing.join(', ')})`,
+      `${yes.length} of ${voters.length} voters voted YES within ${input.voteTimeoutMs} ms (no vote from ${listed(missing)})`,
     );
   }
   const first = input.votes.get(yes[0]!)!;

@@ -84,7 +84,12 @@ export function openLogEntry(
   try {
     if (options.signature === 'later') {
       const read = readControl(bytes, 'log-record');
-      if (read.signer !== opts.coordinator) throw new Error(`signed by ${JSON.stringify(read.signer)}`);
+      // Worded as openControl words it: a reader's message does not depend on when it checks.
+      if (read.signer !== opts.coordinator) {
+        throw new Error(
+          `log-record signed by ${JSON.stringify(read.signer)}, only ${JSON.stringify(opts.coordinator)} may send it here`,
+        );
+      }
       record = read.body;
     } else {
       record = openControl(bytes, 'log-record', opts.keys, { signer: opts.coordinator }).body;

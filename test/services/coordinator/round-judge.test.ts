@@ -134,6 +134,27 @@ describe('judgeVotes', () => {
       'NO from site-b (headroom), site-c (no reason)',
     ],
     [
+      // A decision is a log entry: a thousand NO voters are counted and grouped, not all named.
+      'many NOs, grouped by reason, the largest group first',
+      Array.from({ length: 300 }, (_, i) => `site-${i + 1}`),
+      Array.from({ length: 300 }, (_, i) =>
+        no(`site-${i + 1}`, i < 250 ? 'LANE_OVERFLOW: slot 14' : i < 290 ? 'disk full' : `odd ${i}`),
+      ),
+      /^NO from 300 voters: 250 × LANE_OVERFLOW: slot 14 \(site-1, site-10, site-100, site-101, site-102 and 245 more\); 40 × disk full \(site-251, site-252, site-253, site-254, site-255 and 35 more\); 1 × odd 290 \(site-291\); 9 other reasons$/,
+    ],
+    [
+      'a long reason, quoted up to 200 characters',
+      ABC,
+      [yes('site-a'), no('site-b', 'x'.repeat(5000)), yes('site-c')],
+      `NO from site-b (${'x'.repeat(200)}…)`,
+    ],
+    [
+      'many silent voters, the first five named',
+      Array.from({ length: 30 }, (_, i) => `site-${String(i + 10)}`),
+      [yes('site-10')],
+      '1 of 30 voters voted YES within 5000 ms (no vote from site-11, site-12, site-13, site-14, site-15 and 24 more)',
+    ],
+    [
       'half of the voters voting YES',
       ['site-a', 'site-b', 'site-c', 'site-d'],
       [yes('site-a'), yes('site-b')],
