@@ -18,31 +18,19 @@ export {
   sameEncoding,
 } from './codec-options.ts';
 export {
-  type AdminActionBody,
-  type AggregateInfo,
   type Assignment,
   ATTEMPT_BYTES,
-  type BatchedVote,
   CONTROL_MAX_BYTES,
   type ControlBodies,
   type ControlType,
   controlDomain,
-  type DecisionBody,
-  type EvaluationBody,
-  type ExclusionRecord,
-  type LogRecordBody,
-  type LogRecordKind,
   type OpenControlOptions,
   type OpenedControl,
   openControl,
-  type PartialRecordBody,
   readControl,
-  type SnapshotRecordBody,
   sealControl,
   type TreeLink,
   type UnverifiedControl,
-  type VoteBatchBody,
-  type VoteRecordBody,
 } from './control.ts';
 export {
   CKKS_OPERATIONS,
@@ -85,6 +73,20 @@ export {
   type LanePosition,
   SOLE_POSITION,
 } from './integrity-lanes.ts';
+export type {
+  AdminActionBody,
+  AggregateInfo,
+  BatchedVote,
+  DecisionBody,
+  EvaluationBody,
+  ExclusionRecord,
+  LogRecordBody,
+  LogRecordKind,
+  PartialRecordBody,
+  SnapshotRecordBody,
+  VoteBatchBody,
+  VoteRecordBody,
+} from './log-record-bodies.ts';
 export {
   type Contributor,
   decodeBlockBody,

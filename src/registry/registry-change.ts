@@ -8,12 +8,12 @@ import {
   sign,
   verify,
 } from '../../crypto/signature/index.ts';
-import type { RegistryChangeRecord } from '../protocol/control.ts';
 import { PROTO_PATH } from '../protocol/index.ts';
+import type { RegistryChangeRecord } from '../protocol/log-record-bodies.ts';
 import { assertMemberId, assertNkey, assertRole, type RegistryRole } from './registry-codec.ts';
 import { RegistryError } from './registry-error.ts';
 
-export type { RegistryChangeRecord } from '../protocol/control.ts';
+export type { RegistryChangeRecord } from '../protocol/log-record-bodies.ts';
 
 const root = protobuf.loadSync(PROTO_PATH);
 const BodyType = root.lookupType('cohort.v1.RegistryChangeBody');

@@ -82,6 +82,9 @@ export async function openLogReader(
   return new JetStreamLogReader(jsm, options, window);
 }
 
+/** Entries whose signature this process checked (opened with it, or checked later). */
+const signatureChecked = new WeakSet<LogEntry>();
+
 class JetStreamLogReader implements FederationLogReader {
   readonly stream: string;
   readonly subject: string;
@@ -114,13 +117,19 @@ class JetStreamLogReader implements FederationLogReader {
     return entry;
   }
 
-  /** Entry `sequence` checked but for its signature (shared by the process's readers, see `shareLogReads`). */
+  /**
+   * Entry `sequence`, checked; its signature too unless this reader authenticates by chain (shared
+   * by the process's readers, see `shareLogReads`).
+   */
   #fetch(sequence: number): Promise<LogEntry> {
     return sharedLogRead(this.stream, this.#options.coordinator, sequence, () => this.#read(sequence));
   }
 
+  /** Checks `entry`'s signature once per process: an entry object never changes. */
   #checkSignature(entry: LogEntry): void {
+    if (signatureChecked.has(entry)) return;
     openLogEntry(entry.bytes, entry.sequence, this.#context());
+    signatureChecked.add(entry);
   }
 
   #context() {
@@ -151,7 +160,12 @@ class JetStreamLogReader implements FederationLogReader {
         { details: { stream: this.stream, sequence } },
       );
     }
-    return openLogEntry(msg.data, sequence, this.#context(), { signature: 'later' });
+    if (this.#options.signatures === 'chain') {
+      return openLogEntry(msg.data, sequence, this.#context(), { signature: 'later' });
+    }
+    const entry = openLogEntry(msg.data, sequence, this.#context());
+    signatureChecked.add(entry);
+    return entry;
   }
 
   async *entries(from: LogPosition = LOG_ORIGIN, until?: number): AsyncIterable<LogEntry> {
