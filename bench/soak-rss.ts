@@ -1,5 +1,6 @@
-// Resident memory of the soak's processes, read from /proc, and the growth figure the soak is
-// judged by: median RSS over the last rounds against the median right after warm-up.
+// Resident memory of the soak's processes, read from /proc, and the growth figures the soak is
+// judged by: median RSS over the last rounds against the median right after warm-up, and the
+// growth of the upper envelope between the two halves of the measured rounds (phase-free).
 import { existsSync, readFileSync } from 'node:fs';
 
 /** VmRSS of `pid` in MiB, from /proc/<pid>/status; undefined once the process is gone. */
@@ -151,6 +152,32 @@ export function liveGrowth(live: LiveSeries, rounds: number, warmUp?: number): M
     const baseMiB = median(inWindow(baseline));
     const endMiB = median(inWindow(end));
     out.set(name, { baseMiB, endMiB, growth: (endMiB - baseMiB) / baseMiB });
+  }
+  return out;
+}
+
+/**
+ * Growth of each process's upper envelope over the measured rounds (after `warmUp`): the 95th
+ * percentile of its RSS in the second half of those rounds against the first half, scaled to the
+ * whole measured span (× 2: the halves' centres are half of it apart). Each half holds whole
+ * periods of a bounded sawtooth (nats-server's block cache, V8's heap sizing: 150–350 rounds in
+ * this soak), so their peaks match whatever phase the two windows of {@link rssGrowth} catch,
+ * while a leak raises the second half's peak by its rate times half the span.
+ */
+export function rssEnvelopeGrowth(
+  series: RssSeries,
+  rounds: number,
+  warmUp?: number,
+): Map<string, RssGrowth> {
+  const w = soakWindows(rounds, warmUp);
+  const mid = w.warmUp + (rounds - w.warmUp) / 2;
+  const out = new Map<string, RssGrowth>();
+  for (const [name, values] of series.rss) {
+    const first = values.filter((_, i) => series.rounds[i]! > w.warmUp && series.rounds[i]! <= mid);
+    const second = values.filter((_, i) => series.rounds[i]! > mid);
+    const baseMiB = quantile(first, 0.95);
+    const endMiB = quantile(second, 0.95);
+    out.set(name, { baseMiB, endMiB, growth: (2 * (endMiB - baseMiB)) / baseMiB });
   }
   return out;
 }

@@ -19,6 +19,7 @@ import {
   quantile,
   RssSeries,
   readLiveSeries,
+  rssEnvelopeGrowth,
   rssGrowth,
   soakWindows,
 } from './soak-rss.ts';
@@ -223,7 +224,10 @@ function soakRows(run: SoakRun, params: number): BenchRow[] {
   const base = `r${baseline[0]}–${baseline[1]}`;
   const last = `r${end[0]}–${end[1]}`;
   const rows: BenchRow[] = [];
+  const envelope = rssEnvelopeGrowth(run.series, TOTAL, WARMUP);
+  const half = (TOTAL - WARMUP) / 2;
   for (const [name, g] of rssGrowth(run.series, TOTAL, WARMUP)) {
+    const e = envelope.get(name)!;
     rows.push(
       {
         section: 'rss',
@@ -247,6 +251,14 @@ function soakRows(run: SoakRun, params: number): BenchRow[] {
         unit: '%',
         compare: `< ${100 * GROWTH_GOAL}%`,
         pass: g.growth < GROWTH_GOAL,
+      },
+      {
+        section: 'rss',
+        metric: `${name}: peak growth (95th percentile, 2nd vs 1st half of the measured rounds, per ${TOTAL - WARMUP} rounds)`,
+        value: 100 * e.growth,
+        unit: '%',
+        compare: `${e.baseMiB.toFixed(1)} → ${e.endMiB.toFixed(1)} MiB over ${half} rounds; < ${100 * GROWTH_GOAL}%`,
+        pass: e.growth < GROWTH_GOAL,
       },
     );
   }

@@ -96,6 +96,7 @@ export const RUN_DETAIL = closed({
   rounds: nullable(int),
   durationMs: nullable(num),
   roundsDecided: {
+    description: 'The newest 256 decided rounds of the run (`decided` counts all of them).',
     type: 'array',
     items: closed({ ...ROUND_SUMMARY.properties, contributorSites: strings }),
   },

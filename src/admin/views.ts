@@ -16,9 +16,9 @@ export function runJson(run: RunInfo) {
     startedUnixMs: run.startedUnixMs,
     stoppedBy: run.stoppedBy,
     endedUnixMs: run.endedUnixMs,
-    decided: run.summaries.length,
-    committed: run.summaries.filter((s) => s.commit).length,
-    aborted: run.summaries.filter((s) => !s.commit).length,
+    decided: run.decided,
+    committed: run.committed,
+    aborted: run.aborted,
   };
 }
 

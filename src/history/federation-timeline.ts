@@ -25,7 +25,8 @@ export class FederationTimeline {
 
   /** @param genesis the federation's genesis commit (`federationGenesis(config).commit`). */
   constructor(genesis: Commit, stream = 'log') {
-    this.history = new LogHistory(genesis, stream);
+    // Versions, rounds and diffs read decisions, never the partial and vote records they checked.
+    this.history = new LogHistory(genesis, stream, { keepEvidence: false });
   }
 
   /** The last entry applied (sequence 0 before any). */

@@ -130,6 +130,9 @@ export function fixture(): Fixture {
           startedUnixMs: 1_700_000_100_000,
           stoppedBy: null,
           endedUnixMs: null,
+          decided: 0,
+          committed: 0,
+          aborted: 0,
           summaries: [],
         };
         runs.push(run);

@@ -98,6 +98,10 @@ describe('a hostile site against a live federation', () => {
   const prepares: { round: number; bytes: Uint8Array; body: ControlBodies['prepare'] }[] = [];
   const opens: ControlBodies['round-open'][] = [];
   let heartbeatTimer: NodeJS.Timeout | undefined;
+  /** While set, the hostile site heartbeats each new head the moment the coordinator commits it. */
+  let beatOnCommit = false;
+  /** The head of the last COMMIT, as a heartbeat reports it. */
+  let committedHead: { head: Uint8Array; height: number } | undefined;
   const s = () => f.coord.subjects;
 
   const committedAfter = (round: number) => decisions.some((d) => d.round > round && d.commit);
@@ -148,6 +152,16 @@ describe('a hostile site against a live federation', () => {
       onEvent: (e) => {
         events.push(e);
         if (e.type === 'decision') decisions.push(e.summary);
+        // An honest site reports a new head with `switched`, within milliseconds of the decision;
+        // the hostile one reports it by heartbeat before the next RoundOpen, so it is eligible.
+        if (e.type === 'decision' && e.summary.commit) {
+          committedHead = { head: Buffer.from(e.summary.commitHash!, 'hex'), height: e.summary.height };
+          if (beatOnCommit) {
+            void hostile.transport
+              .publish(s().heartbeat(HOSTILE), heartbeat(hostile, committedHead))
+              .catch(() => undefined);
+          }
+        }
       },
     });
     await waitFor('a first committed round', () => decisions.some((d) => d.commit), 60_000);
@@ -296,8 +310,11 @@ describe('a hostile site against a live federation', () => {
 
   it('6, 9: an update of another size or weight is refused; a replayed PREPARE of an aborted round is ignored', async () => {
     // The hostile site heartbeats like an honest one, so it is assigned in a round.
+    beatOnCommit = true;
     heartbeatTimer = setInterval(() => {
-      void hostile.transport.publish(s().heartbeat(HOSTILE), heartbeat(hostile)).catch(() => undefined);
+      void hostile.transport
+        .publish(s().heartbeat(HOSTILE), heartbeat(hostile, committedHead))
+        .catch(() => undefined);
     }, 200);
     const since = opens.length;
     await waitFor(
@@ -377,6 +394,7 @@ describe('a hostile site against a live federation', () => {
     );
     expect(events.filter((e) => e.type === 'vote' && e.round === open.round)).toHaveLength(votesBefore);
     clearInterval(heartbeatTimer);
+    beatOnCommit = false;
     rows.push(
       {
         defect: 6,
@@ -394,6 +412,8 @@ describe('a hostile site against a live federation', () => {
   }, 180_000);
 
   it('7: an aggregator that adds a site’s update twice while listing it once is caught by every site', async () => {
+    clearInterval(heartbeatTimer); // the hostile site's heartbeats end here even if test 6, 9 failed
+    beatOnCommit = false;
     // agg-2 turns hostile: its service stops, and its own credentials play it from here.
     await aggregators.get('agg-2')!.stop();
     const evil = await f.member('agg-2');

@@ -53,7 +53,13 @@ function loadExport(file: string, ...flags: string[]): Loaded {
 
 function commitOf(parameters: Float32Array): ChainCommit {
   const params = encodeRoundParams({ round: 0, bits: 8, clip: 1, strategy: 'fedavg', learningRate: 0.1 });
-  return { commit: genesisCommit(parameters, params), sequence: 0, unixMs: 0, decision: null };
+  return {
+    commit: genesisCommit(parameters, params),
+    sequence: 0,
+    unixMs: 0,
+    decision: null,
+    openSequence: 0,
+  };
 }
 
 /** The probe input load_export.py uses: x[i] = ((i mod 7) − 3) / 4. */

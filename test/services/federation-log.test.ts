@@ -20,6 +20,7 @@ import {
   type SnapshotRecordBody,
   sealControl,
 } from '../../src/protocol/index.ts';
+import { LogFollower } from '../../src/services/agent/log-follower.ts';
 import {
   ensureLogStream,
   FederationLogError,
@@ -334,6 +335,29 @@ describe('LogHistory', () => {
     expect(history.snapshotAtOrBelow(1)?.entry.sequence).toBe(3);
     expect(history.snapshotAtOrBelow(5)?.entry.sequence).toBe(3);
     expect(history.snapshotAtOrBelow(0)?.entry.sequence).toBe(4);
+  });
+
+  it('retains the newest rounds in full with retainRounds, the whole chain always', () => {
+    const history = new LogHistory(genesis, 'COHORT_F', { retainRounds: 2 });
+    for (const [i, r] of script('f').entries()) history.apply(unsigned(i + 1, r));
+    // Rounds 1-4 decided (COMMIT, ABORT, rollback COMMIT, COMMIT): the newest two stay whole.
+    expect(history.decided.map((r) => r.round)).toEqual([3, 4]);
+    expect(history.decisionOf(1)).toBeUndefined();
+    expect(history.decisionOf(2)).toBeUndefined();
+    expect(history.decisionOf(3)?.open.round).toBe(3);
+    expect(history.decisionOf(4)?.openSequence).toBe(8);
+    // Every commit stays on the chain; the oldest non-genesis one without its decision, but with
+    // the sequences to read it back from the log.
+    expect([0, 1, 2, 3].map((h) => hex(history.commitAt(h)!.commit.hash))).toEqual(
+      [genesis, c1, r3, c4].map((c) => hex(c.hash)),
+    );
+    expect(history.commitByHash(c1.hash)).toMatchObject({ sequence: 2, openSequence: 1, decision: null });
+    expect(history.commitAt(2)).toMatchObject({ sequence: 7, openSequence: 6, decision: { round: 3 } });
+    expect(history.head.decision?.round).toBe(4);
+    expect(history.snapshotAtOrBelow(3)?.snapshot.commitHash).toEqual(c1.hash);
+    // The checks do not change: a decision that does not follow the head is still refused.
+    expect(() => history.apply(unsigned(10, { roundOpen: openRecord('f', 5, c1) }))).toThrow(/based on/);
+    expect(() => new LogHistory(genesis, 'COHORT_F', { retainRounds: 0 })).toThrow(/retainRounds/);
   });
 
   it('shows the round still open at the end of the log', () => {
@@ -729,6 +753,29 @@ describe('federation log on JetStream', () => {
       for (const record of script(F)) appended.push(await w.append(record));
       expect(w.position()).toEqual({ sequence: 9, hash: appended[8]!.hash });
       expect(w.fenced).toBe(false);
+    });
+
+    it('gives a follower the decision and RoundOpen of a commit its history no longer retains', async () => {
+      const follower = await LogFollower.open(nc, {
+        federation: F,
+        coordinator: COORDINATOR,
+        keys,
+        genesis,
+        retainRounds: 1,
+      });
+      expect(await follower.sync()).toBe(9);
+      const old = follower.history.commitAt(1)!; // c1, round 1: compacted
+      expect(old.decision).toBeNull();
+      const read = await follower.roundOf(old);
+      expect(read.decision).toMatchObject({ round: 1, commit: true, height: 1 });
+      expect(read.decision.commitHash).toEqual(c1.hash);
+      expect(read.open).toMatchObject({ round: 1 });
+      // From memory while retained: the head's.
+      expect((await follower.roundOf(follower.history.head)).decision.round).toBe(4);
+      // Entries that are not the commit's are refused, not used.
+      const err = await rejection(follower.roundOf({ ...old, sequence: 4, openSequence: 3 }));
+      expect(err.code).toBe('LOG_HISTORY_INVALID');
+      expect(err.message).toMatch(/entries 3 and 4 are not the RoundOpen and decision of commit/);
     });
 
     it('reads a stream that does not exist yet, or holds nothing, as an empty log', async () => {

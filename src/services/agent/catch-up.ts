@@ -1,6 +1,6 @@
 import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
 import type { StrategyState } from '../../../federation/index.ts';
-import type { DecisionBody } from '../../protocol/index.ts';
+import type { ControlBodies, DecisionBody } from '../../protocol/index.ts';
 import { bytesToHex, type Commit, modelHash, openSnapshot, strategyStateHash } from '../../versions/index.ts';
 import type { ChainCommit, LoggedSnapshot } from '../federation-log/index.ts';
 import type { AgentCore } from './agent-core.ts';
@@ -70,13 +70,14 @@ export async function catchUp(core: AgentCore): Promise<number> {
   let base: ModelState | undefined;
   for (let h = head.height + 1; h <= target.commit.height; h++) {
     const cc = history.commitAt(h)!;
+    const decided = await core.follower.roundOf(cc);
     base ??= { parameters: store.readModel(store.head()!), strategyState: store.loadStrategyState() };
-    const next = await replayCommit(core, cc, base);
+    const next = await replayCommit(core, cc, decided, base);
     const strategyState = next.strategyState ?? core.strategy.initialState(next.parameters.length);
     store.advance({ commit: cc.commit, parameters: next.parameters, strategyState });
     base = { parameters: next.parameters, strategyState };
     if (cc.commit.kind === 'rollback') store.clearResidual();
-    resolveResidual(core, cc.commit.round, cc.decision!);
+    resolveResidual(core, cc.commit.round, decided.decision);
     core.counters.replayed++;
   }
   resolveResiduals(core);
@@ -106,14 +107,23 @@ export async function materialize(core: AgentCore, target: ChainCommit): Promise
     height = snapshot.snapshot.height;
   }
   for (let h = height + 1; h <= target.commit.height; h++) {
-    state = await replayCommit(core, history.commitAt(h)!, state);
+    const cc = history.commitAt(h)!;
+    state = await replayCommit(core, cc, await core.follower.roundOf(cc), state);
   }
   return state.parameters;
 }
 
-/** Applies one chain commit to `base` (the model and state of its parent), checking the log's hashes. */
-async function replayCommit(core: AgentCore, cc: ChainCommit, base: ModelState): Promise<ModelState> {
-  const d = cc.decision!;
+/**
+ * Applies one chain commit to `base` (the model and state of its parent), checking the log's
+ * hashes; `decided` is its decision and RoundOpen (`LogFollower.roundOf`).
+ */
+async function replayCommit(
+  core: AgentCore,
+  cc: ChainCommit,
+  decided: { readonly decision: DecisionBody; readonly open: ControlBodies['round-open'] },
+  base: ModelState,
+): Promise<ModelState> {
+  const d = decided.decision;
   let next: ModelState;
   if (cc.commit.kind === 'rollback') {
     const target = core.follower.history.commitByHash(d.rollbackTarget)!;
@@ -139,8 +149,7 @@ async function replayCommit(core: AgentCore, cc: ChainCommit, base: ModelState):
       'REPLAY_MISMATCH',
     );
     try {
-      const participants =
-        core.follower.history.decisionOf(d.round)?.open.assignments.map((a) => a.site) ?? [];
+      const participants = decided.open.assignments.map((a) => a.site);
       next = applyAggregate(core, base.parameters, base.strategyState, info, ciphertexts, d, participants);
     } catch (cause) {
       // Every voter decoded and applied this aggregate; failing to is a divergence, not bad luck.
@@ -181,6 +190,7 @@ function checkAgainstLog(commit: Commit, d: DecisionBody, next: ModelState): voi
 async function fetchSnapshot(core: AgentCore, logged: LoggedSnapshot): Promise<ModelState> {
   const s = logged.snapshot;
   const cc = core.follower.history.commitAt(s.height)!;
+  const decision = cc.commit.kind === 'genesis' ? null : (await core.follower.roundOf(cc)).decision;
   const bytes = await fetchObject(core, core.ctx.subjects.snapshotsBucket, s.object, snapshotLimit(core));
   if (!bytesEqual(sha256(bytes), s.digest)) {
     throw new AgentError(
@@ -196,7 +206,7 @@ async function fetchSnapshot(core: AgentCore, logged: LoggedSnapshot): Promise<M
       federation: core.ctx.config.federation.id,
       commitHash: cc.commit.hash,
       modelHash: cc.commit.modelHash,
-      ...(cc.decision && cc.decision.stateHash.length === 32 ? { stateHash: cc.decision.stateHash } : {}),
+      ...(decision !== null && decision.stateHash.length === 32 ? { stateHash: decision.stateHash } : {}),
     },
   });
   return { parameters: opened.parameters, strategyState: opened.strategyState };

@@ -1,11 +1,15 @@
 import type { NatsConnection } from '@nats-io/transport-node';
-import type { KeyLookup } from '../../protocol/index.ts';
-import type { Commit } from '../../versions/index.ts';
+import { bytesEqual } from '../../../crypto/digest/index.ts';
+import type { ControlBodies, DecisionBody, KeyLookup } from '../../protocol/index.ts';
+import { bytesToHex, type Commit } from '../../versions/index.ts';
 import {
+  type ChainCommit,
   checkLink,
+  FederationLogError,
   type FederationLogReader,
   type LogEntry,
   LogHistory,
+  MEMBER_RETAIN_ROUNDS,
   openLogReader,
 } from '../federation-log/index.ts';
 
@@ -29,15 +33,24 @@ export class LogFollower {
   readonly #reader: FederationLogReader;
   #syncing: Promise<number> | undefined;
 
-  private constructor(reader: FederationLogReader, genesis: Commit) {
+  private constructor(reader: FederationLogReader, genesis: Commit, retainRounds: number) {
     this.#reader = reader;
-    this.history = new LogHistory(genesis, reader.stream, { keepEvidence: false });
+    this.history = new LogHistory(genesis, reader.stream, { keepEvidence: false, retainRounds });
   }
 
-  /** Opens the log of `federation` on `nc` for reading (stream info and get-message only). */
+  /**
+   * Opens the log of `federation` on `nc` for reading (stream info and get-message only).
+   * `retainRounds`: rounds the history keeps in full (default {@link MEMBER_RETAIN_ROUNDS}).
+   */
   static async open(
     nc: NatsConnection,
-    opts: { federation: string; coordinator: string; keys: KeyLookup; genesis: Commit },
+    opts: {
+      federation: string;
+      coordinator: string;
+      keys: KeyLookup;
+      genesis: Commit;
+      retainRounds?: number;
+    },
   ): Promise<LogFollower> {
     const reader = await openLogReader(nc, {
       federation: opts.federation,
@@ -46,7 +59,7 @@ export class LogFollower {
       window: FOLLOWER_WINDOW,
       signatures: 'chain',
     });
-    return new LogFollower(reader, opts.genesis);
+    return new LogFollower(reader, opts.genesis, opts.retainRounds ?? MEMBER_RETAIN_ROUNDS);
   }
 
   /** Reads and folds in every entry after the last one read; returns how many. */
@@ -76,6 +89,32 @@ export class LogFollower {
     }
     await this.sync();
     return this.history.position.sequence >= entry.sequence;
+  }
+
+  /**
+   * The decision and RoundOpen of chain commit `cc` (not genesis): from the history while it
+   * retains them, else read from the log at their sequences (signatures checked) and matched to
+   * the commit. `LOG_HISTORY_INVALID` when those entries are not that commit's.
+   */
+  async roundOf(cc: ChainCommit): Promise<{ decision: DecisionBody; open: ControlBodies['round-open'] }> {
+    const kept = this.history.decisionOf(cc.commit.round);
+    if (cc.decision !== null && kept !== undefined) return { decision: cc.decision, open: kept.open };
+    const [d, o] = await Promise.all([this.#reader.get(cc.sequence), this.#reader.get(cc.openSequence)]);
+    const decision = d.record.decision;
+    const open = o.record.roundOpen;
+    if (
+      decision == null ||
+      open == null ||
+      !bytesEqual(decision.commitHash, cc.commit.hash) ||
+      open.round !== cc.commit.round
+    ) {
+      throw new FederationLogError(
+        'LOG_HISTORY_INVALID',
+        `log ${this.#reader.stream} entries ${cc.openSequence} and ${cc.sequence} are not the RoundOpen and decision of commit ${bytesToHex(cc.commit.hash).slice(0, 12)} (height ${cc.commit.height})`,
+        { details: { stream: this.#reader.stream, sequence: cc.sequence } },
+      );
+    }
+    return { decision, open };
   }
 
   async #sync(): Promise<number> {

@@ -70,8 +70,9 @@ export function applyDecision(core: AgentCore, d: DecisionBody): DecisionOutcome
 }
 
 /**
- * Tells the coordinator this site switched to `head` (parameter-sync latency), then, when the
- * agent evaluates, scores the model and reports again with the accuracy.
+ * Tells the coordinator this site switched to `head` (parameter-sync latency). The accuracy report
+ * ({@link reportAccuracy}) is a separate step so that nothing else runs between the switch and this
+ * announcement.
  */
 export async function announceSwitch(
   core: AgentCore,
@@ -84,6 +85,15 @@ export async function announceSwitch(
     { round, head: bytesToHex(head.hash), height: head.height },
     'switched to the committed model',
   );
+}
+
+/** When the agent evaluates: scores the committed model and reports the switch again with its accuracy. */
+export async function reportAccuracy(
+  core: AgentCore,
+  round: number,
+  head: Commit,
+  switchedUnixMs: number,
+): Promise<void> {
   if (core.testSet === null || core.engine === null) return;
   try {
     const parameters = core.store.readModel(head);

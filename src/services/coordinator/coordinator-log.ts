@@ -19,6 +19,7 @@ import {
   type LogEntry,
   LogHistory,
   type LogRecordInput,
+  MEMBER_RETAIN_ROUNDS,
   openLogReader,
   openLogWriter,
 } from '../federation-log/index.ts';
@@ -97,8 +98,8 @@ export async function openCoordinatorLog(
       genesis,
       reader.stream,
       ctx.signedRegistry === undefined
-        ? { keepEvidence: false }
-        : { registry: ctx.signedRegistry, keepEvidence: false },
+        ? { keepEvidence: false, retainRounds: MEMBER_RETAIN_ROUNDS }
+        : { registry: ctx.signedRegistry, keepEvidence: false, retainRounds: MEMBER_RETAIN_ROUNDS },
     );
     for await (const entry of reader.entries()) history.apply(entry);
     // The member's key lookups follow the registry as this history folds it (docs/key-ceremony.md).

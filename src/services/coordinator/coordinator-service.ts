@@ -19,11 +19,11 @@ import type {
   CoordinatorStats,
   CoordinatorSummary,
   MemberRoleName,
-  RoundSummary,
 } from './events.ts';
 import { federationGenesis, modelSpecFor } from './genesis.ts';
 import { type IntakeHost, MemberIntake } from './member-intake.ts';
 import { Membership } from './membership.ts';
+import { RecentRounds } from './recent-rounds.ts';
 import { RegistryQueue } from './registry-queue.ts';
 import { RollbackQueue } from './rollback-queue.ts';
 import { roundAbortReason } from './round-abort.ts';
@@ -65,7 +65,7 @@ class Coordinator implements IntakeHost {
   clip: number;
   current: ActiveRound | undefined;
   readonly #genesis: ReturnType<typeof federationGenesis>;
-  readonly #summaries: RoundSummary[] = [];
+  readonly #summaries = new RecentRounds();
   readonly #subscriptions: TransportSubscription[] = [];
   readonly #waiters = new Set<() => void>();
   readonly #rollbacks: RollbackQueue;
@@ -170,8 +170,8 @@ class Coordinator implements IntakeHost {
       liveSites: this.membership.live('site'),
       liveAggregators: this.membership.live('aggregator'),
       excluded: this.membership.excluded(),
-      committed: this.#summaries.filter((s) => s.commit).length,
-      aborted: this.#summaries.filter((s) => !s.commit).length,
+      committed: this.#summaries.committed,
+      aborted: this.#summaries.aborted,
       rejected: this.#rejected,
       rejectedByReason: Object.fromEntries(this.#rejectedBy),
       snapshots: this.#snapshots?.stored ?? 0,
@@ -306,7 +306,7 @@ class Coordinator implements IntakeHost {
       this.emit({ type: 'decision', summary });
       this.#roundNumber = history.lastRound + 1;
     }
-    const lastCommit = [...this.#summaries].reverse().find((s) => s.commit);
+    const lastCommit = this.#summaries.lastCommit;
     if (lastCommit && !this.#stopping) {
       // Every voter switched, the evaluating sites (if any) scored the final model, and the
       // snapshot due at its height (if any) is stored.
@@ -422,9 +422,9 @@ class Coordinator implements IntakeHost {
     const s = this.switches.summary();
     const head = this.log.history.head.commit;
     return {
-      rounds: [...this.#summaries],
-      committed: this.#summaries.filter((r) => r.commit).length,
-      aborted: this.#summaries.filter((r) => !r.commit).length,
+      rounds: this.#summaries.recent(),
+      committed: this.#summaries.committed,
+      aborted: this.#summaries.aborted,
       head: bytesToHex(head.hash),
       height: head.height,
       switchLatency: { count: s.count, p50Ms: s.p50Ms, p99Ms: s.p99Ms },

@@ -146,13 +146,15 @@ export interface RoundSummary {
 
 /** What `CoordinatorHandle.done` resolves with. */
 export interface CoordinatorSummary {
+  /** The decided rounds of this run, the newest 256 of them (`RECENT_ROUND_SUMMARIES`); the log holds all. */
   readonly rounds: readonly RoundSummary[];
+  /** COMMITs and ABORTs of this run, all of them. */
   readonly committed: number;
   readonly aborted: number;
   /** Head after the run: hex commit hash and height. */
   readonly head: string;
   readonly height: number;
-  /** Decision publication → site `switchedUnixMs`, over every COMMIT of this run. */
+  /** Decision publication → site `switchedUnixMs`, over this run's COMMITs (the newest 10,000 switches: `LATENCY_SAMPLES`). */
   readonly switchLatency: {
     readonly count: number;
     readonly p50Ms: number | undefined;

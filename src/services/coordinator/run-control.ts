@@ -1,5 +1,6 @@
 import { CohortError, InvalidArgumentError } from '../../errors/index.ts';
 import type { CoordinatorStats, RoundSummary } from './events.ts';
+import { RecentRounds } from './recent-rounds.ts';
 
 /** Most rounds one run may ask for. */
 export const MAX_RUN_ROUNDS = 1_000_000;
@@ -38,7 +39,11 @@ export interface RunInfo {
   /** Who asked it to stop (a token id), or null. */
   readonly stoppedBy: string | null;
   readonly endedUnixMs: number | null;
-  /** Its decided rounds, in order. */
+  /** Its decided rounds, COMMITs and ABORTs: every one. */
+  readonly decided: number;
+  readonly committed: number;
+  readonly aborted: number;
+  /** Its newest decided rounds (at most `RECENT_ROUND_SUMMARIES`), in order. */
   readonly summaries: readonly RoundSummary[];
 }
 
@@ -52,7 +57,7 @@ interface Run {
   startedUnixMs: number;
   stoppedBy: string | null;
   endedUnixMs: number | null;
-  summaries: RoundSummary[];
+  summaries: RecentRounds;
 }
 
 /** What {@link RunControl.admit} waits with (the coordinator). */
@@ -206,7 +211,7 @@ export class RunControl {
       startedUnixMs: this.#now(),
       stoppedBy: null,
       endedUnixMs: null,
-      summaries: [],
+      summaries: new RecentRounds(),
     };
     this.#runs.push(run);
     return run;
@@ -222,9 +227,16 @@ export class RunControl {
 function wants(run: Run, round: number): boolean {
   if (run.state !== 'running') return false;
   if (run.untilRound !== null) return round <= run.untilRound;
-  return run.rounds === null || run.summaries.length < run.rounds;
+  return run.rounds === null || run.summaries.decided < run.rounds;
 }
 
 function snapshot(run: Run): RunInfo {
-  return Object.freeze({ ...run, summaries: Object.freeze([...run.summaries]) });
+  const { summaries, ...rest } = run;
+  return Object.freeze({
+    ...rest,
+    decided: summaries.decided,
+    committed: summaries.committed,
+    aborted: summaries.aborted,
+    summaries: Object.freeze(summaries.recent()),
+  });
 }

@@ -1,6 +1,15 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
 import { BlockRejectedError } from '../../errors/index.ts';
 
+/**
+ * Commits whose `switched` reports are still accepted: a site switches within a round or two, or
+ * catches up later and is then counted by its heartbeat, not by a report on a long-past commit.
+ */
+export const TRACKED_COMMITS = 64;
+
+/** Switch latencies the summary's percentiles cover: the newest, over this run's commits. */
+export const LATENCY_SAMPLES = 10_000;
+
 interface SwitchRecord {
   readonly round: number;
   readonly height: number;
@@ -11,6 +20,8 @@ interface SwitchRecord {
   readonly expected: ReadonlySet<string>;
   readonly latencies: Map<string, number>;
   readonly accuracies: Map<string, number>;
+  /** Decided by this run (its latencies count in the summary). */
+  readonly own: boolean;
 }
 
 /**
@@ -19,9 +30,11 @@ interface SwitchRecord {
  * the log's last commit so the sites' `switched` for it are still accepted.
  */
 export class SwitchTracker {
+  /** The newest {@link TRACKED_COMMITS} commits, in the order tracked. */
   readonly #records = new Map<number, SwitchRecord>();
-  /** Committed rounds of this run (the summary's latencies cover only these). */
-  readonly #ownRounds = new Set<number>();
+  /** Latencies of this run's commits, the newest {@link LATENCY_SAMPLES}: a ring from `#next`. */
+  readonly #latencies: number[] = [];
+  #next = 0;
 
   /** Starts tracking the switch to the commit of `round`. `own`: decided by this run. */
   track(
@@ -39,8 +52,9 @@ export class SwitchTracker {
       expected: new Set(expected),
       latencies: new Map(),
       accuracies: new Map(),
+      own,
     });
-    if (own) this.#ownRounds.add(round);
+    if (this.#records.size > TRACKED_COMMITS) this.#records.delete(this.#records.keys().next().value!);
   }
 
   /**
@@ -65,6 +79,7 @@ export class SwitchTracker {
         ? Math.max(0, sw.switchedUnixMs - record.publishedAt)
         : 0;
       record.latencies.set(site, latency);
+      if (record.own) this.#sample(latency);
     }
     const accuracy = Number.isFinite(sw.testAccuracy) && sw.testAccuracy >= 0 ? sw.testAccuracy : undefined;
     if (accuracy !== undefined) record.accuracies.set(site, accuracy);
@@ -87,17 +102,23 @@ export class SwitchTracker {
     return [...r.expected].every((s) => r.latencies.has(s) || !stillLive(s));
   }
 
-  /** Latency percentiles over this run's commits and the latest reported mean accuracy. */
+  #sample(latency: number): void {
+    if (this.#latencies.length < LATENCY_SAMPLES) this.#latencies.push(latency);
+    else this.#latencies[this.#next] = latency;
+    this.#next = (this.#next + 1) % LATENCY_SAMPLES;
+  }
+
+  /**
+   * Latency percentiles over this run's commits (the newest {@link LATENCY_SAMPLES} switches) and
+   * the latest reported mean accuracy.
+   */
   summary(): {
     count: number;
     p50Ms: number | undefined;
     p99Ms: number | undefined;
     testAccuracy: number | undefined;
   } {
-    const latencies: number[] = [];
-    for (const round of this.#ownRounds)
-      latencies.push(...(this.#records.get(round)?.latencies.values() ?? []));
-    latencies.sort((a, b) => a - b);
+    const latencies = [...this.#latencies].sort((a, b) => a - b);
     let testAccuracy: number | undefined;
     for (const round of [...this.#records.keys()].sort((a, b) => b - a)) {
       const acc = [...this.#records.get(round)!.accuracies.values()];

@@ -18,6 +18,7 @@ export {
   type LoggedSnapshot,
   LogHistory,
   type LogHistoryOptions,
+  MEMBER_RETAIN_ROUNDS,
   type OpenRound,
 } from './log-history.ts';
 export { type FederationLogReader, type LogReaderOptions, openLogReader } from './log-reader.ts';

@@ -1,4 +1,5 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
+import { assertInteger } from '../../errors/index.ts';
 import type {
   AdminActionBody,
   ControlBodies,
@@ -41,8 +42,14 @@ export interface ChainCommit {
   readonly sequence: number;
   /** The coordinator's clock when it was appended (0 for genesis). */
   readonly unixMs: number;
-  /** The decision that committed it (null for genesis). */
+  /**
+   * The decision that committed it: null for genesis, and for a commit older than the history
+   * retains in full ({@link LogHistoryOptions.retainRounds}): the decision is then the log's entry
+   * at `sequence`.
+   */
   readonly decision: DecisionBody | null;
+  /** Log sequence of its round's RoundOpen (0 for genesis). */
+  readonly openSequence: number;
 }
 
 /** A decided round (COMMIT or ABORT): its RoundOpen, its decision, and where the log holds them. */
@@ -90,6 +97,14 @@ export interface LoggedAdminAction {
   readonly action: AdminActionBody;
 }
 
+/**
+ * Decided rounds (and commits' decisions) a long-running member's history keeps in full
+ * ({@link LogHistoryOptions.retainRounds}): a site's catch-up between snapshots
+ * (`history.snapshotEvery`, default 10) and every lookup of a recent round stay in memory; an
+ * older round is read from the log when needed.
+ */
+export const MEMBER_RETAIN_ROUNDS = 256;
+
 /** Options of {@link LogHistory}. */
 export interface LogHistoryOptions {
   /**
@@ -105,6 +120,16 @@ export interface LogHistoryOptions {
    * `partials` and `votes`, so memory does not grow by every round's evidence (~100 KB a round).
    */
   readonly keepEvidence?: boolean;
+  /**
+   * How many of the most recent decided rounds, and of the most recent commits' decisions, are
+   * kept in full (default: all). Older ones are compacted: {@link LogHistory.decisionOf} no longer
+   * finds the round, {@link LogHistory.decided} starts after it, and its chain commit keeps the
+   * commit, its sequences and its time with `decision` null. The chain itself (every commit,
+   * owned hashes, ~0.4 KB each) stays whole. A long-running member passes a window so that its
+   * memory does not grow by every round's decision and RoundOpen (~5 KB at 4 sites, ~100 KB at
+   * 1,000); a one-shot reader (the auditor, the CLI) keeps all.
+   */
+  readonly retainRounds?: number;
 }
 
 /**
@@ -123,9 +148,10 @@ export class LogHistory {
   readonly #commits: ChainCommit[];
   readonly #byHash = new Map<string, number>();
   readonly #snapshots: LoggedSnapshot[] = [];
-  /** Decided rounds in log order, and the index of each round among them. */
+  /** Decided rounds in log order (the retained ones), and each by its round. */
   readonly #decided: DecidedRound[] = [];
-  readonly #decidedIndex = new Map<number, number>();
+  readonly #decidedIndex = new Map<number, DecidedRound>();
+  readonly #retain: number;
   #position: LogPosition = LOG_ORIGIN;
   #lastRound = 0;
   #open: OpenRound | null = null;
@@ -149,10 +175,13 @@ export class LogHistory {
     }
     this.#stream = stream;
     this.#keepEvidence = options.keepEvidence ?? true;
+    this.#retain = options.retainRounds ?? Number.POSITIVE_INFINITY;
+    if (this.#retain !== Number.POSITIVE_INFINITY)
+      assertInteger('options.retainRounds', this.#retain, 1, 1e9);
     this.registry =
       options.registry === undefined ? undefined : RegistryView.fromRegistry(options.registry.registry);
     this.registry?.setRound(1);
-    this.#commits = [{ commit: genesis, sequence: 0, unixMs: 0, decision: null }];
+    this.#commits = [{ commit: genesis, sequence: 0, unixMs: 0, decision: null, openSequence: 0 }];
     this.#byHash.set(bytesToHex(genesis.hash), 0);
   }
 
@@ -181,13 +210,12 @@ export class LogHistory {
     return this.#lastDecision;
   }
 
-  /** The decision of `round`, if the log holds one. */
+  /** The decision of `round`, if the log holds one and the history retains it. */
   decisionOf(round: number): DecidedRound | undefined {
-    const i = this.#decidedIndex.get(round);
-    return i === undefined ? undefined : this.#decided[i];
+    return this.#decidedIndex.get(round);
   }
 
-  /** Every decided round, ABORTs included, in log order. */
+  /** Every decided round the history retains (all by default), ABORTs included, in log order. */
   get decided(): readonly DecidedRound[] {
     return this.#decided;
   }
@@ -416,8 +444,17 @@ export class LogHistory {
           `COMMIT of round ${d.round} names hash ${short(d.commitHash)}, its fields hash to ${short(commit.hash)}`,
         );
       }
-      this.#commits.push({ commit, sequence: entry.sequence, unixMs: entry.record.unixMs, decision: d });
+      this.#commits.push({
+        commit,
+        sequence: entry.sequence,
+        unixMs: entry.record.unixMs,
+        decision: d,
+        openSequence: open.entry.sequence,
+      });
       this.#byHash.set(bytesToHex(commit.hash), commit.height);
+      const old = this.#commits[commit.height - this.#retain];
+      if (old !== undefined && old.decision !== null)
+        this.#commits[commit.height - this.#retain] = { ...old, decision: null };
     } else {
       this.#checkEvidence(entry, open, d);
       if (d.height !== head.height) {
@@ -432,8 +469,7 @@ export class LogHistory {
     this.#open = null;
     this.#lastRound = d.round;
     this.#lastDecision = entry;
-    this.#decidedIndex.set(d.round, this.#decided.length);
-    this.#decided.push({
+    const decided: DecidedRound = {
       round: d.round,
       sequence: entry.sequence,
       unixMs: entry.record.unixMs,
@@ -442,7 +478,10 @@ export class LogHistory {
       openSequence: open.entry.sequence,
       partials: this.#keepEvidence ? open.evidence.partials : [],
       votes: this.#keepEvidence ? [...open.evidence.votes.values()] : [],
-    });
+    };
+    this.#decidedIndex.set(d.round, decided);
+    this.#decided.push(decided);
+    if (this.#decided.length > this.#retain) this.#decidedIndex.delete(this.#decided.shift()!.round);
   }
 
   #checkEvidence(entry: LogEntry, open: OpenRound, d: DecisionBody): void {

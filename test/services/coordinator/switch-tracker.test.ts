@@ -1,7 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { sha256 } from '../../../crypto/digest/index.ts';
 import { BlockRejectedError } from '../../../src/errors/index.ts';
-import { SwitchTracker } from '../../../src/services/coordinator/switch-tracker.ts';
+import {
+  LATENCY_SAMPLES,
+  SwitchTracker,
+  TRACKED_COMMITS,
+} from '../../../src/services/coordinator/switch-tracker.ts';
 
 const H = (text: string) => sha256(new TextEncoder().encode(text));
 const C3 = { hash: H('commit 3'), height: 2 };
@@ -134,5 +138,35 @@ describe('SwitchTracker', () => {
     expect(t.summary()).toMatchObject({ count: 100, p50Ms: 50, p99Ms: 99 });
     t.switched('site-100', report(5, C3.hash, 1000));
     expect(t.summary()).toMatchObject({ count: 101, p50Ms: 51, p99Ms: 100 });
+  });
+
+  it('keeps the newest commits and latencies only: a long run holds a bounded record', () => {
+    const t = new SwitchTracker();
+    const rounds = TRACKED_COMMITS + 10;
+    for (let r = 1; r <= rounds; r++) {
+      const c = { hash: H(`commit ${r}`), height: r };
+      t.track(r, c, ['site-a'], 1000 * r);
+      t.switched('site-a', report(r, c.hash, 1000 * r + r)); // round r's latency: r ms
+    }
+    // Reports on the oldest commits are refused as unknown now; the newest still count.
+    expect(() => t.switched('site-a', report(1, H('commit 1'), 5000))).toThrow(/did not announce/);
+    expect(t.switched('site-a', report(rounds, H(`commit ${rounds}`), 0)).first).toBe(false);
+    expect(t.allSwitched(1)).toBe(true); // nothing tracked: nobody to wait for
+    expect(t.summary()).toMatchObject({ count: rounds, p50Ms: Math.ceil(rounds / 2) });
+    // Latencies: a ring of the newest LATENCY_SAMPLES.
+    const many = new SwitchTracker();
+    const sites = Array.from({ length: 100 }, (_, i) => `site-${i}`);
+    const commits = LATENCY_SAMPLES / 100 + 5;
+    for (let r = 1; r <= commits; r++) {
+      const c = { hash: H(`c ${r}`), height: r };
+      many.track(r, c, sites, 0);
+      for (const s of sites) many.switched(s, report(r, c.hash, r)); // latency r ms
+    }
+    const sum = many.summary();
+    expect(sum.count).toBe(LATENCY_SAMPLES);
+    // The five oldest commits' latencies (1-5 ms) fell out of the ring: 6-105 ms remain, 100 of
+    // each, so the nearest-rank median (rank 5,000) is 55 ms and the minimum 6 ms.
+    expect(sum.p50Ms).toBe(55);
+    expect(commits).toBe(105);
   });
 });
