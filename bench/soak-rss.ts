@@ -158,26 +158,30 @@ export function liveGrowth(live: LiveSeries, rounds: number, warmUp?: number): M
 
 /**
  * Growth of each process's upper envelope over the measured rounds (after `warmUp`): the 95th
- * percentile of its RSS in the second half of those rounds against the first half, scaled to the
- * whole measured span (× 2: the halves' centres are half of it apart). Each half holds whole
- * periods of a bounded sawtooth (nats-server's block cache, V8's heap sizing: 150–350 rounds in
- * this soak), so their peaks match whatever phase the two windows of {@link rssGrowth} catch,
- * while a leak raises the second half's peak by its rate times half the span.
+ * percentile of its RSS in the second half of those rounds against the first half, scaled to
+ * `perRounds` rounds (default: none; the halves' centres are half the measured span apart). When
+ * each half holds a whole period of a bounded sawtooth (nats-server's block cache: ~500 rounds in
+ * this soak), their peaks match whatever phase the two windows of {@link rssGrowth} catch, while a
+ * leak raises the second half's peak by its rate times half the span.
  */
 export function rssEnvelopeGrowth(
   series: RssSeries,
   rounds: number,
   warmUp?: number,
+  perRounds?: number,
 ): Map<string, RssGrowth> {
   const w = soakWindows(rounds, warmUp);
-  const mid = w.warmUp + (rounds - w.warmUp) / 2;
+  const half = (rounds - w.warmUp) / 2;
+  const scale = (perRounds ?? half) / half;
   const out = new Map<string, RssGrowth>();
   for (const [name, values] of series.rss) {
-    const first = values.filter((_, i) => series.rounds[i]! > w.warmUp && series.rounds[i]! <= mid);
-    const second = values.filter((_, i) => series.rounds[i]! > mid);
+    const first = values.filter(
+      (_, i) => series.rounds[i]! > w.warmUp && series.rounds[i]! <= w.warmUp + half,
+    );
+    const second = values.filter((_, i) => series.rounds[i]! > w.warmUp + half);
     const baseMiB = quantile(first, 0.95);
     const endMiB = quantile(second, 0.95);
-    out.set(name, { baseMiB, endMiB, growth: (2 * (endMiB - baseMiB)) / baseMiB });
+    out.set(name, { baseMiB, endMiB, growth: ((endMiB - baseMiB) / baseMiB) * scale });
   }
   return out;
 }

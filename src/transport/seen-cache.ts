@@ -34,29 +34,45 @@ export function seenKey(subject: string, id: string, data: Uint8Array, headers: 
  * so a retried request (same subject, id and bytes, see {@link seenKey}) is answered from the
  * cache instead of running the handler again.
  */
+/**
+ * How long a handled message is remembered, ms. A retried request comes within its sender's
+ * attempts × timeout (6 × 3 s by default); remembering longer than that only holds memory, which
+ * would otherwise grow for as many messages as the capacity (4,096 per subscription: a thousand
+ * rounds of votes) before it levels off. A message replayed after this is handled again and meets
+ * the handler's own checks (a vote's round and attempt, a heartbeat's time).
+ */
+export const SEEN_TTL_MS = 120_000;
+
 /** Replies up to this size may be slices of Node's Buffer pool (`Buffer.poolSize >>> 1`). */
 const POOLED_BYTES = 4096;
 
 export class SeenCache {
   readonly #capacity: number;
-  readonly #entries = new Map<string, SeenEntry>();
+  readonly #ttlMs: number;
+  readonly #now: () => number;
+  /** In order of last use, which is also the order of `at`: the oldest first. */
+  readonly #entries = new Map<string, { entry: SeenEntry; at: number }>();
 
-  constructor(capacity: number) {
+  /** At most `capacity` entries, each for at most `ttlMs` after its last use. */
+  constructor(capacity: number, ttlMs = SEEN_TTL_MS, now: () => number = Date.now) {
     this.#capacity = capacity;
+    this.#ttlMs = ttlMs;
+    this.#now = now;
   }
 
   get size(): number {
     return this.#entries.size;
   }
 
-  /** The entry of `key` (refreshed as most recently used), or `undefined`. */
+  /** The entry of `key` (refreshed as most recently used), or `undefined` (never seen, or expired). */
   get(key: string): SeenEntry | undefined {
+    const now = this.#now();
+    this.#expire(now);
     const e = this.#entries.get(key);
-    if (e !== undefined) {
-      this.#entries.delete(key);
-      this.#entries.set(key, e);
-    }
-    return e;
+    if (e === undefined) return undefined;
+    this.#entries.delete(key);
+    this.#entries.set(key, { entry: e.entry, at: now });
+    return e.entry;
   }
 
   /**
@@ -72,12 +88,22 @@ export class SeenCache {
       entry.reply.byteLength !== entry.reply.buffer.byteLength
         ? { ...entry, reply: entry.reply.slice() }
         : entry;
+    const now = this.#now();
     this.#entries.delete(key);
-    this.#entries.set(key, kept);
+    this.#entries.set(key, { entry: kept, at: now });
+    this.#expire(now);
     while (this.#entries.size > this.#capacity) {
       const oldest = this.#entries.keys().next();
       if (oldest.done) break;
       this.#entries.delete(oldest.value);
+    }
+  }
+
+  /** Drops the entries last used more than the TTL ago (the oldest come first). */
+  #expire(now: number): void {
+    for (const [key, e] of this.#entries) {
+      if (now - e.at <= this.#ttlMs) break;
+      this.#entries.delete(key);
     }
   }
 }

@@ -25,8 +25,9 @@ describe('soak RSS figures', () => {
 
   it('finds a leak by its envelope: 20 KB a round on 50 MiB over 500 rounds is about 19%', () => {
     const leak = series(1000, (r) => 50 + (r * 20) / 1024);
-    const envelope = rssEnvelopeGrowth(leak, 1000, 500).get('p')!;
+    const envelope = rssEnvelopeGrowth(leak, 1000, 500, 500).get('p')!;
     // The halves' 95th percentiles: rounds 738 and 988, 250 rounds apart; × 2 for 500 rounds.
+    expect(rssEnvelopeGrowth(leak, 1000, 500).get('p')!.growth).toBeCloseTo(envelope.growth / 2, 6);
     expect(envelope.growth).toBeCloseTo((2 * 250 * 20) / 1024 / (50 + (738 * 20) / 1024), 3);
     expect(envelope.growth).toBeGreaterThan(0.1);
     expect(rssGrowth(leak, 1000, 500).get('p')!.growth).toBeGreaterThan(0.1);

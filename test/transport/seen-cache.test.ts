@@ -40,4 +40,23 @@ describe('seenKey and SeenCache', () => {
     c.set('b', { state: 'done', reply: whole });
     expect((c.get('b') as { reply: Uint8Array }).reply).toBe(whole);
   });
+
+  it('forgets an entry once it has gone unused for the TTL', () => {
+    let now = 1_000;
+    const c = new SeenCache(100, 50, () => now);
+    c.set('a', { state: 'running' });
+    c.set('b', { state: 'running' });
+    now = 1_040;
+    expect(c.get('a')).toEqual({ state: 'running' }); // used again: its 50 ms start over
+    now = 1_060;
+    c.set('c', { state: 'running' });
+    expect(c.size).toBe(2); // b: unused for 60 ms
+    expect(c.get('b')).toBeUndefined();
+    now = 1_085;
+    expect(c.get('a')).toBeDefined();
+    now = 1_200;
+    expect(c.get('a')).toBeUndefined();
+    expect(c.size).toBe(0);
+  });
 });
+
