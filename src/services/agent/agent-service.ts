@@ -3,7 +3,7 @@ import { InvalidArgumentError } from '../../errors/index.ts';
 import { type ControlBodies, type ControlType, openControl } from '../../protocol/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex, type Commit } from '../../versions/index.ts';
-import { type LogEntry, openLogEntry } from '../federation-log/index.ts';
+import { type LogEntry, logReadsShared, openLogEntry } from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
 import type { AgentCore, AgentCounters, AgentOptions, AgentStats } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
@@ -368,18 +368,27 @@ class SiteAgent implements AgentService {
     const core = this.#core!;
     const d = entry.record.decision!;
     if (core.preparedRound === d.round) clearTimeout(this.#decisionTimer);
-    // The switch rests on the decision's coordinator signature (checked on receipt) and on the
-    // candidate this site computed itself; folding the round into the log view checks a signature
-    // per vote and per site manifest (~0.4 ms each), so it follows the switch, off the sync path.
-    // Its outcome never gated the switch: a fold that fails is logged and the log is read again.
-    await this.#apply(core, d, entry.sequence, () =>
+    const fold = () =>
       core.follower
         .take(entry)
         .then(() => undefined)
         .catch((err) =>
           this.#ctx.log.warn({ err: describe(err) }, 'cannot fold the decision into the log view'),
-        ),
-    );
+        );
+    // The switch rests on the decision's coordinator signature (checked on receipt) and on the
+    // candidate this site computed itself; folding the round into the log view checks a signature
+    // per vote and per site manifest (~0.4 ms each), so it follows the switch, off the sync path.
+    // Its outcome never gated the switch: a fold that fails is logged and the log is read again.
+    // In a swarm (many sites in one process, sharing log reads) every site's fold shares one
+    // event loop: run after the switches, they would still be running when the next round opens
+    // and eat its deadline (a 1,000-site round then took minutes), so a swarm site folds first,
+    // as a site on its own machine has long done by then.
+    if (logReadsShared()) {
+      await fold();
+      await this.#apply(core, d, entry.sequence);
+    } else {
+      await this.#apply(core, d, entry.sequence, fold);
+    }
   }
 
   /**

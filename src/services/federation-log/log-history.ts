@@ -125,7 +125,7 @@ export interface LogHistoryOptions {
    * kept in full (default: all). Older ones are compacted: {@link LogHistory.decisionOf} no longer
    * finds the round, {@link LogHistory.decided} starts after it, and its chain commit keeps the
    * commit, its sequences and its time with `decision` null. The chain itself (every commit,
-   * owned hashes, ~0.4 KB each) stays whole. A long-running member passes a window so that its
+   * owned hashes, ~1.5 KB each in V8) stays whole. A long-running member passes a window so that its
    * memory does not grow by every round's decision and RoundOpen (~5 KB at 4 sites, ~100 KB at
    * 1,000); a one-shot reader (the auditor, the CLI) keeps all.
    */
