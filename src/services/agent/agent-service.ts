@@ -9,10 +9,9 @@ import type { AgentCore, AgentCounters, AgentOptions, AgentStats } from './agent
 import { AgentError } from './agent-error.ts';
 import { loadAgentCore, releaseAgentCore } from './agent-loader.ts';
 import type { AgentSteps } from './agent-steps.ts';
-import { catchUp, pruneModels, resolveResiduals } from './catch-up.ts';
+import { catchUp, resolveResiduals } from './catch-up.ts';
 import { onRoundOpen } from './round-trainer.ts';
-import { maybeWriteSnapshot } from './snapshot-writer.ts';
-import { announceSwitch, applyDecision, reportAccuracy, sendHeartbeat } from './switcher.ts';
+import { announceSwitch, applyDecision, reportAccuracy, sendHeartbeat, settleDecision } from './switcher.ts';
 import { describe, onPrepare } from './voter.ts';
 
 /** A running site agent. */
@@ -385,34 +384,13 @@ class SiteAgent implements AgentService {
     // as a site on its own machine has long done by then.
     if (logReadsShared()) {
       await fold();
-      await this.#apply(core, d, entry.sequence);
+      await settleDecision(core, d, entry.sequence, { catchUp: () => this.#catchUp(core) });
     } else {
-      await this.#apply(core, d, entry.sequence, fold);
+      await settleDecision(core, d, entry.sequence, {
+        afterSwitch: fold,
+        catchUp: () => this.#catchUp(core),
+      });
     }
-  }
-
-  /**
-   * Applies a verified decision: switch (or discard), announce the switch, then `afterSwitch` (the
-   * log view's fold), the accuracy report, a snapshot when this site writes it, and pruning; a
-   * site left behind catches up.
-   */
-  async #apply(
-    core: AgentCore,
-    d: NonNullable<LogEntry['record']['decision']>,
-    sequence: number,
-    afterSwitch: () => Promise<void> = async () => {},
-  ): Promise<void> {
-    const outcome = applyDecision(core, d);
-    if (outcome.kind === 'committed') {
-      await announceSwitch(core, d.round, outcome.head, outcome.switchedUnixMs);
-      await afterSwitch();
-      await reportAccuracy(core, d.round, outcome.head, outcome.switchedUnixMs);
-      await maybeWriteSnapshot(core, d, outcome.head, sequence);
-      pruneModels(core);
-      return;
-    }
-    await afterSwitch();
-    if (outcome.kind === 'behind' && this.machine.state === 'READY') await this.#catchUp(core);
   }
 
   /**
@@ -436,7 +414,7 @@ class SiteAgent implements AgentService {
       this.#armDecisionTimer(round);
       return;
     }
-    await this.#apply(core, decided.decision, decided.sequence);
+    await settleDecision(core, decided.decision, decided.sequence, { catchUp: () => this.#catchUp(core) });
     if (this.state === 'READY') await this.#catchUp(core);
   }
 

@@ -2,7 +2,8 @@ import { bytesEqual } from '../../../crypto/digest/index.ts';
 import { type DecisionBody, sealControl } from '../../protocol/index.ts';
 import { bytesToHex, type Commit, VersionError } from '../../versions/index.ts';
 import type { AgentCore } from './agent-core.ts';
-import { resolveResidual } from './catch-up.ts';
+import { pruneModels, resolveResidual } from './catch-up.ts';
+import { maybeWriteSnapshot } from './snapshot-writer.ts';
 
 /** What a decision did to this site. */
 export type DecisionOutcome =
@@ -67,6 +68,31 @@ export function applyDecision(core: AgentCore, d: DecisionBody): DecisionOutcome
     return { kind: 'behind' };
   }
   return { kind: 'none' };
+}
+
+/**
+ * Applies a verified decision and what follows it: switch (or discard), announce the switch, then
+ * `afterSwitch` (the log view's fold, when it follows the switch), the accuracy report, a
+ * snapshot when this site writes it, and pruning; a READY site left behind catches up.
+ */
+export async function settleDecision(
+  core: AgentCore,
+  d: DecisionBody,
+  sequence: number,
+  steps: { readonly afterSwitch?: () => Promise<void>; readonly catchUp: () => Promise<void> },
+): Promise<void> {
+  const afterSwitch = steps.afterSwitch ?? (async () => {});
+  const outcome = applyDecision(core, d);
+  if (outcome.kind === 'committed') {
+    await announceSwitch(core, d.round, outcome.head, outcome.switchedUnixMs);
+    await afterSwitch();
+    await reportAccuracy(core, d.round, outcome.head, outcome.switchedUnixMs);
+    await maybeWriteSnapshot(core, d, outcome.head, sequence);
+    pruneModels(core);
+    return;
+  }
+  await afterSwitch();
+  if (outcome.kind === 'behind' && core.machine.state === 'READY') await steps.catchUp();
 }
 
 /**
