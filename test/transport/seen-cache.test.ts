@@ -59,4 +59,3 @@ describe('seenKey and SeenCache', () => {
     expect(c.size).toBe(0);
   });
 });
-
