@@ -2,6 +2,7 @@
  * Federation: the learning math. Public surface: models and their flat parameter layout
  * (`model/`), error-feedback stochastic
  * quantization (`quantize/`) and its counter-based RNG, which the GPU engine reproduces bit for bit.
+ * Differential privacy accounting (`privacy/`): RDP of the sampled Gaussian mechanism, (ε, δ).
  */
 
 export {
@@ -44,6 +45,12 @@ export {
   shuffledRange,
   shuffleInPlace,
 } from './partition/index.ts';
+export {
+  DEFAULT_RDP_ORDERS,
+  type RdpConversion,
+  rdpToEpsilon,
+  sampledGaussianRdp,
+} from './privacy/index.ts';
 export {
   assertSumFinite,
   checkQuantizeParams,
