@@ -47,7 +47,9 @@ export {
 } from './partition/index.ts';
 export {
   DEFAULT_RDP_ORDERS,
+  type PrivacySpent,
   type RdpConversion,
+  RdpLedger,
   rdpToEpsilon,
   sampledGaussianRdp,
 } from './privacy/index.ts';

@@ -8,4 +8,5 @@ export {
   rdpToEpsilon,
   sampledGaussianRdp,
 } from './rdp-accountant.ts';
+export { type PrivacySpent, RdpLedger } from './rdp-ledger.ts';
 export { logAbsBinomial, logAbsGamma, logErfc } from './special-functions.ts';
