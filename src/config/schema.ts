@@ -19,7 +19,16 @@ const federationSchema = z.strictObject({
   id: z.string().regex(FEDERATION_ID_PATTERN, {
     error: 'must be 1-63 characters of a-z, 0-9 and "-", starting with a letter or digit',
   }),
-  mode: z.enum(['he', 'plain']).default('he'),
+  /**
+   * `he` (CKKS-encrypted updates). `plain` (signed, quantized updates the coordinator may inspect)
+   * is part of the format but no service implements it yet: refused here rather than run as `he`.
+   */
+  mode: z
+    .enum(['he', 'plain'])
+    .default('he')
+    .refine((mode) => mode !== 'plain', {
+      error: "'plain' is not implemented by the services yet (they would run he); use he",
+    }),
 });
 
 const ckksSchema = z

@@ -291,8 +291,13 @@ describe('parseConfig', () => {
     expect(err.message).toContain('extra: unknown key');
   });
 
+  it('refuses federation.mode plain, which no service implements yet, instead of running he', () => {
+    const err = configError(() => parseConfig({ federation: { id: 'f', mode: 'plain' } }));
+    expect(err.message).toContain("federation.mode: 'plain' is not implemented by the services yet");
+  });
+
   it('round-trips through renderConfig', () => {
-    const cfg = parseConfig({ federation: { id: 'f', mode: 'plain' }, nats: { credentials: '/x.creds' } });
+    const cfg = parseConfig({ federation: { id: 'f', mode: 'he' }, nats: { credentials: '/x.creds' } });
     expect(parseConfig(renderConfig(cfg))).toEqual(cfg);
     expect(cohortConfigSchema.safeParse(renderConfig(cfg)).success).toBe(true);
   });
