@@ -14,6 +14,8 @@ export const DEFAULT_RDP_ORDERS: readonly number[] = Object.freeze([
   1024,
 ]);
 
+const LOG_HALF = Math.log(0.5);
+
 /** Terms of the fractional-order series summed at most; beyond it the series is refused. */
 const MAX_SERIES_TERMS = 100_000;
 
@@ -61,20 +63,11 @@ function logAFractional(q: number, sigma: number, alpha: number): number {
     if (i > 0 && alpha - i + 1 < 0) sign = -sign;
     const logC = logAbsBinomial(alpha, i);
     const j = alpha - i;
-    const t0 =
-      logC +
-      i * logQ +
-      j * log1mQ +
-      (i * i - i) / (2 * sigma * sigma) +
-      Math.log(0.5) +
-      logErfc((i - z0) / s2);
-    const t1 =
-      logC +
-      j * logQ +
-      i * log1mQ +
-      (j * j - j) / (2 * sigma * sigma) +
-      Math.log(0.5) +
-      logErfc((z0 - j) / s2);
+    // C(α, i) q^a (1 − q)^b e^((a² − a)/2σ²) · erfc(x)/2, for the two series' (a, b) = (i, j) and (j, i).
+    const term = (a: number, b: number, x: number) =>
+      logC + a * logQ + b * log1mQ + (a * a - a) / (2 * sigma * sigma) + LOG_HALF + logErfc(x);
+    const t0 = term(i, j, (i - z0) / s2);
+    const t1 = term(j, i, (z0 - j) / s2);
     if (sign > 0) {
       pos0 = logAddExp(pos0, t0);
       pos1 = logAddExp(pos1, t1);
