@@ -1,4 +1,14 @@
 export {
+  type ChainCommit,
+  type DecidedRound,
+  type LoggedAdminAction,
+  type LoggedRegistryChange,
+  type LoggedSnapshot,
+  type LogHistoryOptions,
+  MEMBER_RETAIN_ROUNDS,
+  type OpenRound,
+} from './history-records.ts';
+export {
   checkLink,
   ENTRY_HASH_BYTES,
   LOG_ORIGIN,
@@ -10,17 +20,7 @@ export {
   recordsHeld,
 } from './log-entry.ts';
 export { FEDERATION_LOG_ERROR_CODES, FederationLogError, type FederationLogErrorCode } from './log-error.ts';
-export {
-  type ChainCommit,
-  type DecidedRound,
-  type LoggedAdminAction,
-  type LoggedRegistryChange,
-  type LoggedSnapshot,
-  LogHistory,
-  type LogHistoryOptions,
-  MEMBER_RETAIN_ROUNDS,
-  type OpenRound,
-} from './log-history.ts';
+export { LogHistory } from './log-history.ts';
 export { type FederationLogReader, type LogReaderOptions, openLogReader } from './log-reader.ts';
 export { ensureLogStream, LOG_MAX_ENTRY_BYTES, type LogStreamSettings, logStreamName } from './log-stream.ts';
 export {
