@@ -260,9 +260,13 @@ describe('admin API over a real coordinator', () => {
     await app.close();
     await coordinator.stop();
     const child = f.spawn('coordinator', 'coordinator', ['--idle']);
+    // The API listens while the coordinator is still reading its log back ("starting, round 0");
+    // the figures below are those after the `started` line.
     await waitFor(
-      'the API address',
-      () => child.lines.some((l) => l.startsWith('admin API listening on ')),
+      'the API address and the started line',
+      () =>
+        child.lines.some((l) => l.startsWith('admin API listening on ')) &&
+        child.lines.some((l) => l.startsWith('coordinator coordinator: federation ')),
       20_000,
     ).catch((err: Error) => {
       throw new Error(`${err.message}\n${f.dumpOutput()}`);
