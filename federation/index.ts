@@ -3,8 +3,22 @@
  * (`model/`), error-feedback stochastic
  * quantization (`quantize/`) and its counter-based RNG, which the GPU engine reproduces bit for bit.
  * Differential privacy accounting (`privacy/`): RDP of the sampled Gaussian mechanism, (ε, δ).
+ * Byzantine-robust aggregation (`robust/`: norm bounding, median, trimmed mean, Multi-Krum) and
+ * simulated attacks (`attack/`: sign flip, scaling, label flip).
  */
 
+export {
+  ATTACK_DEFAULT_FACTORS,
+  ATTACK_KINDS,
+  type AttackConfig,
+  type AttackKind,
+  assertAttackConfig,
+  attackFactor,
+  attackingSites,
+  flipLabels,
+  type LabelArray,
+  poisonUpdate,
+} from './attack/index.ts';
 export {
   assertModelSpec,
   assertParameters,
@@ -76,6 +90,27 @@ export {
   UNIFORM_SCALE,
   uniformFromBits,
 } from './quantize/index.ts';
+export {
+  assertRobustRule,
+  clipToL2Norm,
+  coordinateMedian,
+  type L2Clip,
+  l2Norm,
+  type MeanRule,
+  type MedianRule,
+  type MultiKrumOptions,
+  type MultiKrumResult,
+  type MultiKrumRule,
+  multiKrum,
+  ROBUST_RULE_NAMES,
+  type RobustAggregate,
+  type RobustRule,
+  type RobustRuleName,
+  robustAggregate,
+  type TrimmedMeanRule,
+  trimCount,
+  trimmedMean,
+} from './robust/index.ts';
 export {
   type AdaptiveConfigFields,
   assertStrategyState,

@@ -14,6 +14,7 @@ export const RANDOM_STREAMS = {
   partitionDirichlet: 0x5041_0002,
   partitionShards: 0x5041_0003,
   trainTestSplit: 0x5041_0010,
+  attackSites: 0x5041_0020,
 } as const;
 
 /**

@@ -9,17 +9,27 @@ import {
 /** (ε, δ) spent so far, and the Rényi order that gives that ε. */
 export interface PrivacySpent {
   readonly epsilon: number;
+  /** The configured δ: the total the guarantee is stated at. */
   readonly delta: number;
+  /** Part of δ spent outside RDP (noise clamped to its lane range); ε is read at δ minus this. */
+  readonly deltaCost: number;
   readonly order: number;
   /** Mechanism runs (rounds) charged. */
   readonly runs: number;
 }
 
+/** One run's charge: RDP at each of the ledger's orders, and any δ spent outside RDP. */
+export interface PrivacyCharge {
+  readonly rdp: readonly number[];
+  /** Probability mass by which the run may differ from the mechanism RDP describes (≥ 0). */
+  readonly deltaCost?: number;
+}
+
 /**
- * A running privacy budget: the RDP of every sampled Gaussian mechanism charged so far, summed per
- * order (RDP composes by addition), read as (ε, δ) at the configured δ. {@link allows} is the gate
- * a training loop asks before each round, so that it stops before the budget would be exceeded,
- * never after.
+ * A running privacy budget: the RDP of every mechanism run charged so far, summed per order (RDP
+ * composes by addition), read as (ε, δ) at the configured δ less the δ charged outside RDP.
+ * {@link allows} is the gate a training loop asks before each round, so that it stops before the
+ * budget would be exceeded, never after.
  */
 export class RdpLedger {
   readonly delta: number;
@@ -28,6 +38,7 @@ export class RdpLedger {
   readonly orders: readonly number[];
   readonly conversion: RdpConversion;
   readonly #rdp: number[];
+  #deltaCost = 0;
   #runs = 0;
 
   constructor(options: {
@@ -48,35 +59,61 @@ export class RdpLedger {
     rdpToEpsilon(this.orders, this.#rdp, this.delta, this.conversion); // checks orders and δ now
   }
 
-  /** What has been spent. */
-  spent(): PrivacySpent {
-    return this.#read(this.#rdp, this.#runs);
+  /** The charge of `steps` runs of the Poisson-subsampled Gaussian mechanism (q, σ) at this ledger's orders. */
+  gaussian(q: number, sigma: number, steps = 1): PrivacyCharge {
+    return { rdp: sampledGaussianRdp(q, sigma, steps, this.orders) };
   }
 
-  /** What would be spent after `steps` more runs of the sampled Gaussian mechanism (q, σ); nothing is recorded. */
-  preview(q: number, sigma: number, steps = 1): PrivacySpent {
-    const add = sampledGaussianRdp(q, sigma, steps, this.orders);
+  /** What has been spent. */
+  spent(): PrivacySpent {
+    return this.#read(this.#rdp, this.#deltaCost, this.#runs);
+  }
+
+  /** What would be spent after `charge` over `steps` runs; nothing is recorded. */
+  preview(charge: PrivacyCharge, steps = 1): PrivacySpent {
+    this.#check(charge);
     return this.#read(
-      this.#rdp.map((r, i) => r + add[i]!),
+      this.#rdp.map((r, i) => r + charge.rdp[i]!),
+      this.#deltaCost + (charge.deltaCost ?? 0),
       this.#runs + steps,
     );
   }
 
-  /** Whether `steps` more runs (q, σ) stay within the budget. */
-  allows(q: number, sigma: number, steps = 1): boolean {
-    return this.preview(q, sigma, steps).epsilon <= this.budget;
+  /** Whether `charge` stays within the budget. */
+  allows(charge: PrivacyCharge, steps = 1): boolean {
+    return this.preview(charge, steps).epsilon <= this.budget;
   }
 
-  /** Records `steps` runs (q, σ) and returns what is spent now (it may exceed the budget: ask {@link allows} first). */
-  charge(q: number, sigma: number, steps = 1): PrivacySpent {
-    const add = sampledGaussianRdp(q, sigma, steps, this.orders);
-    for (const [i, r] of add.entries()) this.#rdp[i]! += r;
+  /** Records `charge` (`steps` runs) and returns what is spent now (it may exceed the budget: ask {@link allows} first). */
+  charge(charge: PrivacyCharge, steps = 1): PrivacySpent {
+    this.#check(charge);
+    for (const [i, r] of charge.rdp.entries()) this.#rdp[i]! += r;
+    this.#deltaCost += charge.deltaCost ?? 0;
     this.#runs += steps;
     return this.spent();
   }
 
-  #read(rdp: readonly number[], runs: number): PrivacySpent {
-    const { epsilon, order } = rdpToEpsilon(this.orders, rdp, this.delta, this.conversion);
-    return { epsilon, delta: this.delta, order, runs };
+  #check(charge: PrivacyCharge): void {
+    if (charge.rdp.length !== this.orders.length) {
+      throw new InvalidArgumentError(
+        `charge has RDP at ${charge.rdp.length} orders, the ledger accounts at ${this.orders.length}`,
+        { details: { name: 'charge.rdp' } },
+      );
+    }
+    const cost = charge.deltaCost ?? 0;
+    if (!(Number.isFinite(cost) && cost >= 0)) {
+      throw new InvalidArgumentError(`charge.deltaCost is ${cost}, it must be finite and ≥ 0`, {
+        details: { name: 'charge.deltaCost' },
+      });
+    }
+  }
+
+  #read(rdp: readonly number[], deltaCost: number, runs: number): PrivacySpent {
+    const rest = this.delta - deltaCost;
+    if (!(rest > 0)) {
+      return { epsilon: Number.POSITIVE_INFINITY, delta: this.delta, deltaCost, order: Number.NaN, runs };
+    }
+    const { epsilon, order } = rdpToEpsilon(this.orders, rdp, rest, this.conversion);
+    return { epsilon, delta: this.delta, deltaCost, order, runs };
   }
 }

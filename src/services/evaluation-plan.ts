@@ -2,6 +2,7 @@ import type { ModelSpec } from '../../federation/index.ts';
 import { modelLayout } from '../../federation/index.ts';
 import type { CohortConfig } from '../config/index.ts';
 import { evaluationLaneCount } from '../protocol/index.ts';
+import { type ServicePrivacy, servicePrivacy } from './privacy-plan.ts';
 
 /**
  * How a round's updates are laid out: the model's parameters, then (with federated evaluation)
@@ -11,6 +12,13 @@ import { evaluationLaneCount } from '../protocol/index.ts';
 export interface UpdatePlan {
   /** Parameters of the model. */
   readonly parameters: number;
+  /**
+   * Lanes the parameters take: one each, or with differential privacy the digits of each
+   * parameter's noised integer ({@link ServicePrivacy}).
+   */
+  readonly modelLanes: number;
+  /** The federation's privacy plan, or null without `privacy`. */
+  readonly privacy: ServicePrivacy | null;
   /** Classes evaluated, or null without federated evaluation. */
   readonly classes: number | null;
   /** Evaluation lanes after the parameters (0 without federated evaluation). */
@@ -33,10 +41,13 @@ export function federatedEvaluation(config: CohortConfig): boolean {
 export function updatePlan(config: CohortConfig, spec: ModelSpec, bits: number): UpdatePlan {
   const layout = modelLayout(spec);
   const parameters = layout.parameterCount;
+  const privacy = servicePrivacy(config, spec);
+  const modelLanes = privacy === null ? parameters : parameters * privacy.digits;
+  const base = { parameters, modelLanes, privacy };
   if (!federatedEvaluation(config)) {
-    return { parameters, classes: null, evaluationLanes: 0, totalParams: parameters };
+    return { ...base, classes: null, evaluationLanes: 0, totalParams: modelLanes };
   }
   const classes = layout.layers[layout.layers.length - 1]!.outputs;
   const evaluationLanes = evaluationLaneCount(classes, bits);
-  return { parameters, classes, evaluationLanes, totalParams: parameters + evaluationLanes };
+  return { ...base, classes, evaluationLanes, totalParams: modelLanes + evaluationLanes };
 }

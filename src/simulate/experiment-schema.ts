@@ -150,6 +150,55 @@ const codecSchema = z.strictObject({
   maxContributors: z.int().min(1).max(65_535).default(32),
 });
 
+const privacySchema = z
+  .strictObject({
+    /**
+     * ε the run may spend. With no `noiseMultiplier`, the multiplier is calibrated so that
+     * `plannedRounds` rounds spend exactly this; either way the run stops before a round would pass it.
+     */
+    epsilon: z.number().gt(0).optional(),
+    /** Standard deviation of the summed noise over the L2 sensitivity. */
+    noiseMultiplier: z.number().gt(0).optional(),
+    delta: z.number().gt(0).lt(1).default(1e-5),
+    /** L2 norm every site's update is clipped to (model units). */
+    clipNorm: z.number().gt(0),
+    /** Rounds the calibration plans for; default the run's `rounds`. */
+    plannedRounds: z.int().min(1).optional(),
+  })
+  .refine((p) => p.epsilon !== undefined || p.noiseMultiplier !== undefined, {
+    message: 'needs epsilon (a budget), noiseMultiplier, or both',
+  });
+
+const attackSchema = z.strictObject({
+  /** sign-flip sends −factor·Δ, scaling sends factor·Δ, label-flip trains on labels c ↦ classes − 1 − c. */
+  kind: z.enum(['sign-flip', 'scaling', 'label-flip']),
+  /** Share of the sites that attack, chosen once per run from the seed. */
+  fraction: z.number().gt(0).lt(1),
+  /** Default 1 for sign-flip, 10 for scaling. */
+  factor: z.number().gt(0).optional(),
+});
+
+const aggregationSchema = z
+  .discriminatedUnion('name', [
+    z.strictObject({ name: z.literal('mean'), normBound: z.number().gt(0).optional() }),
+    z.strictObject({ name: z.literal('median'), normBound: z.number().gt(0).optional() }),
+    z.strictObject({
+      name: z.literal('trimmed-mean'),
+      /** Share of the values dropped at each end, per coordinate. */
+      trimFraction: z.number().min(0).lt(0.5),
+      normBound: z.number().gt(0).optional(),
+    }),
+    z.strictObject({
+      name: z.literal('multi-krum'),
+      /** f: Byzantine sites tolerated; a round needs more than 2f + 2 updates. */
+      byzantine: z.int().min(0),
+      /** m: updates averaged; default n − f. */
+      select: z.int().min(1).optional(),
+      normBound: z.number().gt(0).optional(),
+    }),
+  ])
+  .default({ name: 'mean' });
+
 /** One fully specified simulation run. */
 export const runSchema = z.strictObject({
   name: z.string().regex(/^[a-zA-Z0-9][a-zA-Z0-9._-]{0,63}$/),
@@ -174,6 +223,15 @@ export const runSchema = z.strictObject({
   training: trainingSchema.default(() => trainingSchema.parse({})),
   strategy: strategySchema.default(() => strategySchema.parse({})),
   codec: codecSchema.default(() => codecSchema.parse({})),
+  /**
+   * Distributed differential privacy (the Skellam mechanism on integer levels, site-level, sites
+   * sampled secretly at rate `training.clientFraction`); needs `codec.mode: quantized`.
+   */
+  privacy: privacySchema.optional(),
+  /** Sites that poison their updates or their labels. */
+  attack: attackSchema.optional(),
+  /** How the server combines the round's updates: the mean, or a robust rule (plain updates only). */
+  aggregation: aggregationSchema,
 });
 
 /**
@@ -192,3 +250,7 @@ export type RunConfig = z.output<typeof runSchema>;
 /** The `data` section of a run: MNIST, or CSV, IDX or `.npy` files by path. */
 export type DataConfig = z.output<typeof dataSchema>;
 export type ExperimentFile = z.output<typeof experimentSchema>;
+/** The `privacy` section of a run. */
+export type PrivacyConfig = z.output<typeof privacySchema>;
+/** The `attack` section of a run. */
+export type AttackSection = z.output<typeof attackSchema>;

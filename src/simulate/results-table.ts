@@ -1,6 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError } from '../errors/index.ts';
+import { attackTable } from './attack-table.ts';
 import type { RunConfig } from './experiment-schema.ts';
+import { markdownTable } from './markdown-table.ts';
+import { privacyTable } from './privacy-table.ts';
 import type { RoundMetrics } from './run-simulation.ts';
 
 /**
@@ -49,6 +52,8 @@ export function readRoundMetrics(files: readonly string[]): RoundMetrics[] {
  * (its source and rounds to the target, nothing else).
  */
 export function resultsTable(runs: readonly RunConfig[], metrics: readonly RoundMetrics[]): string {
+  if (runs.some((r) => r.privacy !== undefined)) return privacyTable(metricsByRun(runs, metrics));
+  if (runs.some((r) => r.attack !== undefined)) return attackTable(metricsByRun(runs, metrics));
   const byRun = new Map<string, RoundMetrics[]>();
   for (const m of metrics) {
     const list = byRun.get(m.run) ?? [];
@@ -78,12 +83,7 @@ export function resultsTable(runs: readonly RunConfig[], metrics: readonly Round
   const rows = present.map((r) => {
     const list = sorted.get(r.name)!;
     const at = reached(list, r.targetAccuracy);
-    const channel =
-      r.codec.mode === 'float32'
-        ? 'exact FedAvg (float32)'
-        : r.codec.mode === 'he'
-          ? `${r.codec.bits}-bit through CKKS + signatures`
-          : `error feedback, ${r.codec.bits}-bit`;
+    const channel = channelOf(r);
     const best = Math.max(...list.map((m) => m.accuracy ?? 0));
     const accAt = list.find((m) => m.round === reference)?.accuracy ?? undefined;
     const upTo = list.filter((m) => at === undefined || m.round <= at).reduce((a, m) => a + m.bytesUp, 0);
@@ -103,10 +103,26 @@ export function resultsTable(runs: readonly RunConfig[], metrics: readonly Round
   return markdownTable(head, rows);
 }
 
-/** A Markdown table with its columns padded to their widest cell (as the formatter lays it out). */
-function markdownTable(head: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = head.map((h, c) => Math.max(3, h.length, ...rows.map((r) => r[c]!.length)));
-  const line = (cells: readonly string[]) =>
-    `| ${cells.map((cell, c) => cell.padEnd(widths[c]!)).join(' | ')} |`;
-  return [line(head), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+/** How a run's updates travel, in words. */
+export function channelOf(r: RunConfig): string {
+  if (r.privacy !== undefined) return 'integer levels + Skellam noise';
+  return r.codec.mode === 'float32'
+    ? 'exact FedAvg (float32)'
+    : r.codec.mode === 'he'
+      ? `${r.codec.bits}-bit through CKKS + signatures`
+      : `error feedback, ${r.codec.bits}-bit`;
+}
+
+/** Each present run's metrics in round order, in `runs` order; fails when no run has any. */
+export function metricsByRun(
+  runs: readonly RunConfig[],
+  metrics: readonly RoundMetrics[],
+): Map<RunConfig, RoundMetrics[]> {
+  const out = new Map<RunConfig, RoundMetrics[]>();
+  for (const r of runs) {
+    const list = metrics.filter((m) => m.run === r.name).sort((a, b) => a.round - b.round);
+    if (list.length > 0) out.set(r, list);
+  }
+  if (out.size === 0) throw new InvalidArgumentError('no metrics for any run of the experiment');
+  return out;
 }

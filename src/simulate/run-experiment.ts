@@ -4,6 +4,7 @@ import type { TextSink } from '../log/index.ts';
 import type { RunConfig } from './experiment-schema.ts';
 import type { Experiment } from './load-experiment.ts';
 import { RoundProgress } from './progress.ts';
+import { channelOf } from './results-table.ts';
 import { type RoundMetrics, type RunSummary, runSimulation } from './run-simulation.ts';
 import { renderLinePlot } from './svg-plot.ts';
 
@@ -74,7 +75,7 @@ export async function runExperiment(
     const curve: [number, number][] = [];
     curves.set(run.name, curve);
     out.stdout.write(
-      `\n== ${run.name}: ${run.partition.kind} over ${run.partition.sites} sites, C=${run.training.clientFraction}, E=${run.training.epochs}, B=${run.training.batchSize}, ${run.strategy.name}, ${run.codec.mode}${run.codec.mode === 'float32' ? '' : ` ${run.codec.bits}-bit`}, ${run.training.engine}\n`,
+      `\n== ${run.name}: ${run.partition.kind} over ${run.partition.sites} sites, C=${run.training.clientFraction}, E=${run.training.epochs}, B=${run.training.batchSize}, ${run.strategy.name}${run.aggregation.name === 'mean' ? '' : ` (${run.aggregation.name})`}, ${channelOf(run)}${run.attack === undefined ? '' : `, attack ${run.attack.kind} by ${run.attack.fraction * 100}% of sites`}, ${run.training.engine}\n`,
     );
     const summary = await runSimulation(run, {
       onClientDone: (name, round, done, total) => progress.sites(name, round, done, total),
@@ -86,11 +87,17 @@ export async function runExperiment(
             (m.accuracy === null
               ? ''
               : `, test acc ${(m.accuracy * 100).toFixed(2)}%, test loss ${m.testLoss!.toFixed(4)}`) +
+            (m.epsilon === null ? '' : `, ε ${m.epsilon.toFixed(3)}`) +
             `, up ${fmtBytes(m.bytesUp)}${m.clip === null ? '' : `, clip ${m.clip.toExponential(2)}`}, ${m.seconds.toFixed(1)} s`,
         );
       },
     });
     summaries.push(summary);
+    if (summary.privacy?.stoppedAtBudget) {
+      out.stdout.write(
+        `${run.name}: stopped after round ${summary.rounds}: one more round would spend more than ε ${run.privacy?.epsilon}\n`,
+      );
+    }
     out.stdout.write(
       `${run.name}: ${summary.roundsToTarget === null ? 'target not reached' : `reached ${(run.targetAccuracy * 100).toFixed(1)}% at round ${summary.roundsToTarget}`}, final ${(summary.finalAccuracy * 100).toFixed(2)}% (${summary.engine})\n`,
     );

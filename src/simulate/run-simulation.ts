@@ -1,38 +1,15 @@
-import {
-  counterRandom,
-  defineModel,
-  FEDAVG_CNN,
-  initParameters,
-  type LayerSpec,
-  logisticRegression,
-  MNIST_2NN,
-  type ModelSpec,
-  mlp,
-  modelLayout,
-} from '../../federation/index.ts';
-import {
-  partitionByColumn,
-  partitionDirichlet,
-  partitionIid,
-  partitionShards,
-} from '../../federation/partition/index.ts';
+import { attackingSites, flipLabels, poisonUpdate } from '../../federation/attack/index.ts';
+import { counterRandom, initParameters } from '../../federation/index.ts';
+import { robustAggregate } from '../../federation/robust/index.ts';
 import { createStrategy, type StrategyConfig, type StrategyState } from '../../federation/strategy/index.ts';
 import { createCpuEngine } from '../../gpu/cpu/index.ts';
 import type { Dataset, TrainingEngine } from '../../gpu/index.ts';
 import { createWebGpuEngine } from '../../gpu/webgpu/index.ts';
-import {
-  applyStandardizer,
-  fitStandardizer,
-  loadIdxDataset,
-  loadMnist,
-  loadNpyDataset,
-  readCsvColumns,
-  readCsvDataset,
-  subset,
-  trainTestSplit,
-} from '../data/index.ts';
+import { subset } from '../data/index.ts';
 import { InvalidArgumentError } from '../errors/index.ts';
 import type { RunConfig } from './experiment-schema.ts';
+import { PrivateAggregation } from './private-aggregation.ts';
+import { loadData, modelOf, partition } from './simulation-setup.ts';
 import { TrainPool } from './train-pool.ts';
 import {
   type Contribution,
@@ -55,6 +32,12 @@ export interface RoundMetrics {
   readonly bytesUp: number;
   readonly clip: number | null;
   readonly sites: number;
+  /** Sampled sites that attack (0 without an attack). */
+  readonly attackers: number;
+  /** ε spent after this round (null without privacy). */
+  readonly epsilon: number | null;
+  /** The run's noise multiplier z (null without privacy). */
+  readonly noiseMultiplier: number | null;
   readonly seconds: number;
 }
 
@@ -72,6 +55,13 @@ export interface RunSummary {
   readonly finalAccuracy: number;
   readonly bestAccuracy: number;
   readonly totalBytesUp: number;
+  /** Privacy: the noise multiplier used, ε spent, and whether the budget ended the run. */
+  readonly privacy: {
+    noiseMultiplier: number;
+    epsilon: number;
+    delta: number;
+    stoppedAtBudget: boolean;
+  } | null;
   readonly seconds: number;
 }
 
@@ -79,134 +69,6 @@ export interface RunSummary {
 export interface SimulationHooks {
   onClientDone?(run: string, round: number, done: number, total: number): void;
   onRound?(metrics: RoundMetrics): void;
-}
-
-interface LoadedData {
-  train: Dataset;
-  test: Dataset;
-  siteColumn?: readonly string[];
-}
-
-/** Seeded train/test split, then (optionally) standardization fitted on the training rows. */
-function splitAndStandardize(
-  all: Dataset,
-  testFraction: number,
-  standardize: boolean,
-  seed: number,
-): LoadedData & { split: ReturnType<typeof trainTestSplit> } {
-  const split = trainTestSplit(all, testFraction, seed);
-  let train = subset(all, split.train);
-  let test = subset(all, split.test);
-  if (standardize) {
-    const s = fitStandardizer(train);
-    train = applyStandardizer(train, s);
-    test = applyStandardizer(test, s);
-  }
-  return { train, test, split };
-}
-
-function loadData(cfg: RunConfig): LoadedData {
-  const d = cfg.data;
-  if (d.kind === 'mnist') {
-    return {
-      train: loadMnist('train', { limit: d.trainLimit }),
-      test: loadMnist('test', { limit: d.testLimit }),
-    };
-  }
-  if (d.kind !== 'csv' && cfg.partition.kind === 'column') {
-    throw new InvalidArgumentError(
-      `partition.kind column needs CSV data (a site column), data.kind is ${d.kind}`,
-    );
-  }
-  if (d.kind === 'idx') {
-    const opts = { classCount: d.classCount };
-    return {
-      train: loadIdxDataset(d.train.images, d.train.labels, { ...opts, limit: d.trainLimit }),
-      test: loadIdxDataset(d.test.images, d.test.labels, { ...opts, limit: d.testLimit }),
-    };
-  }
-  if (d.kind === 'npy') {
-    const all = loadNpyDataset(d.features, d.labels, { classCount: d.classCount });
-    return splitAndStandardize(all, d.testFraction, d.standardize, cfg.seed);
-  }
-  const csv = readCsvDataset(d.path, {
-    labelColumn: d.labelColumn,
-    classCount: d.classCount,
-    dropColumns: [...d.dropColumns],
-  });
-  const { train, test, split } = splitAndStandardize(csv.dataset, d.testFraction, d.standardize, cfg.seed);
-  let siteColumn: string[] | undefined;
-  if (cfg.partition.kind === 'column') {
-    const column = cfg.partition.column;
-    if (!column) throw new InvalidArgumentError('partition.column is required when partition.kind is column');
-    const all = readCsvColumns(d.path)[column];
-    if (!all)
-      throw new InvalidArgumentError(
-        `partition.column ${JSON.stringify(column)} is not a column of ${d.path}`,
-      );
-    siteColumn = Array.from(split.train, (i) => all[i]!);
-  }
-  return { train, test, siteColumn };
-}
-
-/**
- * The model of `cfg.model` for `data`'s features and classes. `cnn` and `custom` see each row as an
- * image of `model.input` ([1, 28, 28] for MNIST); a shape that does not fit fails naming the field.
- */
-function modelOf(cfg: RunConfig, data: Dataset): ModelSpec {
-  const { kind, hidden } = cfg.model;
-  if (kind === '2nn') {
-    if (data.featureCount !== 784 || data.classCount !== 10) {
-      throw new InvalidArgumentError(
-        `model.kind 2nn needs 784 features and 10 classes, data has ${data.featureCount} and ${data.classCount}`,
-      );
-    }
-    return MNIST_2NN;
-  }
-  if (kind === 'logreg') return logisticRegression(data.featureCount, data.classCount);
-  if (kind === 'mlp') return mlp(data.featureCount, hidden, data.classCount);
-  const input = cfg.model.input ?? (cfg.data.kind === 'mnist' ? [1, 28, 28] : undefined);
-  if (input === undefined) {
-    throw new InvalidArgumentError(
-      `model.input is required for model.kind ${kind} on ${cfg.data.kind} data: the [channels, height, width] of a row`,
-    );
-  }
-  const values = input.reduce((a, d) => a * d, 1);
-  if (values !== data.featureCount) {
-    throw new InvalidArgumentError(
-      `model.input [${input.join(', ')}] holds ${values} values, the data has ${data.featureCount} features per row`,
-    );
-  }
-  const layers: readonly LayerSpec[] =
-    kind === 'cnn'
-      ? FEDAVG_CNN.layers.map((l, i) =>
-          i === FEDAVG_CNN.layers.length - 2 ? { type: 'dense' as const, units: data.classCount } : l,
-        )
-      : (cfg.model.layers ?? []);
-  // Names the bad field as the experiment file does: model.layers[2].kernel.
-  const spec = { name: kind, input, layers };
-  const layout = modelLayout(spec, 'model');
-  if (layout.classes !== data.classCount) {
-    throw new InvalidArgumentError(
-      `model.layers: the last dense layer has ${layout.classes} units, the data has ${data.classCount} classes`,
-    );
-  }
-  return defineModel(kind, input, layers);
-}
-
-function partition(cfg: RunConfig, data: LoadedData): Uint32Array[] {
-  const p = cfg.partition;
-  const seed = cfg.seed;
-  switch (p.kind) {
-    case 'iid':
-      return partitionIid(data.train.count, p.sites, seed);
-    case 'dirichlet':
-      return partitionDirichlet(data.train.labels, data.train.classCount, p.sites, p.alpha, seed);
-    case 'shards':
-      return partitionShards(data.train.labels, p.sites, p.shardsPerSite, seed);
-    case 'column':
-      return partitionByColumn(data.siteColumn!).indices;
-  }
 }
 
 /** m = max(1, round(C·K)) distinct sites, chosen by a seeded partial Fisher–Yates shuffle. */
@@ -256,16 +118,33 @@ export async function runSimulation(cfg: RunConfig, hooks: SimulationHooks = {})
       `codec.maxContributors ${cfg.codec.maxContributors} is below the ${sampledPerRound} sites sampled per round`,
     );
   }
-  const siteData = parts.map((idx) => subset(data.train, idx));
+  checkRunSections(cfg);
+  const attackers = cfg.attack
+    ? attackingSites(parts.length, cfg.attack.fraction, cfg.seed)
+    : new Set<number>();
+  // Label flipping poisons the attackers' rows of the training set (partitions are disjoint).
+  const train = cfg.attack?.kind === 'label-flip' ? flipRowsOf(data.train, parts, attackers) : data.train;
+  const siteData = parts.map((idx) => subset(train, idx));
   if (cfg.training.workers > 1 && cfg.training.engine !== 'cpu') {
     throw new InvalidArgumentError(`training.workers ${cfg.training.workers} needs training.engine cpu`);
   }
   const engine = await createEngine(cfg);
   // Several CPU workers train the round's sites side by side (the same results as one after another).
   const pool =
-    cfg.training.workers > 1 ? new TrainPool(cfg.training.workers, spec, data.train, data.test, parts) : null;
+    cfg.training.workers > 1 ? new TrainPool(cfg.training.workers, spec, train, data.test, parts) : null;
   const channel = await createChannel(cfg);
   const strategy = createStrategy(strategyConfig(cfg));
+  const privacy =
+    cfg.privacy === undefined
+      ? null
+      : new PrivateAggregation(cfg.privacy, {
+          sites: parts.length,
+          dimension: initParameters(spec, cfg.model.initSeed).length,
+          samplingRate: cfg.training.clientFraction,
+          rounds: cfg.rounds,
+          seed: cfg.seed,
+        });
+  let stoppedAtBudget = false;
   let global = initParameters(spec, cfg.model.initSeed);
   let state: StrategyState | null = null;
   let clip = cfg.codec.initialClip;
@@ -278,7 +157,14 @@ export async function runSimulation(cfg: RunConfig, hooks: SimulationHooks = {})
   try {
     for (let round = 1; round <= cfg.rounds; round++) {
       const t0 = performance.now();
-      const chosen = sampleSites(parts.length, cfg.training.clientFraction, cfg.seed, round);
+      if (privacy !== null && !privacy.allowsRound()) {
+        stoppedAtBudget = true;
+        break;
+      }
+      const chosen =
+        privacy === null
+          ? sampleSites(parts.length, cfg.training.clientFraction, cfg.seed, round)
+          : privacy.sample(round);
       const totalExamples = chosen.reduce((a, s) => a + siteData[s]!.count, 0);
       const contributions: Contribution[] = [];
       let lossSum = 0;
@@ -307,19 +193,33 @@ export async function runSimulation(cfg: RunConfig, hooks: SimulationHooks = {})
         const local = siteData[site]!;
         const result = results[k]!;
         // Weighted share n_k·m/N: the plain mean of the contributions is FedAvg's weighted mean.
-        const scale = (local.count * chosen.length) / totalExamples;
+        // Under DP every site counts once: a weight would scale one site's sensitivity.
+        const scale = privacy === null ? (local.count * chosen.length) / totalExamples : 1;
         const update = new Float32Array(global.length);
         for (let i = 0; i < update.length; i++) update[i] = (result.parameters[i]! - global[i]!) * scale;
-        contributions.push({ site, update });
+        const sent = cfg.attack && attackers.has(site) ? poisonUpdate(update, cfg.attack) : update;
+        contributions.push({ site, update: sent });
         lossSum += result.meanLoss * local.count;
       }
-      const usedClip = channel.mode === 'float32' ? null : clip;
-      const agg = await channel.aggregate(round, clip, contributions);
-      totalBytes += agg.bytesUp;
-      const next = strategy.apply(global, agg.mean, state);
+      const usedClip = channel.mode === 'float32' || privacy !== null ? null : clip;
+      let epsilon: number | null = null;
+      let mean: Float32Array;
+      let bytesUp: number;
+      if (privacy !== null) {
+        const released = privacy.aggregate(round, global.length, contributions);
+        bytesUp = released.bytesUp;
+        epsilon = released.spent.epsilon;
+        mean = released.mean;
+      } else {
+        const agg = await aggregateRound(cfg, channel, round, clip, contributions);
+        bytesUp = agg.bytesUp;
+        mean = agg.mean;
+        clip = Math.max(cfg.codec.clipMultiplier * agg.meanRms, 1e-8);
+      }
+      totalBytes += bytesUp;
+      const next = strategy.apply(global, mean, state);
       global = next.parameters;
       state = next.state;
-      clip = Math.max(cfg.codec.clipMultiplier * agg.meanRms, 1e-8);
       lr *= cfg.training.learningRateDecay;
 
       let testLoss: number | null = null;
@@ -336,12 +236,15 @@ export async function runSimulation(cfg: RunConfig, hooks: SimulationHooks = {})
       hooks.onRound?.({
         run: cfg.name,
         round,
-        trainLoss: lossSum / totalExamples,
+        trainLoss: totalExamples === 0 ? Number.NaN : lossSum / totalExamples,
         testLoss,
         accuracy,
-        bytesUp: agg.bytesUp,
+        bytesUp,
         clip: usedClip,
         sites: chosen.length,
+        attackers: chosen.filter((site) => attackers.has(site)).length,
+        epsilon,
+        noiseMultiplier: privacy?.plan.settings.noiseMultiplier ?? null,
         seconds: (performance.now() - t0) / 1000,
       });
       roundsRun = round;
@@ -355,14 +258,69 @@ export async function runSimulation(cfg: RunConfig, hooks: SimulationHooks = {})
   return {
     run: cfg.name,
     engine: pool === null ? engine.description : `${engine.description} × ${cfg.training.workers} workers`,
-    mode: cfg.codec.mode,
-    bits: cfg.codec.mode === 'float32' ? null : cfg.codec.bits,
+    mode: privacy === null ? cfg.codec.mode : 'skellam',
+    bits: cfg.codec.mode === 'float32' || privacy !== null ? null : cfg.codec.bits,
     rounds: roundsRun,
     targetAccuracy: cfg.targetAccuracy,
     roundsToTarget,
     finalAccuracy,
     bestAccuracy,
     totalBytesUp: totalBytes,
+    privacy:
+      privacy === null
+        ? null
+        : {
+            noiseMultiplier: privacy.plan.settings.noiseMultiplier,
+            epsilon: privacy.ledger.spent().epsilon,
+            delta: privacy.ledger.delta,
+            stoppedAtBudget,
+          },
     seconds: (performance.now() - started) / 1000,
   };
+}
+
+/** Fails naming the field when the run's privacy, attack and aggregation sections do not fit together. */
+function checkRunSections(cfg: RunConfig): void {
+  if (cfg.privacy !== undefined && cfg.codec.mode !== 'quantized') {
+    throw new InvalidArgumentError(
+      `privacy needs codec.mode quantized (the noise is added to integer levels), not ${cfg.codec.mode}`,
+    );
+  }
+  const robust = cfg.aggregation.name !== 'mean' || cfg.aggregation.normBound !== undefined;
+  if (robust && (cfg.privacy !== undefined || cfg.codec.mode === 'he')) {
+    throw new InvalidArgumentError(
+      `aggregation ${cfg.aggregation.name} looks at each update: it needs plain updates (codec.mode float32 or quantized, no privacy)`,
+    );
+  }
+}
+
+/** The training set with the labels of `attackers`' rows flipped. */
+function flipRowsOf(train: Dataset, parts: readonly Uint32Array[], attackers: ReadonlySet<number>): Dataset {
+  const labels = train.labels.slice();
+  for (const site of attackers) {
+    const rows = parts[site]!;
+    const flipped = flipLabels(
+      Uint8Array.from(rows, (r) => labels[r]!),
+      train.classCount,
+    );
+    rows.forEach((r, k) => {
+      labels[r] = flipped[k]!;
+    });
+  }
+  return { ...train, labels };
+}
+
+/** The round's mean through the channel, or the robust rule over the updates the server decodes. */
+async function aggregateRound(
+  cfg: RunConfig,
+  channel: UpdateChannel,
+  round: number,
+  clip: number,
+  contributions: readonly Contribution[],
+): Promise<{ mean: Float32Array; bytesUp: number; meanRms: number }> {
+  const rule = cfg.aggregation;
+  if (rule.name === 'mean' && rule.normBound === undefined)
+    return channel.aggregate(round, clip, contributions);
+  const collected = await channel.collect!(round, clip, contributions);
+  return { ...collected, mean: robustAggregate(collected.updates, rule).mean };
 }

@@ -1,6 +1,6 @@
 import { CkksKeyset, DEFAULT_CKKS_PARAMS, getCkksContext } from '../../crypto/ckks/index.ts';
 import { generateSigningKeyPair, type SigningKeyPair } from '../../crypto/signature/index.ts';
-import { dequantizeSum, type QuantBits, quantize } from '../../federation/index.ts';
+import { dequantize, dequantizeSum, type QuantBits, quantize } from '../../federation/index.ts';
 import {
   AggregateBuilder,
   BlockVerifier,
@@ -26,10 +26,20 @@ export interface ChannelResult {
   readonly meanRms: number;
 }
 
+/** Each site's update as the server receives it, for a rule that looks at every update (plain updates only). */
+export interface CollectResult {
+  /** Contribution k as decoded by the server (float32, or its dequantized levels). */
+  readonly updates: readonly Float32Array[];
+  readonly bytesUp: number;
+  readonly meanRms: number;
+}
+
 /** How updates travel: exact float32, quantized plaintext with error feedback, or the real CKKS codec. */
 export interface UpdateChannel {
   readonly mode: 'float32' | 'quantized' | 'he';
   aggregate(round: number, clip: number, contributions: readonly Contribution[]): Promise<ChannelResult>;
+  /** The individual updates; absent where the server cannot see them (`he`). */
+  collect?(round: number, clip: number, contributions: readonly Contribution[]): Promise<CollectResult>;
   dispose(): void;
 }
 
@@ -54,6 +64,14 @@ export function float32Channel(): UpdateChannel {
       const mean = new Float32Array(n);
       for (let i = 0; i < n; i++) mean[i] = sum[i]! / contributions.length;
       return { mean, bytesUp: contributions.length * n * 4, meanRms: meanRmsOf(contributions) };
+    },
+    async collect(_round, _clip, contributions) {
+      const n = contributions[0]!.update.length;
+      return {
+        updates: contributions.map((c) => c.update),
+        bytesUp: contributions.length * n * 4,
+        meanRms: meanRmsOf(contributions),
+      };
     },
     dispose() {},
   };
@@ -101,6 +119,23 @@ export function quantizedChannel(bits: QuantBits, runSeed: number): UpdateChanne
       for (let i = 0; i < n; i++) mean[i] = sum[i]! / contributions.length;
       return {
         mean,
+        bytesUp: contributions.length * Math.ceil((n * bits) / 8),
+        meanRms: meanRmsOf(contributions),
+      };
+    },
+    async collect(round, clip, contributions) {
+      const n = contributions[0]!.update.length;
+      const updates = contributions.map((c) => {
+        const q = quantize(c.update, residuals.get(c.site), {
+          bits,
+          clip,
+          seed: roundingSeed(runSeed, c.site, round),
+        });
+        residuals.set(c.site, q.residual);
+        return dequantize(q.levels, bits, clip);
+      });
+      return {
+        updates,
         bytesUp: contributions.length * Math.ceil((n * bits) / 8),
         meanRms: meanRmsOf(contributions),
       };

@@ -296,6 +296,28 @@ describe('parseConfig', () => {
     expect(err.message).toContain("federation.mode: 'plain' is not implemented by the services yet");
   });
 
+  it('validates the privacy section: a budget and a clip norm, and a noise multiplier or the rounds to calibrate one', () => {
+    const ok = parseConfig({
+      federation: { id: 'f' },
+      privacy: { epsilon: 4, clipNorm: 0.05, plannedRounds: 100 },
+    });
+    expect(ok.privacy).toEqual({
+      mechanism: 'skellam',
+      epsilon: 4,
+      delta: 1e-5,
+      clipNorm: 0.05,
+      plannedRounds: 100,
+    });
+    const err = configError(() =>
+      parseConfig({ federation: { id: 'f' }, privacy: { epsilon: -1, clipNorm: 0.05 } }),
+    );
+    expect(err.message).toContain('privacy.epsilon: ');
+    const missing = configError(() =>
+      parseConfig({ federation: { id: 'f' }, privacy: { epsilon: 1, clipNorm: 1 } }),
+    );
+    expect(missing.message).toContain('privacy: needs noiseMultiplier or plannedRounds');
+  });
+
   it('round-trips through renderConfig', () => {
     const cfg = parseConfig({ federation: { id: 'f', mode: 'he' }, nats: { credentials: '/x.creds' } });
     expect(parseConfig(renderConfig(cfg))).toEqual(cfg);

@@ -89,6 +89,8 @@ export interface AgentStats {
   readonly ownEvaluations: readonly { readonly model: string; readonly evaluation: Evaluation }[];
   /** Why the agent halted (a replayed model that does not hash to the log's), or null. */
   readonly fatal: string | null;
+  /** With differential privacy: ε and δ spent as of this site's head, by its own count (else null). */
+  readonly privacy: { readonly epsilon: number; readonly delta: number } | null;
 }
 
 /** Mutable counters behind {@link AgentStats}. */

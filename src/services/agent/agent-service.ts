@@ -10,6 +10,7 @@ import { AgentError } from './agent-error.ts';
 import { loadAgentCore, releaseAgentCore } from './agent-loader.ts';
 import type { AgentSteps } from './agent-steps.ts';
 import { catchUp, resolveResiduals } from './catch-up.ts';
+import { privacyReport } from './privacy-record.ts';
 import { onRoundOpen } from './round-trainer.ts';
 import { announceSwitch, applyDecision, reportAccuracy, sendHeartbeat, settleDecision } from './switcher.ts';
 import { describe, onPrepare } from './voter.ts';
@@ -84,6 +85,7 @@ class SiteAgent implements AgentService {
     residualsDropped: 0,
     lastVote: null,
     lastTestAccuracy: null,
+    privacy: null,
     evaluationsSent: 0,
     ownEvaluations: [],
     fatal: null,
@@ -127,6 +129,7 @@ class SiteAgent implements AgentService {
       examples: this.#core?.examples ?? 0,
       ownEvaluations: [...this.#counters.ownEvaluations],
       keysetError: this.#core?.keysetError ?? null,
+      privacy: this.#core === undefined ? null : privacyReport(this.#core),
     };
   }
 

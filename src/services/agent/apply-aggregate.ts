@@ -9,6 +9,7 @@ import {
 } from '../../protocol/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
 import type { AgentCore } from './agent-core.ts';
+import { privateMean } from './private-update.ts';
 
 /** The next model and strategy state. */
 export interface AppliedRound {
@@ -42,9 +43,9 @@ export function applyAggregate(
 ): AppliedRound {
   assertDecryptable(core, info);
   const plan = updatePlan(core.ctx.config, core.spec, info.encoding.bits);
-  if (info.totalParams !== model.length && info.totalParams !== plan.totalParams) {
+  if (info.totalParams !== plan.modelLanes && info.totalParams !== plan.totalParams) {
     throw new InvalidArgumentError(
-      `aggregate has ${info.totalParams} lanes, the model ${model.length} parameters` +
+      `aggregate has ${info.totalParams} lanes, the model ${plan.modelLanes} lanes of parameters` +
         (plan.evaluationLanes > 0 ? ` and ${plan.evaluationLanes} evaluation lanes` : ''),
     );
   }
@@ -55,11 +56,20 @@ export function applyAggregate(
     );
   }
   const decoded = decryptAggregate(core, info, ciphertexts, context, participants);
-  const meanDelta = meanFromSum(decoded.sum.subarray(0, model.length), (m * W) / N);
+  // Private levels average over the contributors: every site weighs 1 (docs/privacy.md).
+  const meanDelta =
+    plan.privacy === null
+      ? meanFromSum(decoded.sum.subarray(0, model.length), (m * W) / N)
+      : privateMean(
+          plan.privacy,
+          decoded.laneSums.subarray(0, plan.modelLanes),
+          info.encoding.bits,
+          decoded.contributors,
+        );
   const next = core.strategy.apply(model, meanDelta, state);
   const evaluation =
-    info.totalParams > model.length && plan.classes !== null
-      ? decodeEvaluation(decoded.laneSums.subarray(model.length), plan.classes, info.encoding.bits)
+    info.totalParams > plan.modelLanes && plan.classes !== null
+      ? decodeEvaluation(decoded.laneSums.subarray(plan.modelLanes), plan.classes, info.encoding.bits)
       : null;
   return { parameters: next.parameters, strategyState: next.state, evaluation };
 }

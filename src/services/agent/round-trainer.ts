@@ -6,6 +6,7 @@ import { updatePlan } from '../evaluation-plan.ts';
 import type { AgentCore } from './agent-core.ts';
 import type { AgentSteps } from './agent-steps.ts';
 import { trainLocally } from './local-training.ts';
+import { privateLevels } from './private-update.ts';
 import { replayProblem } from './round-attempt.ts';
 import { ownEvaluation } from './site-evaluation.ts';
 import { type SiteRows, siteRows } from './site-rows.ts';
@@ -79,9 +80,9 @@ export async function onRoundOpen(
   if (siteRows(core, now.height) === null) return skip('the federation has no feature statistics yet');
   const plan = updatePlan(core.ctx.config, core.spec, open.bits);
   // A round without evaluation lanes (the coordinator's circuit breaker dropped optional work) only trains.
-  if (open.totalParams !== plan.totalParams && open.totalParams !== plan.parameters) {
+  if (open.totalParams !== plan.totalParams && open.totalParams !== plan.modelLanes) {
     return skip(
-      `RoundOpen pins ${open.totalParams} lanes, the model has ${plan.parameters} parameters` +
+      `RoundOpen pins ${open.totalParams} lanes, the model has ${plan.modelLanes} lanes of parameters` +
         (plan.evaluationLanes > 0 ? ` and ${plan.evaluationLanes} evaluation lanes` : ''),
     );
   }
@@ -168,9 +169,11 @@ export async function trainAndSend(
         'training cut at the deadline; sending what it learned',
       );
     }
+    const privacy = updatePlan(core.ctx.config, core.spec, open.bits).privacy;
     // u = (w_local − w) · n_k · m / N: the plain sum over the m sites is N/… times FedAvg's mean.
+    // Under differential privacy every site weighs 1: a weight would scale its sensitivity.
     const m = open.assignments.length;
-    const scale = (core.examples * m) / open.totalExamples;
+    const scale = privacy === null ? (core.examples * m) / open.totalExamples : 1;
     if (!(scale > 0) || !Number.isFinite(scale)) {
       throw new InvalidArgumentError(
         `RoundOpen totalExamples ${open.totalExamples} cannot weigh ${core.examples} examples over ${m} sites`,
@@ -182,20 +185,17 @@ export async function trainAndSend(
       update[i] = (trained.parameters[i]! - w[i]!) * scale;
       squares += update[i]! * update[i]!;
     }
-    const rms = Math.sqrt(squares / Math.max(1, update.length));
+    // With privacy the vote reports no RMS: it is a figure of the unnoised update.
+    const rms = privacy === null ? Math.sqrt(squares / Math.max(1, update.length)) : 0;
     core.machine.transition(
       'UPLOADING',
-      `trained: loss ${trained.meanLoss.toFixed(4)}, rms ${rms.toExponential(3)}`,
+      `trained: loss ${trained.meanLoss.toFixed(4)}${privacy === null ? `, rms ${rms.toExponential(3)}` : ''}`,
     );
-    const previous = core.store.loadResidual();
-    const encoded = encodeUpdate({
-      ...updateFraming(core, open),
-      update,
-      residual: previous !== null && previous.length === update.length ? previous : null,
-      exampleWeight: core.examples,
-      extraLevels,
-    });
-    core.store.stageResidual(open.round, encoded.residual);
+    const encoded =
+      privacy === null
+        ? encodeWithFeedback(core, open, update, extraLevels)
+        : encodePrivate(core, open, update, extraLevels);
+    update.fill(0);
     if (!(await uploadUpdate(core, open, aggregator, encoded, rms, stale))) {
       core.machine.transition('READY', `upload of round ${open.round} abandoned`);
       return;
@@ -217,5 +217,55 @@ export async function trainAndSend(
     const state = core.machine.state;
     if (state === 'TRAINING' || state === 'UPLOADING')
       core.machine.transition('READY', `round ${open.round} failed`);
+  }
+}
+
+/** The update quantized with error feedback; the new residual is staged (the decision settles it). */
+function encodeWithFeedback(
+  core: AgentCore,
+  open: ControlBodies['round-open'],
+  update: Float32Array,
+  extraLevels: Uint8Array | undefined,
+) {
+  const previous = core.store.loadResidual();
+  const encoded = encodeUpdate({
+    ...updateFraming(core, open),
+    update,
+    residual: previous !== null && previous.length === update.length ? previous : null,
+    exampleWeight: core.examples,
+    extraLevels,
+  });
+  core.store.stageResidual(open.round, encoded.residual);
+  return encoded;
+}
+
+/** The update as private levels (clipped, rounded, noised: docs/privacy.md), then any evaluation lanes. */
+function encodePrivate(
+  core: AgentCore,
+  open: ControlBodies['round-open'],
+  update: Float32Array,
+  extraLevels: Uint8Array | undefined,
+) {
+  const privacy = updatePlan(core.ctx.config, core.spec, open.bits).privacy!;
+  const own = privateLevels(privacy, update, open.bits);
+  const extra = extraLevels ?? new Uint8Array(0);
+  const levels = new Uint8Array(own.levels.length + extra.length);
+  levels.set(own.levels, 0);
+  levels.set(extra, own.levels.length);
+  own.levels.fill(0);
+  core.ctx.log.info(
+    { round: open.round, norm: own.norm, clipped: own.clipped, clamped: own.clamped },
+    'private update: clipped, rounded and noised',
+  );
+  try {
+    return encodeUpdate({
+      ...updateFraming(core, open),
+      update: new Float32Array(0),
+      residual: null,
+      exampleWeight: core.examples,
+      extraLevels: levels,
+    });
+  } finally {
+    levels.fill(0);
   }
 }

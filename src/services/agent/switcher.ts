@@ -3,6 +3,7 @@ import { type DecisionBody, sealControl } from '../../protocol/index.ts';
 import { bytesToHex, type Commit, VersionError } from '../../versions/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { pruneModels, resolveResidual } from './catch-up.ts';
+import { reportPrivacy } from './privacy-record.ts';
 import { maybeWriteSnapshot } from './snapshot-writer.ts';
 
 /** What a decision did to this site. */
@@ -56,6 +57,7 @@ export function applyDecision(core: AgentCore, d: DecisionBody): DecisionOutcome
     resolveResidual(core, d.round, d);
     if (d.kind === 'rollback') store.clearResidual();
     core.counters.commits++;
+    reportPrivacy(core, head);
     machine.transition('READY', `COMMIT r${prepared} ${bytesToHex(head.hash).slice(0, 12)}`);
     return { kind: 'committed', head, switchedUnixMs };
   }

@@ -17,7 +17,7 @@ import {
   statisticsCommit,
   strategyStateHash,
 } from '../../versions/index.ts';
-import { aggregateDigest } from '../coordinator/index.ts';
+import { aggregateDigest, decodeRoundParams, type RoundPrivacy } from '../coordinator/index.ts';
 import { failpoint } from '../failpoint.ts';
 import { contractFeatureCount, federatedStandardization } from '../statistics-plan.ts';
 import type { AgentCore } from './agent-core.ts';
@@ -25,6 +25,7 @@ import type { AgentSteps } from './agent-steps.ts';
 import { fetchAggregate } from './aggregate-fetch.ts';
 import { applyAggregate, decryptAggregate } from './apply-aggregate.ts';
 import { materialize } from './catch-up.ts';
+import { checkPrivacyRecord } from './privacy-record.ts';
 import { replayProblem } from './round-attempt.ts';
 import { VoteNo } from './voter-error.ts';
 
@@ -88,6 +89,7 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
   const participants = open.assignments.map((a) => a.site);
   const w = core.store.readModel(head);
   if (p.kind === 'statistics') return statisticsCandidate(core, p, info, ciphertexts, participants, w);
+  checkPrivacyRecord(core, head, p, () => paramsPrivacy(p.params));
   const next = applyAggregate(core, w, core.store.loadStrategyState(), info, ciphertexts, p, participants);
   const commit = roundCommit(head, {
     round: p.round,
@@ -314,4 +316,13 @@ export function describe(err: unknown): string {
     return typeof code === 'string' && !(err instanceof VoteNo) ? `${code}: ${err.message}` : err.message;
   }
   return String(err);
+}
+
+/** The privacy record of PREPARE's params (null without one). */
+function paramsPrivacy(params: Uint8Array): RoundPrivacy | null {
+  try {
+    return decodeRoundParams(params).privacy ?? null;
+  } catch (err) {
+    throw new VoteNo(`PREPARE's round params do not decode: ${(err as Error).message}`);
+  }
 }

@@ -23,11 +23,12 @@ import type {
 import { federationGenesis, modelSpecFor } from './genesis.ts';
 import { type IntakeHost, MemberIntake } from './member-intake.ts';
 import { Membership } from './membership.ts';
+import { finishPreviousRun, restoreFromLog } from './previous-run.ts';
+import { PrivacyBudget } from './privacy-budget.ts';
 import { RecentRounds } from './recent-rounds.ts';
 import { RegistryQueue } from './registry-queue.ts';
 import { RollbackQueue } from './rollback-queue.ts';
 import { roundAbortReason } from './round-abort.ts';
-import { abortOpenRound } from './round-decision.ts';
 import type { ActiveRound } from './round-host.ts';
 import { runRollbackRound, runTrainingRound } from './round-runner.ts';
 import { RunControl } from './run-control.ts';
@@ -61,6 +62,8 @@ class Coordinator implements IntakeHost {
   readonly membership: Membership;
   readonly switches = new SwitchTracker();
   readonly parameterCount: number;
+  readonly modelLanes: number;
+  readonly budget: PrivacyBudget;
   readonly updateLength: number;
   clip: number;
   current: ActiveRound | undefined;
@@ -106,6 +109,13 @@ class Coordinator implements IntakeHost {
     this.#genesis = federationGenesis(ctx.config);
     const plan = updatePlan(ctx.config, modelSpecFor(ctx.config), ctx.config.codec.bits);
     this.parameterCount = plan.parameters;
+    this.modelLanes = plan.modelLanes;
+    this.budget = new PrivacyBudget(
+      plan.privacy,
+      () => this.log.history,
+      ctx.log,
+      (e) => this.emit(e),
+    );
     this.updateLength = plan.totalParams;
     this.clip = ctx.config.codec.clip;
     this.runs = new RunControl({ idle: options.idle === true, now: this.now, wake: () => this.#wake() });
@@ -237,7 +247,7 @@ class Coordinator implements IntakeHost {
       onLeaseLost: (err) => this.#fail(err instanceof Error ? err : new Error(String(err))),
     });
     const history = this.#log.history;
-    this.#restore();
+    restoreFromLog(this);
     this.#roundNumber = history.lastRound + 1;
     const head = history.head.commit;
     this.emit({
@@ -270,7 +280,12 @@ class Coordinator implements IntakeHost {
       }),
     );
     await Promise.all(this.#subscriptions.map((s) => s.ready()));
-    await this.#finishPreviousRun();
+    const aborted = await finishPreviousRun(this);
+    if (aborted !== undefined) {
+      this.#summaries.push(aborted);
+      this.emit({ type: 'decision', summary: aborted });
+      this.#roundNumber = history.lastRound + 1;
+    }
 
     this.runs.begin(this.options.rounds ?? (this.options.idle === true ? undefined : cfg.round.count));
     const quorum = cfg.round.quorum ?? ctx.members.sites.length + ctx.members.aggregators.length;
@@ -291,6 +306,7 @@ class Coordinator implements IntakeHost {
       const rollback = this.#rollbacks.next(history);
       if (rollback === undefined && !this.runs.training(round)) continue; // a refused rollback, no run
       if (rollback === undefined && !(await this.#breakerAdmits(round))) continue; // frozen
+      if (rollback === undefined && !this.budget.admits(round)) break;
       const summary = rollback
         ? await runRollbackRound(this, round, rollback.target, rollback.reason)
         : await runTrainingRound(this, round);
@@ -348,59 +364,6 @@ class Coordinator implements IntakeHost {
     return false;
   }
 
-  /** State the last decision recorded: exclusions, the clip, and the last commit's switch record. */
-  #restore(): void {
-    const history = this.log.history;
-    const last = history.lastDecision?.record.decision;
-    if (last) {
-      this.membership.adopt(last.exclusions);
-      if (Number.isFinite(last.nextClip) && last.nextClip > 0) this.clip = last.nextClip;
-    }
-    const head = history.head;
-    if (head.decision !== null) {
-      this.switches.track(
-        head.commit.round,
-        { hash: head.commit.hash, height: head.commit.height },
-        head.decision.voters,
-        head.unixMs,
-        false,
-      );
-    }
-  }
-
-  /**
-   * A previous run may have died mid-round. A round it opened and never decided is aborted now
-   * (its number is never reused, and prepared sites discard at once instead of waiting for a
-   * deadline); otherwise its last decision is announced again for sites that missed it.
-   */
-  async #finishPreviousRun(): Promise<void> {
-    const history = this.log.history;
-    const open = history.openRound;
-    if (open !== null) {
-      const round = open.roundOpen.round;
-      const summary = await abortOpenRound(
-        this,
-        round,
-        open.roundOpen.attempt,
-        `the coordinator restarted before deciding round ${round}`,
-      );
-      this.#summaries.push(summary);
-      this.emit({ type: 'recovered', action: 'aborted-open-round', round });
-      this.emit({ type: 'decision', summary });
-      this.#roundNumber = history.lastRound + 1;
-      return;
-    }
-    const last = history.lastDecision;
-    if (last !== null) {
-      try {
-        await this.ctx.transport.publish(this.ctx.subjects.decision, last.bytes);
-      } catch (err) {
-        this.ctx.log.error({ err }, 'last decision not re-announced');
-      }
-      this.emit({ type: 'recovered', action: 'reannounced', round: last.record.decision!.round });
-    }
-  }
-
   /**
    * Logs the queued registry changes that apply from `round` (before it opens) and announces each
    * on `cohort.<F>.registry` (docs/key-ceremony.md).
@@ -430,6 +393,7 @@ class Coordinator implements IntakeHost {
       switchLatency: { count: s.count, p50Ms: s.p50Ms, p99Ms: s.p99Ms },
       testAccuracy: s.testAccuracy,
       stopped: this.#stopping,
+      ...this.budget.summary(),
     };
   }
 

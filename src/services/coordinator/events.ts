@@ -99,6 +99,14 @@ export type CoordinatorEvent =
   | { readonly type: 'snapshot'; readonly height: number; readonly site: string; readonly bytes: number }
   | { readonly type: 'rollback-requested'; readonly target: string; readonly height: number }
   | {
+      /** The privacy budget would not survive one more round: the run ends (docs/privacy.md). */
+      readonly type: 'privacy-budget';
+      readonly round: number;
+      /** ε spent so far, and the budget. */
+      readonly epsilon: number;
+      readonly budget: number;
+    }
+  | {
       /** The circuit breaker changed level (docs/round-protocol.md, "Circuit breaker"). */
       readonly type: 'breaker';
       readonly from: BreakerLevelName;
@@ -164,6 +172,8 @@ export interface CoordinatorSummary {
   readonly testAccuracy: number | undefined;
   /** True when `CoordinatorHandle.stop` ended the run early. */
   readonly stopped: boolean;
+  /** With privacy: ε spent as of the head, δ, and whether the budget ended the run. */
+  readonly privacy?: { readonly epsilon: number; readonly delta: number; readonly budgetSpent: boolean };
 }
 
 /** Live counters. */

@@ -41,7 +41,9 @@ export {
   encodeAggregateObject,
   encodeRoundParams,
   ROUND_PARAMS_DOMAIN,
+  ROUND_PRIVACY_TAG,
   type RoundParams,
+  type RoundPrivacy,
 } from './round-params.ts';
 export {
   MAX_RUN_LABEL,

@@ -6,6 +6,7 @@ import type { CoordinatorLog } from './coordinator-log.ts';
 import type { CoordinatorEvent, CoordinatorOptions, CoordinatorStats } from './events.ts';
 import type { Membership } from './membership.ts';
 import type { PartialIntake } from './partial-intake.ts';
+import type { PrivacyBudget } from './privacy-budget.ts';
 import type { SwitchTracker } from './switch-tracker.ts';
 
 /** The round in progress, as the message handlers see it. */
@@ -37,6 +38,10 @@ export interface RoundHost {
   readonly log: CoordinatorLog;
   /** Parameters of the federation's model. */
   readonly parameterCount: number;
+  /** Lanes the parameters take in an update (more than `parameterCount` with differential privacy). */
+  readonly modelLanes: number;
+  /** Differential privacy: the plan, what is spent, the gate before each round. */
+  readonly budget: PrivacyBudget;
   /** Lanes of every site's update in a training round: the parameters, then the evaluation lanes. */
   readonly updateLength: number;
   /** The clip of the next training round (adapted after each commit). */

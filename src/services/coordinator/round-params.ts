@@ -22,14 +22,38 @@ export interface RoundParams {
    * characters; only the genesis params of a federation with a `data` section carry it.
    */
   readonly dataContract?: string;
+  /** With differential privacy: what the federation has spent once this round commits. */
+  readonly privacy?: RoundPrivacy;
 }
+
+/** Tag of the privacy trailer of {@link encodeRoundParams}. */
+export const ROUND_PRIVACY_TAG = 'privacy';
+
+/**
+ * The privacy a round commit records (every site recomputes it and votes NO on any other): the
+ * round's contributor count, the RDP spent by every round committed so far including this one at
+ * each accounting order, and the ε it gives at δ.
+ */
+export interface RoundPrivacy {
+  readonly contributors: number;
+  readonly epsilon: number;
+  readonly delta: number;
+  /** Cumulative δ spent outside RDP (noise draws clamped to their lane range), ≥ 0. */
+  readonly deltaCost: number;
+  /** Cumulative RDP at each of the accountant's orders (finite, ≥ 0). */
+  readonly rdp: readonly number[];
+}
+
+/** Most RDP orders a privacy trailer may hold. */
+const MAX_PRIVACY_ORDERS = 1024;
 
 /**
  * Canonical bytes of the round parameters (big-endian, `str` = u32 length ‖ UTF-8, `bytes` = u32
  * length ‖ bytes):
  * `str("cohort/v1/round-params") ‖ u64(round) ‖ u8(bits) ‖ f32(clip) ‖ str(strategy) ‖ f64(learningRate)`,
  * then `‖ bytes(dataContract)` (32 bytes) only when a data contract digest is given — so params
- * without one are byte-identical to those written before data contracts existed.
+ * without one are byte-identical to those written before data contracts existed — then, with
+ * privacy, `‖ str("privacy") ‖ u32(contributors) ‖ f64(epsilon) ‖ f64(delta) ‖ f64(deltaCost) ‖ u32(n) ‖ f64(rdp)ⁿ`.
  * The clip is written as float32, so any double that rounds to the same float32 encodes the same.
  */
 export function encodeRoundParams(p: RoundParams): Uint8Array {
@@ -51,6 +75,29 @@ export function encodeRoundParams(p: RoundParams): Uint8Array {
     .str(p.strategy)
     .f64(p.learningRate);
   if (dataContract !== undefined) writer.bytes(dataContract);
+  if (p.privacy !== undefined) {
+    const v = p.privacy;
+    assertInteger('params.privacy.contributors', v.contributors, 1, 0xffff_ffff);
+    assertInteger('params.privacy.rdp.length', v.rdp.length, 1, MAX_PRIVACY_ORDERS);
+    for (const [name, x] of [
+      ['epsilon', v.epsilon],
+      ['delta', v.delta],
+      ['deltaCost', v.deltaCost],
+      ...v.rdp.map((r, i) => [`rdp[${i}]`, r]),
+    ] as [string, number][]) {
+      if (!(Number.isFinite(x) && x >= 0)) {
+        throw new InvalidArgumentError(`params.privacy.${name} ${x} must be finite and ≥ 0`);
+      }
+    }
+    writer
+      .str(ROUND_PRIVACY_TAG)
+      .u32(v.contributors)
+      .f64(v.epsilon)
+      .f64(v.delta)
+      .f64(v.deltaCost)
+      .u32(v.rdp.length);
+    for (const r of v.rdp) writer.f64(r);
+  }
   return writer.finish();
 }
 
@@ -83,21 +130,45 @@ export function decodeRoundParams(bytes: Uint8Array): RoundParams {
   const learningRate = view.getFloat64(at, false);
   at += 8;
   let dataContract: string | undefined;
-  if (at < bytes.length) {
-    need(4);
-    const n = view.getUint32(at, false);
-    if (n !== 32)
-      throw new InvalidArgumentError(`round params: a ${n}-byte data contract digest (expected 32)`);
+  // A data contract digest is a 32-byte field; the privacy trailer starts with its 7-byte tag.
+  if (at + 4 <= bytes.length && view.getUint32(at, false) === 32) {
     at += 4;
-    need(n);
-    dataContract = bytesToHex(bytes.subarray(at, at + n));
-    at += n;
+    need(32);
+    dataContract = bytesToHex(bytes.subarray(at, at + 32));
+    at += 32;
+  }
+  let privacy: RoundPrivacy | undefined;
+  if (at < bytes.length) {
+    const tag = str();
+    if (tag !== ROUND_PRIVACY_TAG) {
+      throw new InvalidArgumentError(`round params: unknown trailer ${JSON.stringify(tag.slice(0, 32))}`);
+    }
+    need(4 + 8 + 8 + 8 + 4);
+    const contributors = view.getUint32(at, false);
+    const epsilon = view.getFloat64(at + 4, false);
+    const delta = view.getFloat64(at + 12, false);
+    const deltaCost = view.getFloat64(at + 20, false);
+    const n = view.getUint32(at + 28, false);
+    at += 32;
+    if (n < 1 || n > MAX_PRIVACY_ORDERS) {
+      throw new InvalidArgumentError(`round params: ${n} RDP orders (expected 1 to ${MAX_PRIVACY_ORDERS})`);
+    }
+    need(8 * n);
+    const rdp = Array.from({ length: n }, (_, i) => view.getFloat64(at + 8 * i, false));
+    at += 8 * n;
+    privacy = { contributors, epsilon, delta, deltaCost, rdp };
   }
   if (at !== bytes.length)
     throw new InvalidArgumentError(`${bytes.length - at} trailing bytes after round params`);
-  return dataContract === undefined
-    ? { round, bits, clip, strategy, learningRate }
-    : { round, bits, clip, strategy, learningRate, dataContract };
+  return {
+    round,
+    bits,
+    clip,
+    strategy,
+    learningRate,
+    ...(dataContract === undefined ? {} : { dataContract }),
+    ...(privacy === undefined ? {} : { privacy }),
+  };
 }
 
 /**

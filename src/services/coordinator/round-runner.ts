@@ -14,6 +14,7 @@ import { assignBounded, createRing } from '../../tree/index.ts';
 import { bytesToHex, createCommit, ZERO_HASH } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
 import type { ChainCommit } from '../federation-log/index.ts';
+import { nextRoundPrivacy } from '../privacy-plan.ts';
 import { contractFeatureCount, federatedStandardization, statisticsCommitAt } from '../statistics-plan.ts';
 import { buildAggregationTree, treeLinks } from './aggregation-tree.ts';
 import type { RoundSummary } from './events.ts';
@@ -120,7 +121,7 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   const totalParams = statistics
     ? statisticsLaneCount(contractFeatureCount(cfg)!, cfg.codec.bits)
     : host.breaker.dropsOptionalWork
-      ? host.parameterCount
+      ? host.modelLanes
       : host.updateLength;
   const attempt = new Uint8Array(randomBytes(ATTEMPT_BYTES));
   const context: RoundContext = {
@@ -233,6 +234,9 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   }
   failpoint('coordinator.partials-logged', round);
   // A statistics commit's params are the sums the sites decrypt: they come with the YES votes.
+  // With privacy the commit records what the federation has spent once it commits (every site
+  // recomputes it and votes NO on any other figure).
+  const privacy = statistics ? null : host.budget.privacy;
   const params = statistics
     ? EMPTY
     : encodeRoundParams({
@@ -241,6 +245,15 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
         clip,
         strategy: cfg.learning.strategy,
         learningRate: cfg.learning.learningRate,
+        ...(privacy === null
+          ? {}
+          : {
+              privacy: nextRoundPrivacy(
+                privacy,
+                host.budget.spent(),
+                Math.max(1, intake.builder.contributors),
+              ),
+            }),
       });
   const base = {
     round,

@@ -1,0 +1,110 @@
+// End to end with differential privacy on (docs/privacy.md): the real coordinator, aggregators and
+// site agents over a real nats-server in `he` mode. Every site clips its update, rounds it to
+// integers and adds its Skellam share before encrypting; every commit records the ε spent, which
+// every site recomputes and would vote NO on; the coordinator opens no round that could pass the
+// budget. The budget here admits exactly two rounds of four sites.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { INTEGER_RDP_ORDERS, RdpLedger } from '../../federation/privacy/index.ts';
+import type { CohortConfigInput } from '../../src/config/index.ts';
+import { decodeRoundParams, modelSpecFor } from '../../src/services/coordinator/index.ts';
+import { roundCharge, servicePrivacy } from '../../src/services/privacy-plan.ts';
+import { expectSingleChain, Federation, hex } from '../helpers/federation.ts';
+
+const NOISE_MULTIPLIER = 0.8;
+
+const OVERRIDES: Partial<CohortConfigInput> = {
+  round: {
+    heartbeatMs: 200,
+    missedHeartbeats: 5,
+    deadlineMs: 20_000,
+    voteTimeoutMs: 20_000,
+    epsilon: 0.25,
+    minContributors: 3,
+  },
+  learning: { model: '2nn', trainLimit: 2000, testLimit: 500, epochs: 1, batchSize: 10, learningRate: 0.1 },
+  codec: { bits: 8, clip: 0.02, maxContributors: 32, crcChunkBytes: 16_384 },
+  log: { level: 'error' },
+};
+
+describe('differential privacy end to end (he mode, real nats-server)', () => {
+  let f: Federation;
+  let budget: number;
+  let perRound: (contributors: number) => ReturnType<typeof roundCharge>;
+  let lanes: number;
+
+  beforeAll(async () => {
+    // The budget: one round of 4 sites plus the worst case of the next (3 sites, round.minContributors)
+    // fits; after two rounds of 4 the worst case of a third does not.
+    const probe = await Federation.create('dpprobe', { aggregators: 1, sites: 4, overrides: withPrivacy(1) });
+    const privacy = servicePrivacy(probe.dep.config, modelSpecFor(probe.dep.config))!;
+    await probe.stop();
+    perRound = (k) => roundCharge(privacy, k);
+    lanes = privacy.plan.settings.dimension * privacy.digits;
+    expect(privacy.digits).toBeGreaterThanOrEqual(2); // level + noise + offset needs more than 8 bits
+    budget = spend([4, 3]) * (1 + 1e-9);
+    expect(spend([4, 4, 3])).toBeGreaterThan(budget);
+    f = await Federation.create('e2edp', { aggregators: 2, sites: 4, overrides: withPrivacy(budget) });
+    for (const a of f.dep.aggregators) await f.startAggregator(a);
+    for (const s of f.dep.sites) await f.startAgent(s);
+  }, 60_000);
+  afterAll(async () => {
+    await f?.stop();
+  });
+
+  function withPrivacy(epsilon: number): Partial<CohortConfigInput> {
+    return {
+      ...OVERRIDES,
+      privacy: { epsilon, delta: 1e-5, noiseMultiplier: NOISE_MULTIPLIER, clipNorm: 1 },
+    };
+  }
+
+  /** ε after rounds of these contributor counts, counted here with the accountant itself. */
+  function spend(counts: readonly number[]): number {
+    const ledger = new RdpLedger({ delta: 1e-5, orders: INTEGER_RDP_ORDERS });
+    for (const k of counts) ledger.charge(perRound(k));
+    return ledger.spent().epsilon;
+  }
+
+  it('commits until the budget, records ε with each commit, and every site reports the same ε', async () => {
+    const budgetEvents: { round: number; epsilon: number }[] = [];
+    const summary = await f.runCoordinator(5, (e) => {
+      if (e.type === 'privacy-budget') budgetEvents.push({ round: e.round, epsilon: e.epsilon });
+    });
+    expect(summary.rounds.map((r) => [r.round, r.commit, r.contributors])).toEqual([
+      [1, true, 4],
+      [2, true, 4],
+    ]);
+    const entries = await f.decisions();
+    expectSingleChain(entries, f.genesis);
+    // Every round carried private levels: each parameter as the digits of its noised integer.
+    const opens = (await f.logEntries()).flatMap((e) => (e.record.roundOpen ? [e.record.roundOpen] : []));
+    expect(opens.map((o) => [o.round, o.totalParams])).toEqual([
+      [1, lanes],
+      [2, lanes],
+    ]);
+
+    // The head commit records what both rounds spent, as the accountant counts it (round 2's record
+    // is round 1's plus a round of 4: each site checked it before voting YES).
+    const last = entries.at(-1)!;
+    const head = f.agents.get(f.dep.sites[0]!)!.head()!;
+    expect(hex(head.hash)).toBe(hex(last.commitHash));
+    const recorded = decodeRoundParams(head.params).privacy!;
+    expect(recorded.contributors).toBe(4);
+    expect(recorded.epsilon).toBe(spend([4, 4]));
+    expect(recorded.epsilon).toBeLessThanOrEqual(budget);
+
+    // The coordinator stopped before a third round could pass the budget.
+    expect(budgetEvents).toEqual([{ round: 3, epsilon: recorded.epsilon }]);
+    expect(summary.privacy).toEqual({ epsilon: recorded.epsilon, delta: 1e-5, budgetSpent: true });
+
+    // Every site is on the last commit and reports, by its own count, the same ε.
+    for (const [id, agent] of f.agents) {
+      expect({ id, head: hex(agent.head()!.hash) }).toEqual({ id, head: hex(last.commitHash) });
+      expect({ id, privacy: agent.stats().privacy }).toEqual({
+        id,
+        privacy: { epsilon: recorded.epsilon, delta: 1e-5 },
+      });
+      expect(agent.stats()).toMatchObject({ votesNo: 0, roundsTrained: 2 });
+    }
+  });
+});
