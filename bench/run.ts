@@ -8,6 +8,7 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   hostile: () => import('./hostile.ts').then((m) => m.runHostileBench()),
   audit: () => import('./audit.ts').then((m) => m.runAuditBench()),
   soak: () => import('./soak.ts').then((m) => m.runSoakBench()),
+  privacy: () => import('./privacy.ts').then((m) => m.runPrivacyBench()),
 };
 
 // A bare word right after a `--flag` is that flag's value (`audit --rounds 3`), not a bench name.

@@ -334,6 +334,23 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
   );
   scrapedGauge(
     registry,
+    {
+      name: 'cohort_privacy_epsilon',
+      help: 'Differential privacy: ε spent as of the head commit (kind="spent") and the configured budget (kind="budget"); absent without privacy.',
+      labelNames: ['kind'],
+    },
+    () => {
+      const p = stats.get().privacy;
+      return p === undefined
+        ? []
+        : [
+            [{ kind: 'spent' }, p.epsilon],
+            [{ kind: 'budget' }, p.budget],
+          ];
+    },
+  );
+  scrapedGauge(
+    registry,
     { name: 'cohort_excluded_sites', help: 'Sites excluded from rounds (voted NO or missed a vote) now.' },
     () => [[{}, stats.get().excluded.length]],
   );

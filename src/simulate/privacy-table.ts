@@ -28,7 +28,7 @@ export function privacyTable(byRun: ReadonlyMap<RunConfig, readonly RoundMetrics
     const privacy =
       run.privacy === undefined
         ? 'none'
-        : `ε ≤ ${run.privacy.epsilon ?? '∞'}, δ = ${run.privacy.delta}, clip ${run.privacy.clipNorm}`;
+        : `ε ≤ ${run.privacy.epsilon ?? '∞'}, δ = ${run.privacy.delta.toExponential()}, clip ${run.privacy.clipNorm}`;
     return [
       run.name,
       privacy,

@@ -68,7 +68,7 @@ describe('simulation with differential privacy', () => {
     expect(table.split('\n')[0]).toMatch(
       /^\| run +\| privacy +\| noise multiplier +\| ε spent +\| rounds run/,
     );
-    expect(table).toContain('ε ≤ 2, δ = 0.00001, clip 0.05');
+    expect(table).toContain('ε ≤ 2, δ = 1e-5, clip 0.05');
   }, 120_000);
 
   it('refuses privacy over float32 updates and a robust rule over private ones, naming the fields', async () => {

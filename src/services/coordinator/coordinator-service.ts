@@ -189,6 +189,14 @@ class Coordinator implements IntakeHost {
       heartbeatsExpected: beats.expected,
       heartbeatsReceived: beats.received,
       breaker: this.breaker.state(),
+      ...(this.budget.privacy === null
+        ? {}
+        : {
+            privacy: {
+              epsilon: this.#log === undefined ? 0 : (this.budget.spent()?.epsilon ?? 0),
+              budget: this.budget.privacy.epsilon,
+            },
+          }),
     };
   }
 

@@ -206,6 +206,8 @@ export interface CoordinatorStats {
   readonly heartbeatsReceived: number;
   /** The circuit breaker: level, failing share of its window, sites it leaves out. */
   readonly breaker: BreakerState;
+  /** With differential privacy: ε spent as of the head (0 before the first private round) and the budget. */
+  readonly privacy?: { readonly epsilon: number; readonly budget: number };
 }
 
 /** A running coordinator; its operator controls ({@link AdminControls}) serve the admin API. */
