@@ -95,6 +95,7 @@ export function registerFederationRoutes(ctx: RouteContext): void {
         snapshots: stats.snapshots,
         breaker: breakerJson(stats.breaker),
         run: run === undefined ? null : runJson(run),
+        privacy: stats.privacy ?? null,
         lastRounds: loggedRounds(timeline, STATUS_ROUNDS),
       };
     },

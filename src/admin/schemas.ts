@@ -266,6 +266,11 @@ export const STATUS = closed({
     probeUnixMs: { ...nullable(int), description: 'frozen: when the probe round may open' },
   }),
   run: nullable(RUN),
+  privacy: {
+    ...nullable(closed({ epsilon: num, budget: num })),
+    description:
+      'differential privacy: ε spent as of the head and the budget (docs/privacy.md); null without',
+  },
   lastRounds: { type: 'array', items: LOGGED_ROUND },
 });
 

@@ -161,7 +161,8 @@ describe('private levels on the wire', () => {
       const { levels } = privateLevels(privacy, u, 8, uniform);
       for (let i = 0; i < levels.length; i++) sums[i]! += levels[i]!;
     }
-    const mean = privateMean(privacy, sums, 8, k);
+    const { mean, clamped } = privateMean(privacy, sums, 8, k);
+    expect(clamped).toBe(0);
     // Every update is clipped to norm 1 (their norms are ≈ 2.2), then averaged.
     const clipped = updates.map((u) => {
       const norm = Math.hypot(...u);
@@ -179,10 +180,20 @@ describe('private levels on the wire', () => {
     expect(rms / sd).toBeLessThan(1.1);
   });
 
-  it('refuses digit sums that no contributors in range could have sent', () => {
+  it('clamps digit sums that no contributors in range could have sent, and refuses bad shapes', () => {
     const privacy = privacyOf({ dimension: 2, noiseMultiplier: 0.5, expectedContributors: 2 });
-    const sums = new Float64Array(2 * privacy.digits).fill(255 * 2);
-    expect(() => privateMean(privacy, sums, 8, 2)).toThrow(/parameter 0: the sum of 2 private contributions/);
+    // Parameter 0 at the digits' maximum (a hostile site's lanes), parameter 1 at the offset (0).
+    const sums = new Float64Array(2 * privacy.digits);
+    sums.fill(255 * 2, 0, privacy.digits);
+    let offset = 2 * privacy.plan.valueBound;
+    for (let d = 0; d < privacy.digits; d++) {
+      sums[privacy.digits + d] = offset % 256;
+      offset = Math.floor(offset / 256);
+    }
+    const { mean, clamped } = privateMean(privacy, sums, 8, 2);
+    expect(clamped).toBe(1);
+    expect(mean[0]).toBeCloseTo((2 * privacy.plan.valueBound) / (privacy.plan.scale * 2), 5);
+    expect(mean[1]).toBe(0);
     expect(() => privateMean(privacy, new Float64Array(3), 8, 2)).toThrow(/3 lane sums/);
     expect(() => privateLevels(privacy, new Float32Array(3), 8)).toThrow(
       /update length 3, the privacy plan expects 2/,

@@ -40,6 +40,8 @@ export interface StatusJson {
     committed: number;
     aborted: number;
   } | null;
+  /** Absent from coordinators older than differential privacy. */
+  privacy?: { epsilon: number; budget: number } | null;
   lastRounds: {
     round: number;
     kind: string;
@@ -66,6 +68,8 @@ export function statusLines(s: StatusJson): string[] {
       : `run: ${s.run.id}${s.run.label === '' ? '' : ` "${printable(s.run.label)}"`} ${s.run.state}, ${s.run.decided}${s.run.rounds === null ? '' : `/${s.run.rounds}`} rounds (${s.run.committed} committed, ${s.run.aborted} aborted), started by ${printable(s.run.startedBy)}`,
     `this coordinator: ${s.committed} committed, ${s.aborted} aborted, ${s.snapshots} snapshots stored, ${s.rejected} messages refused`,
   ];
+  if (s.privacy != null)
+    lines.push(`privacy: ε ${s.privacy.epsilon.toFixed(4)} spent of ${s.privacy.budget}`);
   if (s.lastRounds.length > 0) lines.push('last rounds:');
   for (const r of s.lastRounds) {
     const what =

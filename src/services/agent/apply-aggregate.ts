@@ -8,6 +8,7 @@ import {
   type Evaluation,
 } from '../../protocol/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
+import type { ServicePrivacy } from '../privacy-plan.ts';
 import type { AgentCore } from './agent-core.ts';
 import { privateMean } from './private-update.ts';
 
@@ -60,12 +61,7 @@ export function applyAggregate(
   const meanDelta =
     plan.privacy === null
       ? meanFromSum(decoded.sum.subarray(0, model.length), (m * W) / N)
-      : privateMean(
-          plan.privacy,
-          decoded.laneSums.subarray(0, plan.modelLanes),
-          info.encoding.bits,
-          decoded.contributors,
-        );
+      : privateDelta(core, context.round, plan.privacy, decoded, plan.modelLanes, info.encoding.bits);
   const next = core.strategy.apply(model, meanDelta, state);
   const evaluation =
     info.totalParams > plan.modelLanes && plan.classes !== null
@@ -113,4 +109,28 @@ function assertDecryptable(core: AgentCore, info: AggregateInfo): void {
       `aggregate of ${info.contributors.length} site(s), round.minContributors is ${minimum}: not decrypted`,
     );
   }
+}
+
+/** The private mean of a decoded aggregate, logging the parameters clamped to the honest range. */
+function privateDelta(
+  core: AgentCore,
+  round: number,
+  privacy: ServicePrivacy,
+  decoded: DecodedAggregate,
+  modelLanes: number,
+  bits: number,
+): Float32Array {
+  const { mean, clamped } = privateMean(
+    privacy,
+    decoded.laneSums.subarray(0, modelLanes),
+    bits,
+    decoded.contributors,
+  );
+  if (clamped > 0) {
+    core.ctx.log.warn(
+      { round, clamped, contributors: decoded.contributors },
+      'private sum outside what honest sites can send: clamped (a contribution out of range)',
+    );
+  }
+  return mean;
 }

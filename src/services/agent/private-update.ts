@@ -5,7 +5,7 @@ import {
   type UniformSource,
 } from '../../../federation/privacy/index.ts';
 import { clipToL2Norm } from '../../../federation/robust/index.ts';
-import { BlockRejectedError, InvalidArgumentError } from '../../errors/index.ts';
+import { InvalidArgumentError } from '../../errors/index.ts';
 import type { ServicePrivacy } from '../privacy-plan.ts';
 
 /** What a site sends under differential privacy, and what it learned doing so (for its log). */
@@ -59,36 +59,44 @@ export function privateLevels(
  * The mean update of `contributors` sites from the decrypted digit sums of their private levels
  * (length parameters × digits): each parameter's digits are carried into its total exactly (every
  * partial sum stays below 2^53), the K offsets removed, and the sum of noised integers divided by
- * scale · K. A total outside what K honest sites can send means a contribution outside its range.
+ * scale · K.
  *
- * @throws BlockRejectedError `LANE_OVERFLOW` naming the parameter
+ * A total outside what K honest sites can send (±K·valueBound) is clamped to it and counted in
+ * `clamped`, never refused: a hostile site can put any digits in its lanes, and refusing would let
+ * one site abort every round. Clamping bounds what it can do to each parameter; every site clamps
+ * alike, so the candidate is the same everywhere.
  */
 export function privateMean(
   privacy: ServicePrivacy,
   laneSums: ArrayLike<number>,
   bits: number,
   contributors: number,
-): Float32Array {
+): { mean: Float32Array; clamped: number } {
   const { plan, digits } = privacy;
   const n = plan.settings.dimension;
   if (laneSums.length !== n * digits) {
     throw new InvalidArgumentError(`${laneSums.length} lane sums, ${n} parameters need ${n * digits}`);
   }
+  if (!(Number.isSafeInteger(contributors) && contributors >= 1)) {
+    throw new InvalidArgumentError(`contributors is ${contributors}, it must be an integer ≥ 1`);
+  }
   const offset = contributors * plan.valueBound;
   const radix = 2 ** bits;
   const divisor = plan.scale * contributors;
   const mean = new Float32Array(n);
+  let clamped = 0;
   for (let i = 0; i < n; i++) {
     let total = 0;
     for (let d = digits - 1; d >= 0; d--) total = total * radix + laneSums[i * digits + d]!;
-    const value = total - offset;
-    if (!(Math.abs(value) <= offset)) {
-      throw new BlockRejectedError(
-        'LANE_OVERFLOW',
-        `parameter ${i}: the sum of ${contributors} private contributions is ${value} levels, outside ±${offset}`,
-      );
+    let value = total - offset;
+    if (value > offset) {
+      value = offset;
+      clamped++;
+    } else if (value < -offset) {
+      value = -offset;
+      clamped++;
     }
     mean[i] = value / divisor;
   }
-  return mean;
+  return { mean, clamped };
 }
