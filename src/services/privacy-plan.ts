@@ -144,8 +144,27 @@ export function nextRoundPrivacy(
   const charge = roundCharge(privacy, contributors);
   const rdp = charge.rdp.map((r, i) => r + (spent?.rdp[i] ?? 0));
   const deltaCost = (spent?.deltaCost ?? 0) + (charge.deltaCost ?? 0);
-  const ledger = privacyLedger(privacy, { contributors, epsilon: 0, delta: privacy.delta, deltaCost, rdp });
-  return { contributors, epsilon: ledger.spent().epsilon, delta: privacy.delta, deltaCost, rdp };
+  const mechanism = {
+    noiseMultiplier: privacy.plan.settings.noiseMultiplier,
+    clipNorm: privacy.plan.settings.clipNorm,
+    noiseShares: privacy.plan.settings.expectedContributors,
+  };
+  const ledger = privacyLedger(privacy, {
+    contributors,
+    ...mechanism,
+    epsilon: 0,
+    delta: privacy.delta,
+    deltaCost,
+    rdp,
+  });
+  return {
+    contributors,
+    ...mechanism,
+    epsilon: ledger.spent().epsilon,
+    delta: privacy.delta,
+    deltaCost,
+    rdp,
+  };
 }
 
 /** Whether one more round of `round.minContributors` sites (the noisiest that can commit) stays within ε. */

@@ -99,7 +99,12 @@ describe('differential privacy end to end (he mode, real nats-server)', () => {
     const head = f.agents.get(f.dep.sites[0]!)!.head()!;
     expect(hex(head.hash)).toBe(hex(last.commitHash));
     const recorded = decodeRoundParams(head.params).privacy!;
-    expect(recorded.contributors).toBe(3);
+    expect(recorded).toMatchObject({
+      contributors: 3,
+      noiseMultiplier: NOISE_MULTIPLIER,
+      clipNorm: 1,
+      noiseShares: 3,
+    });
     expect(recorded.epsilon).toBe(spend([4, 3]));
     expect(recorded.epsilon).toBeLessThanOrEqual(budget);
 

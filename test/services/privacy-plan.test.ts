@@ -52,6 +52,9 @@ describe('round params with a privacy record', () => {
     epsilon: 1.25,
     delta: 1e-5,
     deltaCost: 3e-20,
+    noiseMultiplier: 1.5,
+    clipNorm: 0.05,
+    noiseShares: 3,
     rdp: [0.5, 0.75],
   };
 
@@ -229,6 +232,10 @@ describe('a site checks the privacy record of a PREPARE', () => {
       new RegExp(
         `PREPARE records ε ${under.epsilon} after 3 contributors for round 1; I count ε ${right.epsilon} after 3`,
       ),
+    );
+    // A coordinator configured with another clip (or noise) records another mechanism: NO.
+    expect(() => checkPrivacyRecord(core, genesis, prepare, () => ({ ...right, clipNorm: 1 }))).toThrow(
+      VoteNo,
     );
     const fewer = nextRoundPrivacy(privacy, null, 4);
     expect(() => checkPrivacyRecord(core, genesis, prepare, () => fewer)).toThrow(VoteNo);

@@ -14,6 +14,9 @@ export function privacySpentAt(core: AgentCore, head: Commit): RoundPrivacy | nu
 function sameRecord(a: RoundPrivacy, b: RoundPrivacy): boolean {
   return (
     a.contributors === b.contributors &&
+    a.noiseMultiplier === b.noiseMultiplier &&
+    a.clipNorm === b.clipNorm &&
+    a.noiseShares === b.noiseShares &&
     a.epsilon === b.epsilon &&
     a.delta === b.delta &&
     a.deltaCost === b.deltaCost &&

@@ -36,6 +36,14 @@ export const ROUND_PRIVACY_TAG = 'privacy';
  */
 export interface RoundPrivacy {
   readonly contributors: number;
+  /**
+   * The mechanism: noise multiplier z, clip norm C (model units) and the contributors n the noise
+   * is split over (`round.minContributors`). With the model's size they fix each round's charge,
+   * so an auditor can recompute the RDP from the log.
+   */
+  readonly noiseMultiplier: number;
+  readonly clipNorm: number;
+  readonly noiseShares: number;
   readonly epsilon: number;
   readonly delta: number;
   /** Cumulative δ spent outside RDP (noise draws clamped to their lane range), ≥ 0. */
@@ -53,7 +61,8 @@ const MAX_PRIVACY_ORDERS = 1024;
  * `str("cohort/v1/round-params") ‖ u64(round) ‖ u8(bits) ‖ f32(clip) ‖ str(strategy) ‖ f64(learningRate)`,
  * then `‖ bytes(dataContract)` (32 bytes) only when a data contract digest is given — so params
  * without one are byte-identical to those written before data contracts existed — then, with
- * privacy, `‖ str("privacy") ‖ u32(contributors) ‖ f64(epsilon) ‖ f64(delta) ‖ f64(deltaCost) ‖ u32(n) ‖ f64(rdp)ⁿ`.
+ * privacy, `‖ str("privacy") ‖ u32(contributors) ‖ f64(noiseMultiplier) ‖ f64(clipNorm) ‖
+ * u32(noiseShares) ‖ f64(epsilon) ‖ f64(delta) ‖ f64(deltaCost) ‖ u32(n) ‖ f64(rdp)ⁿ`.
  * The clip is written as float32, so any double that rounds to the same float32 encodes the same.
  */
 export function encodeRoundParams(p: RoundParams): Uint8Array {
@@ -78,6 +87,15 @@ export function encodeRoundParams(p: RoundParams): Uint8Array {
   if (p.privacy !== undefined) {
     const v = p.privacy;
     assertInteger('params.privacy.contributors', v.contributors, 1, 0xffff_ffff);
+    assertInteger('params.privacy.noiseShares', v.noiseShares, 1, 0xffff_ffff);
+    for (const [name, x] of [
+      ['noiseMultiplier', v.noiseMultiplier],
+      ['clipNorm', v.clipNorm],
+    ] as [string, number][]) {
+      if (!(Number.isFinite(x) && x > 0)) {
+        throw new InvalidArgumentError(`params.privacy.${name} ${x} must be finite and > 0`);
+      }
+    }
     assertInteger('params.privacy.rdp.length', v.rdp.length, 1, MAX_PRIVACY_ORDERS);
     for (const [name, x] of [
       ['epsilon', v.epsilon],
@@ -92,6 +110,9 @@ export function encodeRoundParams(p: RoundParams): Uint8Array {
     writer
       .str(ROUND_PRIVACY_TAG)
       .u32(v.contributors)
+      .f64(v.noiseMultiplier)
+      .f64(v.clipNorm)
+      .u32(v.noiseShares)
       .f64(v.epsilon)
       .f64(v.delta)
       .f64(v.deltaCost)
@@ -143,20 +164,23 @@ export function decodeRoundParams(bytes: Uint8Array): RoundParams {
     if (tag !== ROUND_PRIVACY_TAG) {
       throw new InvalidArgumentError(`round params: unknown trailer ${JSON.stringify(tag.slice(0, 32))}`);
     }
-    need(4 + 8 + 8 + 8 + 4);
+    need(4 + 8 + 8 + 4 + 8 + 8 + 8 + 4);
     const contributors = view.getUint32(at, false);
-    const epsilon = view.getFloat64(at + 4, false);
-    const delta = view.getFloat64(at + 12, false);
-    const deltaCost = view.getFloat64(at + 20, false);
-    const n = view.getUint32(at + 28, false);
-    at += 32;
+    const noiseMultiplier = view.getFloat64(at + 4, false);
+    const clipNorm = view.getFloat64(at + 12, false);
+    const noiseShares = view.getUint32(at + 20, false);
+    const epsilon = view.getFloat64(at + 24, false);
+    const delta = view.getFloat64(at + 32, false);
+    const deltaCost = view.getFloat64(at + 40, false);
+    const n = view.getUint32(at + 48, false);
+    at += 52;
     if (n < 1 || n > MAX_PRIVACY_ORDERS) {
       throw new InvalidArgumentError(`round params: ${n} RDP orders (expected 1 to ${MAX_PRIVACY_ORDERS})`);
     }
     need(8 * n);
     const rdp = Array.from({ length: n }, (_, i) => view.getFloat64(at + 8 * i, false));
     at += 8 * n;
-    privacy = { contributors, epsilon, delta, deltaCost, rdp };
+    privacy = { contributors, noiseMultiplier, clipNorm, noiseShares, epsilon, delta, deltaCost, rdp };
   }
   if (at !== bytes.length)
     throw new InvalidArgumentError(`${bytes.length - at} trailing bytes after round params`);
