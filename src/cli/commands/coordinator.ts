@@ -117,6 +117,10 @@ export function registerCoordinatorCommand(program: Command, ctx: CliContext): v
         say(`snapshot of height ${e.height} stored (${e.site}, ${e.bytes} bytes)`);
       } else if (e.type === 'decision') {
         say(formatRoundLine(e.summary));
+      } else if (e.type === 'privacy-budget') {
+        say(
+          `privacy budget: ε ${e.epsilon.toFixed(4)} spent of ${e.budget}; one more round could pass it: no more training rounds`,
+        );
       } else if (e.type === 'switched' && e.testAccuracy !== undefined) {
         say(
           `round ${e.round}: ${e.member} switched in ${e.latencyMs} ms, test accuracy ${(e.testAccuracy * 100).toFixed(2)}%`,
@@ -168,8 +172,12 @@ export function registerCoordinatorCommand(program: Command, ctx: CliContext): v
         summary.testAccuracy === undefined
           ? ''
           : `, test accuracy ${(summary.testAccuracy * 100).toFixed(2)}%`;
+      const privacy =
+        summary.privacy === undefined
+          ? ''
+          : `; privacy ε ${summary.privacy.epsilon.toFixed(4)} spent (δ ${summary.privacy.delta})`;
       say(
-        `${summary.stopped ? 'stopped' : 'done'}: ${summary.rounds.length} rounds, ${summary.committed} committed, ${summary.aborted} aborted; head ${summary.head.slice(0, 12)} (height ${summary.height}); ${latency}${accuracy}`,
+        `${summary.stopped ? 'stopped' : 'done'}: ${summary.rounds.length} rounds, ${summary.committed} committed, ${summary.aborted} aborted; head ${summary.head.slice(0, 12)} (height ${summary.height}); ${latency}${accuracy}${privacy}`,
       );
     } finally {
       process.off('SIGINT', interrupt);

@@ -11,6 +11,12 @@ function int(name: string, raw: string, min: number, max: number): number {
   return v;
 }
 
+function positive(name: string, raw: string): number {
+  const v = Number(raw);
+  if (!Number.isFinite(v) || v <= 0) throw new InvalidArgumentError(`--${name} ${raw} must be a number > 0`);
+  return v;
+}
+
 /** `cohort demo`: the demo federation as separate processes over NATS (the README's main command). */
 export function registerDemoCommand(program: Command, ctx: CliContext): void {
   program
@@ -27,6 +33,8 @@ export function registerDemoCommand(program: Command, ctx: CliContext): void {
     .option('--aggregators <n>', 'aggregators', '2')
     .option('--train-limit <n>', 'training rows shared by the sites (default all 60,000)')
     .option('--keep', 'keep the working folder (keys, logs, models)', false)
+    .option('--epsilon <e>', 'differential privacy: the ε budget, calibrated for --rounds (docs/privacy.md)')
+    .option('--clip-norm <c>', 'with --epsilon: the L2 norm each update is clipped to', '0.05')
     .action(
       async (o: {
         rounds: string;
@@ -34,6 +42,8 @@ export function registerDemoCommand(program: Command, ctx: CliContext): void {
         aggregators: string;
         trainLimit?: string;
         keep: boolean;
+        epsilon?: string;
+        clipNorm: string;
       }) => {
         const code = await runDemo(
           {
@@ -44,6 +54,14 @@ export function registerDemoCommand(program: Command, ctx: CliContext): void {
             ...(o.trainLimit === undefined
               ? {}
               : { trainLimit: int('train-limit', o.trainLimit, 100, 60_000) }),
+            ...(o.epsilon === undefined
+              ? {}
+              : {
+                  privacy: {
+                    epsilon: positive('epsilon', o.epsilon),
+                    clipNorm: positive('clip-norm', o.clipNorm),
+                  },
+                }),
           },
           ctx.stdout,
           ctx.stderr,

@@ -21,6 +21,11 @@ export interface DemoOptions {
   readonly keep: boolean;
   /** Training rows shared by the sites (default: all 60,000). */
   readonly trainLimit?: number;
+  /**
+   * Differential privacy (docs/privacy.md): the ε budget, calibrated for `rounds` rounds, with
+   * every update clipped to `clipNorm` (default 0.05).
+   */
+  readonly privacy?: { readonly epsilon: number; readonly clipNorm?: number };
 }
 
 /**
@@ -76,7 +81,8 @@ export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink
   const dir = mkdtempSync(join(tmpdir(), 'cohort-demo-'));
   const say = (s: string) => out.write(`${s}\n`);
   say(
-    `Cohort demo: ${options.sites} sites, ${options.aggregators} aggregators, ${options.rounds} rounds, MNIST 2NN, he mode`,
+    `Cohort demo: ${options.sites} sites, ${options.aggregators} aggregators, ${options.rounds} rounds, MNIST 2NN, he mode` +
+      (options.privacy === undefined ? '' : `, differential privacy ε ≤ ${options.privacy.epsilon}`),
   );
   say(`working folder: ${dir}`);
   const t0 = performance.now();
@@ -98,6 +104,15 @@ export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink
       learning: { trainLimit: options.trainLimit },
       codec: { clip: 0.02 },
       data: mnistDataContract(),
+      ...(options.privacy === undefined
+        ? {}
+        : {
+            privacy: {
+              epsilon: options.privacy.epsilon,
+              clipNorm: options.privacy.clipNorm ?? 0.05,
+              plannedRounds: options.rounds,
+            },
+          }),
     },
   });
   const siteConfigs = writeDemoSiteData({
