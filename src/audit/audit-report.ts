@@ -51,6 +51,8 @@ export const AUDIT_PROBLEM_CODES = [
   'CONTRIBUTION_MISMATCH',
   /** The stored aggregate is not the block-wise sum of the stored contributions its partials list (and no single missing or doubled one explains it). */
   'AGGREGATE_RECOMPUTE_MISMATCH',
+  /** A round commit's privacy record (docs/privacy.md) names another contributor count, changes the mechanism or δ, records no more RDP than the round before, or an ε its own RDP does not give. */
+  'PRIVACY_RECORD_INVALID',
 ] as const;
 
 export type AuditProblemCode = (typeof AUDIT_PROBLEM_CODES)[number];
@@ -141,6 +143,8 @@ export interface AuditCheckCounts {
   readonly contributions: number;
   /** Aggregates recomputed byte-identical from their contributions. */
   readonly recomputed: number;
+  /** Round commits whose privacy record was checked (differential privacy only). */
+  readonly privacyRecords: number;
   /** Records of a kind this build does not check. */
   readonly uncheckedKinds: number;
 }

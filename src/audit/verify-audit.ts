@@ -31,6 +31,7 @@ import {
 } from './audit-report.ts';
 import type { AuditSource } from './audit-source.ts';
 import { openStoredEntry } from './open-entry.ts';
+import { PrivacyTrail } from './privacy-trail.ts';
 import { type LoggedPartialRecord, recomputeAggregate } from './recompute-check.ts';
 
 /** What the auditor trusts: the member registry (the coordinator's and the officer's keys) and the genesis commit. */
@@ -136,8 +137,10 @@ class AuditRun {
     votes: 0,
     contributions: 0,
     recomputed: 0,
+    privacyRecords: 0,
     uncheckedKinds: 0,
   };
+  readonly #privacy = new PrivacyTrail();
   /** Each round's RoundOpen and partial records, as opened (kept past the history rules, for the recomputation). */
   readonly #opens = new Map<number, ControlBodies['round-open']>();
   readonly #partials = new Map<number, LoggedPartialRecord[]>();
@@ -314,6 +317,11 @@ class AuditRun {
     const info = d.aggregate;
     const named = d.commit && d.kind !== 'rollback' && info != null;
     let status: AuditRound['aggregate'] = 'none';
+    if (d.commit && d.kind === 'round') {
+      const problem = this.#privacy.check(sequence, d);
+      if (problem !== null) this.#problems.push(problem);
+      this.#counts.privacyRecords = this.#privacy.checked;
+    }
     if (named && this.#options.skipAggregates === true) {
       status = 'unchecked';
       this.#unchecked.push({

@@ -262,6 +262,7 @@ describe('verifyAudit', () => {
       votes: 0,
       contributions: 0,
       recomputed: 0,
+      privacyRecords: 0,
       uncheckedKinds: 0,
     });
     expect(r.rounds.map((x) => [x.round, x.sequence, x.outcome, x.aggregate])).toEqual([
