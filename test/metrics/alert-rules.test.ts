@@ -48,6 +48,7 @@ describe('deploy/prometheus/cohort.rules.yaml', () => {
         'CohortForgedMessages',
         'CohortHeartbeatLossHigh',
         'CohortNoRecentCommit',
+        'CohortPrivacyBudgetLow',
         'CohortRejectedMessagesSpike',
         'CohortSyncLatencyHigh',
         'CohortTrainingFrozen',
