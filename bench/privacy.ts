@@ -154,7 +154,7 @@ export async function runPrivacyBench(): Promise<void> {
       },
       {
         section: 'accountant',
-        metric: 'charge one round, q = 0.1 (amplified, 129 orders)',
+        metric: 'charge one round, q = 0.1 (amplified, 128 orders)',
         value: chargeSampledMs,
         unit: 'ms',
         compare: '',
