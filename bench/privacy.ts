@@ -22,7 +22,7 @@ import {
 } from '../federation/privacy/index.ts';
 import { encodeUpdate, type RoundContext } from '../src/protocol/index.ts';
 import { privateLevels, privateMean } from '../src/services/agent/private-update.ts';
-import type { ServicePrivacy } from '../src/services/privacy-plan.ts';
+import { servicePrivacyOf } from '../src/services/privacy-plan.ts';
 import { type BenchRow, printTable, timeIt, writeResults } from './table.ts';
 
 const CONTRIBUTORS = 10;
@@ -50,14 +50,8 @@ export async function runPrivacyBench(): Promise<void> {
     expectedContributors: CONTRIBUTORS,
     dimension: d,
   });
-  const fieldBits = Math.ceil(Math.log2(2 * plan.valueBound + 1));
-  const privacy: ServicePrivacy = {
-    plan,
-    fieldBits,
-    digits: Math.ceil(fieldBits / 8),
-    epsilon: 8,
-    delta: 1e-5,
-  };
+  const privacy = servicePrivacyOf(plan, 8, 8, 1e-5);
+  const { fieldBits } = privacy;
   const context: RoundContext = { federation: 'bench', round: 1, version: 0, baseCommit: new Uint8Array(32) };
   const framing = {
     credentials: { signer: 'site-1', ckks: keyset, signing },

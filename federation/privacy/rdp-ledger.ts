@@ -64,6 +64,11 @@ export class RdpLedger {
     return { rdp: sampledGaussianRdp(q, sigma, steps, this.orders) };
   }
 
+  /** The RDP charged so far at each of {@link orders} (a copy). */
+  rdp(): number[] {
+    return [...this.#rdp];
+  }
+
   /** What has been spent. */
   spent(): PrivacySpent {
     return this.#read(this.#rdp, this.#deltaCost, this.#runs);

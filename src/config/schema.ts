@@ -4,6 +4,7 @@ import { LANE_SUM_TOLERANCE, minScaleBits, slotNoiseSigma } from '../../crypto/c
 import { LOG_LEVELS } from '../log/index.ts';
 import { dataContractSchema } from './data-contract-schema.ts';
 import { layersSchema, MODEL_KINDS } from './model-schema.ts';
+import { privacySchema } from './privacy-schema.ts';
 import { POLY_MODULUS_DEGREES, SEAL_MAX_COEFF_MODULUS_BITS } from './seal-limits.ts';
 
 /** Signature algorithms a federation may use. */
@@ -30,32 +31,6 @@ const federationSchema = z.strictObject({
       error: "'plain' is not implemented by the services yet (they would run he); use he",
     }),
 });
-
-/**
- * Site-level differential privacy of the committed models (docs/privacy.md): every site clips its
- * update to `clipNorm`, rounds it to integer levels and adds its share of Skellam noise before
- * encrypting, so only the sum carries the whole noise; every member accounts the ε spent from the
- * log, each commit records it, and the coordinator opens no round that could pass `epsilon`.
- */
-const privacySchema = z
-  .strictObject({
-    mechanism: z.literal('skellam').default('skellam'),
-    /** ε the federation may spend (the budget). */
-    epsilon: z.number().gt(0),
-    delta: z.number().gt(0).lt(1).default(1e-5),
-    /**
-     * Summed noise standard deviation over the L2 sensitivity. Default: calibrated so that
-     * `plannedRounds` rounds of `round.minContributors` sites spend exactly `epsilon`.
-     */
-    noiseMultiplier: z.number().gt(0).optional(),
-    /** Rounds the calibration plans for (needed without `noiseMultiplier`). */
-    plannedRounds: z.int().min(1).max(1_000_000).optional(),
-    /** L2 norm each site clips its update Δw to (model units). */
-    clipNorm: z.number().gt(0),
-  })
-  .refine((p) => p.noiseMultiplier !== undefined || p.plannedRounds !== undefined, {
-    error: 'needs noiseMultiplier or plannedRounds (to calibrate one for epsilon)',
-  });
 
 const ckksSchema = z
   .strictObject({

@@ -36,6 +36,22 @@ export interface ServicePrivacy {
   readonly delta: number;
 }
 
+/** Bits of one parameter's field under `plan`: ⌈log₂(2·valueBound + 1)⌉ (level + noise + offset). */
+export function privateFieldBits(plan: SkellamDpPlan): number {
+  return Math.ceil(Math.log2(2 * plan.valueBound + 1));
+}
+
+/** The privacy of a federation that carries `plan` in lanes of `bits`, with budget ε at δ. */
+export function servicePrivacyOf(
+  plan: SkellamDpPlan,
+  bits: number,
+  epsilon: number,
+  delta: number,
+): ServicePrivacy {
+  const fieldBits = privateFieldBits(plan);
+  return Object.freeze({ plan, fieldBits, digits: digitsPerField(fieldBits, bits), epsilon, delta });
+}
+
 const plans = new WeakMap<CohortConfig, ServicePrivacy>();
 
 /**
@@ -45,13 +61,10 @@ const plans = new WeakMap<CohortConfig, ServicePrivacy>();
 export function servicePrivacy(config: CohortConfig, spec: ModelSpec): ServicePrivacy | null {
   const p = config.privacy;
   if (p === undefined) return null;
+  const dimension = modelLayout(spec).parameterCount;
   const known = plans.get(config);
-  if (known !== undefined && known.plan.settings.dimension === modelLayout(spec).parameterCount) return known;
-  const base = {
-    clipNorm: p.clipNorm,
-    expectedContributors: config.round.minContributors,
-    dimension: modelLayout(spec).parameterCount,
-  };
+  if (known !== undefined && known.plan.settings.dimension === dimension) return known;
+  const base = { clipNorm: p.clipNorm, expectedContributors: config.round.minContributors, dimension };
   const noiseMultiplier =
     p.noiseMultiplier ??
     calibrateNoiseMultiplier(base, {
@@ -60,15 +73,12 @@ export function servicePrivacy(config: CohortConfig, spec: ModelSpec): ServicePr
       rounds: p.plannedRounds!,
       samplingRate: 1,
     });
-  const plan = planSkellamDp({ ...base, noiseMultiplier });
-  const fieldBits = Math.ceil(Math.log2(2 * plan.valueBound + 1));
-  const made = Object.freeze({
-    plan,
-    fieldBits,
-    digits: digitsPerField(fieldBits, config.codec.bits),
-    epsilon: p.epsilon,
-    delta: p.delta,
-  });
+  const made = servicePrivacyOf(
+    planSkellamDp({ ...base, noiseMultiplier }),
+    config.codec.bits,
+    p.epsilon,
+    p.delta,
+  );
   plans.set(config, made);
   return made;
 }
@@ -141,29 +151,18 @@ export function nextRoundPrivacy(
   spent: RoundPrivacy | null,
   contributors: number,
 ): RoundPrivacy {
-  const charge = roundCharge(privacy, contributors);
-  const rdp = charge.rdp.map((r, i) => r + (spent?.rdp[i] ?? 0));
-  const deltaCost = (spent?.deltaCost ?? 0) + (charge.deltaCost ?? 0);
-  const mechanism = {
-    noiseMultiplier: privacy.plan.settings.noiseMultiplier,
-    clipNorm: privacy.plan.settings.clipNorm,
-    noiseShares: privacy.plan.settings.expectedContributors,
-  };
-  const ledger = privacyLedger(privacy, {
-    contributors,
-    ...mechanism,
-    epsilon: 0,
-    delta: privacy.delta,
-    deltaCost,
-    rdp,
-  });
+  const ledger = privacyLedger(privacy, spent);
+  const after = ledger.charge(roundCharge(privacy, contributors));
+  const { settings } = privacy.plan;
   return {
     contributors,
-    ...mechanism,
-    epsilon: ledger.spent().epsilon,
+    noiseMultiplier: settings.noiseMultiplier,
+    clipNorm: settings.clipNorm,
+    noiseShares: settings.expectedContributors,
+    epsilon: after.epsilon,
     delta: privacy.delta,
-    deltaCost,
-    rdp,
+    deltaCost: after.deltaCost,
+    rdp: ledger.rdp(),
   };
 }
 

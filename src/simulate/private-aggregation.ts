@@ -13,6 +13,7 @@ import {
   skellamRoundCharge,
 } from '../../federation/privacy/index.ts';
 import { clipToL2Norm } from '../../federation/robust/index.ts';
+import { privateFieldBits } from '../services/privacy-plan.ts';
 import type { PrivacyConfig } from './experiment-schema.ts';
 import type { Contribution } from './update-channel.ts';
 
@@ -129,7 +130,7 @@ export class PrivateAggregation {
     const denominator = plan.scale * this.samplingRate * this.siteCount;
     const mean = new Float32Array(dimension);
     for (let i = 0; i < dimension; i++) mean[i] = sum[i]! / denominator;
-    const laneBits = Math.ceil(Math.log2(2 * plan.valueBound + 1));
+    const laneBits = privateFieldBits(plan);
     const spent = this.ledger.charge(this.#charge);
     return {
       mean,

@@ -100,43 +100,36 @@ function roundingSeed(runSeed: number, site: number, round: number): { key0: num
  */
 export function quantizedChannel(bits: QuantBits, runSeed: number): UpdateChannel {
   const residuals = new SiteResiduals();
+  // One site's levels for the round, its new residual kept: what either path sends.
+  const levelsOf = (c: Contribution, round: number, clip: number): Uint8Array => {
+    const q = quantize(c.update, residuals.get(c.site), {
+      bits,
+      clip,
+      seed: roundingSeed(runSeed, c.site, round),
+    });
+    residuals.set(c.site, q.residual);
+    return q.levels;
+  };
+  const bytesUp = (contributions: readonly Contribution[]) =>
+    contributions.length * Math.ceil((contributions[0]!.update.length * bits) / 8);
   return {
     mode: 'quantized',
     async aggregate(round, clip, contributions) {
       const n = contributions[0]!.update.length;
       const sums = new Float64Array(n);
       for (const c of contributions) {
-        const q = quantize(c.update, residuals.get(c.site), {
-          bits,
-          clip,
-          seed: roundingSeed(runSeed, c.site, round),
-        });
-        residuals.set(c.site, q.residual);
-        for (let i = 0; i < n; i++) sums[i]! += q.levels[i]!;
+        const levels = levelsOf(c, round, clip);
+        for (let i = 0; i < n; i++) sums[i]! += levels[i]!;
       }
       const sum = dequantizeSum(sums, contributions.length, bits, clip);
       const mean = new Float32Array(n);
       for (let i = 0; i < n; i++) mean[i] = sum[i]! / contributions.length;
-      return {
-        mean,
-        bytesUp: contributions.length * Math.ceil((n * bits) / 8),
-        meanRms: meanRmsOf(contributions),
-      };
+      return { mean, bytesUp: bytesUp(contributions), meanRms: meanRmsOf(contributions) };
     },
     async collect(round, clip, contributions) {
-      const n = contributions[0]!.update.length;
-      const updates = contributions.map((c) => {
-        const q = quantize(c.update, residuals.get(c.site), {
-          bits,
-          clip,
-          seed: roundingSeed(runSeed, c.site, round),
-        });
-        residuals.set(c.site, q.residual);
-        return dequantize(q.levels, bits, clip);
-      });
       return {
-        updates,
-        bytesUp: contributions.length * Math.ceil((n * bits) / 8),
+        updates: contributions.map((c) => dequantize(levelsOf(c, round, clip), bits, clip)),
+        bytesUp: bytesUp(contributions),
         meanRms: meanRmsOf(contributions),
       };
     },

@@ -3,10 +3,10 @@ import { planSkellamDp } from '../../federation/privacy/index.ts';
 import { PrivacyTrail } from '../../src/audit/privacy-trail.ts';
 import type { DecisionBody } from '../../src/protocol/index.ts';
 import { encodeRoundParams, type RoundPrivacy } from '../../src/services/coordinator/index.ts';
-import { nextRoundPrivacy, type ServicePrivacy } from '../../src/services/privacy-plan.ts';
+import { nextRoundPrivacy, servicePrivacyOf } from '../../src/services/privacy-plan.ts';
 
 const plan = planSkellamDp({ clipNorm: 0.1, noiseMultiplier: 1, expectedContributors: 3, dimension: 1000 });
-const privacy: ServicePrivacy = { plan, fieldBits: 14, digits: 2, epsilon: 8, delta: 1e-5 };
+const privacy = servicePrivacyOf(plan, 8, 8, 1e-5);
 const BASE = { bits: 8, clip: 0.02, strategy: 'fedavg', learningRate: 0.1 };
 
 function decision(

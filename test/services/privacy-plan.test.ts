@@ -24,6 +24,7 @@ import {
   roundCharge,
   type ServicePrivacy,
   servicePrivacy,
+  servicePrivacyOf,
   spentAt,
 } from '../../src/services/privacy-plan.ts';
 import {
@@ -40,8 +41,7 @@ function privacyOf(settings: {
   expectedContributors: number;
 }): ServicePrivacy {
   const plan = planSkellamDp({ clipNorm: 1, ...settings });
-  const fieldBits = Math.ceil(Math.log2(2 * plan.valueBound + 1));
-  return { plan, fieldBits, digits: Math.ceil(fieldBits / 8), epsilon: 5, delta: 1e-5 };
+  return servicePrivacyOf(plan, 8, 5, 1e-5);
 }
 
 const BASE = { round: 1, bits: 8, clip: 0.02, strategy: 'fedavg', learningRate: 0.1 };

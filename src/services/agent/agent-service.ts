@@ -10,7 +10,7 @@ import { AgentError } from './agent-error.ts';
 import { loadAgentCore, releaseAgentCore } from './agent-loader.ts';
 import type { AgentSteps } from './agent-steps.ts';
 import { catchUp, resolveResiduals } from './catch-up.ts';
-import { privacyReport } from './privacy-record.ts';
+import { privacyReport, reportPrivacy } from './privacy-record.ts';
 import { onRoundOpen } from './round-trainer.ts';
 import { announceSwitch, applyDecision, reportAccuracy, sendHeartbeat, settleDecision } from './switcher.ts';
 import { describe, onPrepare } from './voter.ts';
@@ -230,6 +230,7 @@ class SiteAgent implements AgentService {
           const outcome = applyDecision(core, decided.decision);
           if (outcome.kind === 'committed') {
             await announceSwitch(core, newest, outcome.head, outcome.switchedUnixMs);
+            reportPrivacy(core, outcome.head);
             await reportAccuracy(core, newest, outcome.head, outcome.switchedUnixMs);
           }
         } else if (

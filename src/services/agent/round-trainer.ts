@@ -3,6 +3,7 @@ import { InvalidArgumentError } from '../../errors/index.ts';
 import { type ControlBodies, encodeUpdate, evaluationLevels } from '../../protocol/index.ts';
 import { bytesToHex, type Commit } from '../../versions/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
+import type { ServicePrivacy } from '../privacy-plan.ts';
 import type { AgentCore } from './agent-core.ts';
 import type { AgentSteps } from './agent-steps.ts';
 import { trainLocally } from './local-training.ts';
@@ -194,7 +195,7 @@ export async function trainAndSend(
     const encoded =
       privacy === null
         ? encodeWithFeedback(core, open, update, extraLevels)
-        : encodePrivate(core, open, update, extraLevels);
+        : encodePrivate(core, open, privacy, update, extraLevels);
     update.fill(0);
     if (!(await uploadUpdate(core, open, aggregator, encoded, rms, stale))) {
       core.machine.transition('READY', `upload of round ${open.round} abandoned`);
@@ -243,10 +244,10 @@ function encodeWithFeedback(
 function encodePrivate(
   core: AgentCore,
   open: ControlBodies['round-open'],
+  privacy: ServicePrivacy,
   update: Float32Array,
   extraLevels: Uint8Array | undefined,
 ) {
-  const privacy = updatePlan(core.ctx.config, core.spec, open.bits).privacy!;
   const own = privateLevels(privacy, update, open.bits);
   const extra = extraLevels ?? new Uint8Array(0);
   const levels = new Uint8Array(own.levels.length + extra.length);

@@ -57,7 +57,6 @@ export function applyDecision(core: AgentCore, d: DecisionBody): DecisionOutcome
     resolveResidual(core, d.round, d);
     if (d.kind === 'rollback') store.clearResidual();
     core.counters.commits++;
-    reportPrivacy(core, head);
     machine.transition('READY', `COMMIT r${prepared} ${bytesToHex(head.hash).slice(0, 12)}`);
     return { kind: 'committed', head, switchedUnixMs };
   }
@@ -87,6 +86,7 @@ export async function settleDecision(
   const outcome = applyDecision(core, d);
   if (outcome.kind === 'committed') {
     await announceSwitch(core, d.round, outcome.head, outcome.switchedUnixMs);
+    reportPrivacy(core, outcome.head);
     await afterSwitch();
     await reportAccuracy(core, d.round, outcome.head, outcome.switchedUnixMs);
     await maybeWriteSnapshot(core, d, outcome.head, sequence);
