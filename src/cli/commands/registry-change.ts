@@ -91,6 +91,9 @@ async function runChange(
     async ({ config, member, timeline, sync }) => {
       const role = roleOf(config, flags.member);
       const history = timeline.history;
+      // Read what was logged while the session opened (a verified read of a long log takes a
+      // while, and fast rounds go on meanwhile), so the round named below is still ahead.
+      await sync();
       const next = (history.openRound?.roundOpen.round ?? history.lastRound) + 1;
       // By default the round after the next: the next one may open before the request arrives.
       const fromRound = flags.fromRound === undefined ? next + 1 : Number(flags.fromRound);
