@@ -1,4 +1,5 @@
 import { CryptoError } from '../../src/errors/index.ts';
+import type { LaneContext } from '../lanes/lane-cipher.ts';
 import { assertCkksParams, type CkksParams, ckksParamsId, slotCount } from './ckks-params.ts';
 import { loadSeal, type SealModule } from './seal-runtime.ts';
 
@@ -19,7 +20,8 @@ type ParmsId = ReturnType<SealContext['lastParmsId']>;
  * Ciphertexts this context accepts are at the last modulus level (one modulus left), size 2,
  * at scale 2^scaleBits: the form sites encrypt in and aggregators add in.
  */
-export class CkksContext {
+export class CkksContext implements LaneContext {
+  readonly mode = 'he' as const;
   readonly params: CkksParams;
   /** 32-byte SHA-256 fingerprint of {@link params}. */
   readonly paramsId: Uint8Array;

@@ -1,4 +1,5 @@
 import { CryptoError, InvalidArgumentError } from '../../src/errors/index.ts';
+import type { LaneKeyset } from '../lanes/lane-cipher.ts';
 import { readKeyFile, writeKeyFile } from '../signature/key-file-io.ts';
 import type { CkksContext, SealCiphertext } from './ckks-context.ts';
 
@@ -15,7 +16,7 @@ const HEADER = MAGIC.length + 32;
  * second polynomial is replaced by a 64-byte seed, so a ciphertext of N=8192 is 16 bytes per slot
  * (64 for a public-key ciphertext at the top level). Call {@link delete} when done.
  */
-export class CkksKeyset {
+export class CkksKeyset implements LaneKeyset {
   readonly ctx: CkksContext;
   readonly #secretKey: InstanceType<CkksContext['seal']['SecretKey']>;
   readonly #publicKey: InstanceType<CkksContext['seal']['PublicKey']>;

@@ -1,2 +1,10 @@
+export type { LaneContext, LaneKeyset, LaneVector } from './lane-cipher.ts';
 export { type LaneLayout, laneLayout } from './lane-layout.ts';
 export { packLanes, unpackLaneSums } from './lane-pack.ts';
+export {
+  PLAIN_LANES_DOMAIN,
+  PlainLaneContext,
+  PlainLaneKeyset,
+  PlainLaneVector,
+  plainLanesId,
+} from './plain-lanes.ts';

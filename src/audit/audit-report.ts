@@ -53,6 +53,8 @@ export const AUDIT_PROBLEM_CODES = [
   'AGGREGATE_RECOMPUTE_MISMATCH',
   /** A round commit's privacy record (docs/privacy.md) names another contributor count, changes the mechanism or δ, records no more RDP than the round before, or an ε its own RDP does not give. */
   'PRIVACY_RECORD_INVALID',
+  /** A `plain`-mode round commit's robust record names an aggregate update Δ̄ (or kept sites) other than its rule gives on the stored contributions. */
+  'ROBUST_AGGREGATE_MISMATCH',
 ] as const;
 
 export type AuditProblemCode = (typeof AUDIT_PROBLEM_CODES)[number];
@@ -145,6 +147,8 @@ export interface AuditCheckCounts {
   readonly recomputed: number;
   /** Round commits whose privacy record was checked (differential privacy only). */
   readonly privacyRecords: number;
+  /** `plain`-mode round commits whose robust aggregate update was recomputed from their contributions. */
+  readonly robustAggregates: number;
   /** Records of a kind this build does not check. */
   readonly uncheckedKinds: number;
 }

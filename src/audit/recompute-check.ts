@@ -1,5 +1,11 @@
-import { type CkksContext, type CkksParams, ckksParamsId, getCkksContext } from '../../crypto/ckks/index.ts';
+import { type CkksParams, ckksParamsId, getCkksContext } from '../../crypto/ckks/index.ts';
 import { bytesEqual } from '../../crypto/digest/index.ts';
+import {
+  type LaneContext,
+  PlainLaneContext,
+  PlainLaneKeyset,
+  plainLanesId,
+} from '../../crypto/lanes/index.ts';
 import {
   AggregateBuilder,
   type AggregateInfo,
@@ -12,8 +18,9 @@ import {
   unframe,
   type VerifiedUpdate,
 } from '../protocol/index.ts';
-import { contributionObjectName, decodeContribution } from '../services/aggregator/index.ts';
-import { encodeAggregateObject } from '../services/coordinator/index.ts';
+import { contributionObjectName, openContribution } from '../services/aggregator/index.ts';
+import { encodeAggregateObject, type RoundRobust } from '../services/coordinator/index.ts';
+import { applyRobustRule, plainUpdateDelta } from '../services/robust-plan.ts';
 import { bytesToHex } from '../versions/index.ts';
 import { expectedAggregateBlocks } from './aggregate-check.ts';
 import type { AuditProblem, AuditUnchecked } from './audit-report.ts';
@@ -29,6 +36,8 @@ export interface LoggedPartialRecord {
 export interface RecomputeCheck {
   /** Contributions loaded, verified and re-added (0 unless the sum was recomputed). */
   readonly contributions: number;
+  /** Whether a robust record was recomputed and found right. */
+  readonly robust?: boolean;
   readonly problems: readonly AuditProblem[];
   readonly unchecked: readonly AuditUnchecked[];
 }
@@ -45,8 +54,13 @@ export interface RecomputeInput {
   readonly partials: readonly LoggedPartialRecord[];
   /** The site's signing key in force (undefined: not a site, or unknown). */
   readonly siteKey: (site: string) => ReturnType<ConstructorParameters<typeof BlockVerifier>[0]['keys']>;
-  /** CKKS parameter sets the auditor knows; the one whose id the encoding names is used. */
+  /**
+   * CKKS parameter sets the auditor knows; the one whose id (or, in `plain` mode, whose plain id)
+   * the encoding names is used.
+   */
   readonly ckksParams: readonly CkksParams[];
+  /** The COMMIT's robust record (`plain` mode with a robust rule), rechecked once the sum is. */
+  readonly robust?: RoundRobust;
 }
 
 const ALGORITHMS = ['falcon-512', 'ml-dsa-65'] as const;
@@ -86,13 +100,15 @@ export async function recomputeAggregate(input: RecomputeInput): Promise<Recompu
       ],
     };
   }
+  // A plain-mode block names the plain id of the same parameters.
+  const plain = input.ckksParams.find((p) => bytesEqual(plainLanesId(p), info.encoding.ckksParamsId));
   const params = input.ckksParams.find((p) => bytesEqual(ckksParamsId(p), info.encoding.ckksParamsId));
-  if (params === undefined) {
+  if (params === undefined && plain === undefined) {
     return unchecked(
       `CKKS parameters ${bytesToHex(info.encoding.ckksParamsId).slice(0, 12)} are not known to the auditor (pass the federation's configuration)`,
     );
   }
-  const ckks = await getCkksContext(params);
+  const ckks: LaneContext = plain === undefined ? await getCkksContext(params!) : new PlainLaneContext(plain);
   const context = {
     federation: open.federation,
     round: open.round,
@@ -149,28 +165,27 @@ export async function recomputeAggregate(input: RecomputeInput): Promise<Recompu
         mismatch(read.reason);
         continue;
       }
-      try {
-        const stored = decodeContribution(read.bytes);
-        if (!bytesEqual(stored.manifest, manifest.siteManifests[i] ?? new Uint8Array(0))) {
-          mismatch('its manifest is not the one the partial forwarded');
-          continue;
-        }
-        const update = verifier.verifyUpdate({ blocks: stored.blocks, manifest: stored.manifest });
-        if (update.signer !== c.site || !bytesEqual(update.digest, c.digest)) {
-          mismatch('its blocks are not the update the site signed');
-          continue;
-        }
-        updates.push(update);
-      } catch (err) {
-        mismatch((err as Error).message);
-      }
+      const opened = openContribution(
+        read.bytes,
+        manifest.siteManifests[i] ?? new Uint8Array(0),
+        c,
+        verifier,
+      );
+      if (typeof opened === 'string') mismatch(opened);
+      else updates.push(opened);
     }
   }
   if (problems.length > 0) return { contributions: 0, problems, unchecked: [] };
   const at = `aggregate ${JSON.stringify(info.object)} of round ${open.round}`;
   const target = input.aggregate;
   if (bytesEqual(sum(ckks, updates), target)) {
-    return { contributions: updates.length, problems: [], unchecked: [] };
+    const robust = input.robust === undefined ? null : robustProblems(ckks, input, updates);
+    return {
+      contributions: updates.length,
+      robust: robust !== null && robust.length === 0,
+      problems: robust ?? [],
+      unchecked: [],
+    };
   }
   const diagnosis = diagnose(ckks, updates, target);
   return {
@@ -195,7 +210,7 @@ export async function recomputeAggregate(input: RecomputeInput): Promise<Recompu
 }
 
 /** The aggregate object of `updates` summed block-wise, serialized as the coordinator stores it. */
-function sum(ckks: CkksContext, updates: readonly VerifiedUpdate[]): Uint8Array {
+function sum(ckks: LaneContext, updates: readonly VerifiedUpdate[]): Uint8Array {
   if (updates.length === 0) return new Uint8Array(0);
   const builder = new AggregateBuilder(ckks);
   try {
@@ -208,7 +223,7 @@ function sum(ckks: CkksContext, updates: readonly VerifiedUpdate[]): Uint8Array 
 
 /** Which one contribution left out, or counted twice, turns the recomputed sum into `target`; else null. */
 function diagnose(
-  ckks: CkksContext,
+  ckks: LaneContext,
   updates: readonly VerifiedUpdate[],
   target: Uint8Array,
 ): { site: string; twice: boolean } | null {
@@ -229,4 +244,47 @@ function diagnose(
     if (equal([...updates, again])) return { site: u.signer, twice: true };
   }
   return null;
+}
+
+/**
+ * Recomputes a robust round's Δ̄ from the re-added contributions (each decoded alone, the rule
+ * applied in site order, as the coordinator does) and compares the kept sites and Δ̄'s SHA-256
+ * with the COMMIT's robust record.
+ */
+function robustProblems(
+  lanes: LaneContext,
+  input: RecomputeInput,
+  updates: readonly VerifiedUpdate[],
+): AuditProblem[] {
+  const record = input.robust!;
+  const { open, sequence } = input;
+  const problem = (why: string): AuditProblem[] => [
+    { sequence, code: 'ROBUST_AGGREGATE_MISMATCH', message: `round ${open.round}: ${why}` },
+  ];
+  if (!(lanes instanceof PlainLaneContext)) return problem('a robust record on a round of encrypted updates');
+  const keyset = new PlainLaneKeyset(lanes);
+  const participants = open.assignments.map((a) => a.site);
+  let result: ReturnType<typeof applyRobustRule>;
+  try {
+    const deltas = updates.map((u) => ({
+      site: u.signer,
+      delta: plainUpdateDelta(keyset, u, open, participants, record.parameters),
+    }));
+    result = applyRobustRule(deltas, record.rule);
+  } catch (err) {
+    return problem(
+      `the ${record.rule.name} of the stored contributions cannot be computed: ${(err as Error).message}`,
+    );
+  }
+  if (result.selected.join(',') !== record.selected.join(',')) {
+    return problem(
+      `${record.rule.name} keeps ${result.selected.join(', ')}; the commit records ${record.selected.join(', ')}`,
+    );
+  }
+  if (!bytesEqual(result.digest, record.delta)) {
+    return problem(
+      `the ${record.rule.name} of the stored contributions is not the aggregate update the commit records`,
+    );
+  }
+  return [];
 }

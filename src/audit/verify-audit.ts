@@ -2,6 +2,7 @@ import { type CkksParams, DEFAULT_CKKS_PARAMS } from '../../crypto/ckks/index.ts
 import { bytesEqual, sha256 } from '../../crypto/digest/index.ts';
 import type { ControlBodies, DecisionBody } from '../protocol/index.ts';
 import { openRegistryChange, type VerifiedRegistry } from '../registry/index.ts';
+import { decodeRoundParams, type RoundRobust } from '../services/coordinator/round-params.ts';
 import {
   FederationLogError,
   LOG_ORIGIN,
@@ -138,6 +139,7 @@ class AuditRun {
     contributions: 0,
     recomputed: 0,
     privacyRecords: 0,
+    robustAggregates: 0,
     uncheckedKinds: 0,
   };
   readonly #privacy = new PrivacyTrail();
@@ -352,7 +354,9 @@ class AuditRun {
           partials: this.#partials.get(d.round) ?? [],
           siteKey: (id) => (view.role(id) === 'site' ? view.current(id) : undefined),
           ckksParams: this.#options.ckksParams ?? [DEFAULT_CKKS_PARAMS],
+          ...robustRecordOf(d.params),
         });
+        if (recomputed.robust) this.#counts.robustAggregates++;
         this.#counts.contributions += recomputed.contributions;
         if (recomputed.problems.length === 0 && recomputed.unchecked.length === 0) this.#counts.recomputed++;
         if (recomputed.problems.length > 0) status = 'problem';
@@ -420,4 +424,14 @@ class AuditRun {
 
 function short(hash: Uint8Array): string {
   return hash.length === 0 ? '(none)' : bytesToHex(hash).slice(0, 12);
+}
+
+/** The robust record of a COMMIT's params, as `recomputeAggregate` takes it (none when the params do not decode: the history rules report those). */
+function robustRecordOf(params: Uint8Array): { robust?: RoundRobust } {
+  try {
+    const robust = decodeRoundParams(params).robust;
+    return robust === undefined ? {} : { robust };
+  } catch {
+    return {};
+  }
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 // The noise rule alone, not crypto/ckks's index: loading the configuration must not load SEAL.
 import { LANE_SUM_TOLERANCE, minScaleBits, slotNoiseSigma } from '../../crypto/ckks/ckks-noise.ts';
 import { LOG_LEVELS } from '../log/index.ts';
+import { checkAggregation, robustRuleSchema } from './aggregation-schema.ts';
 import { dataContractSchema } from './data-contract-schema.ts';
 import { layersSchema, MODEL_KINDS } from './model-schema.ts';
 import { privacySchema } from './privacy-schema.ts';
@@ -21,15 +22,13 @@ const federationSchema = z.strictObject({
     error: 'must be 1-63 characters of a-z, 0-9 and "-", starting with a letter or digit',
   }),
   /**
-   * `he` (CKKS-encrypted updates). `plain` (signed, quantized updates the coordinator may inspect)
-   * is part of the format but no service implements it yet: refused here rather than run as `he`.
+   * `he`: CKKS-encrypted updates, summed unseen. `plain`: signed, quantized plaintext updates that
+   * the aggregators and the coordinator read, for federations that trust them; it allows a robust
+   * `aggregation` rule (docs/security.md).
    */
-  mode: z
-    .enum(['he', 'plain'])
-    .default('he')
-    .refine((mode) => mode !== 'plain', {
-      error: "'plain' is not implemented by the services yet (they would run he); use he",
-    }),
+  mode: z.enum(['he', 'plain']).default('he'),
+  /** `plain` mode: the robust rule the coordinator aggregates with; absent, FedAvg of the tree's sum. */
+  aggregation: robustRuleSchema.optional(),
 });
 
 const ckksSchema = z
@@ -446,6 +445,7 @@ export const cohortConfigSchema = z
     privacy: privacySchema.optional(),
   })
   .superRefine((cfg, ctx) => {
+    checkAggregation(cfg, ctx);
     const bits = cfg.codec?.bits;
     const maxContributors = cfg.codec?.maxContributors;
     const exactBits = cfg.crypto?.ckks?.exactBits;

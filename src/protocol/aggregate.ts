@@ -1,4 +1,4 @@
-import type { CkksContext, SealCiphertext } from '../../crypto/ckks/index.ts';
+import type { LaneContext, LaneVector } from '../../crypto/lanes/index.ts';
 import { BlockRejectedError, CryptoError } from '../errors/index.ts';
 import { sameEncoding } from './codec-options.ts';
 import { type CryptoTimingObserver, reportCkks } from './crypto-observer.ts';
@@ -25,10 +25,10 @@ export interface Aggregate {
  * leaves a half-added update behind. Call {@link finish} or {@link dispose} to free SEAL memory.
  */
 export class AggregateBuilder {
-  readonly #ctx: CkksContext;
+  readonly #ctx: LaneContext;
   #encoding: Encoding | undefined;
   #totalParams = 0;
-  #sums: SealCiphertext[] = [];
+  #sums: LaneVector[] = [];
   readonly #sites: Contributor[] = [];
   readonly #siteIds = new Set<string>();
   #weight = 0;
@@ -41,7 +41,7 @@ export class AggregateBuilder {
    *   the first update added becomes the sum and adds nothing).
    */
   constructor(
-    ctx: CkksContext,
+    ctx: LaneContext,
     pinned?: { readonly encoding: Encoding; readonly totalParams: number },
     options: { readonly timings?: CryptoTimingObserver } = {},
   ) {
@@ -89,7 +89,7 @@ export class AggregateBuilder {
         `summing ${k} contributors would overflow lanes sized for ${encoding.maxContributors}`,
       );
     }
-    const loaded: SealCiphertext[] = [];
+    const loaded: LaneVector[] = [];
     try {
       for (const bytes of update.ciphertexts) loaded.push(this.#load(bytes));
     } catch (err) {
@@ -154,7 +154,7 @@ export class AggregateBuilder {
     this.#sums = [];
   }
 
-  #load(bytes: Uint8Array): SealCiphertext {
+  #load(bytes: Uint8Array): LaneVector {
     const started = this.#timings === undefined ? 0 : performance.now();
     try {
       const loaded = this.#ctx.loadCiphertext(bytes);
@@ -171,7 +171,7 @@ export class AggregateBuilder {
 
 /** Sums updates block by block (convenience over {@link AggregateBuilder}); `timings` as there. */
 export function sumUpdates(
-  ctx: CkksContext,
+  ctx: LaneContext,
   updates: readonly VerifiedUpdate[],
   timings?: CryptoTimingObserver,
 ): Aggregate {

@@ -1,4 +1,4 @@
-import type { CkksContext } from '../../crypto/ckks/index.ts';
+import type { LaneContext } from '../../crypto/lanes/index.ts';
 import { laneLayout } from '../../crypto/lanes/index.ts';
 import { InvalidArgumentError } from '../errors/index.ts';
 import type { Encoding } from './messages.ts';
@@ -35,7 +35,7 @@ export const DEFAULT_CODEC_OPTIONS: CodecOptions = Object.freeze({
  * 8 bits with 32 contributors of headroom), not the seed's 128×128: a 16,384-parameter block
  * would need 1⅓ ciphertexts and waste most of the second.
  */
-export function codecEncoding(ctx: CkksContext, options: CodecOptions): Encoding {
+export function codecEncoding(ctx: LaneContext, options: CodecOptions): Encoding {
   assertCodecOptions(options);
   const layout = laneLayout(options.bits, options.maxContributors, ctx.params.exactBits);
   return {

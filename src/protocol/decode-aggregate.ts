@@ -1,5 +1,4 @@
-import type { CkksKeyset } from '../../crypto/ckks/index.ts';
-import { laneLayout, unpackLaneSums } from '../../crypto/lanes/index.ts';
+import { type LaneKeyset, laneLayout, unpackLaneSums } from '../../crypto/lanes/index.ts';
 import { dequantizeSum } from '../../federation/index.ts';
 import { BlockRejectedError } from '../errors/index.ts';
 import type { Aggregate } from './aggregate.ts';
@@ -25,7 +24,7 @@ export interface DecodedAggregate {
  * reports each block's decryption (`decrypt`).
  */
 export function decodeAggregate(
-  keyset: CkksKeyset,
+  keyset: LaneKeyset,
   aggregate: Aggregate,
   context: Pick<RoundContext, 'federation' | 'round'>,
   participants: readonly string[] = [],

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { CkksKeyset } from '../../crypto/ckks/index.ts';
 import { chunkCrc32s, merkleTree } from '../../crypto/digest/index.ts';
-import { packLanes } from '../../crypto/lanes/index.ts';
+import { type LaneKeyset, packLanes } from '../../crypto/lanes/index.ts';
 import { SIGNATURE_ALGORITHM_IDS, type SigningKeyPair, sign } from '../../crypto/signature/index.ts';
 import { quantize } from '../../federation/index.ts';
 import { assertFiniteArray, InvalidArgumentError } from '../errors/index.ts';
@@ -25,7 +24,7 @@ export interface SiteCredentials {
   /** Site id, as registered with the federation. */
   readonly signer: string;
   /** The federation's CKKS keyset (secret key shared by sites). */
-  readonly ckks: CkksKeyset;
+  readonly ckks: LaneKeyset;
   /** The site's own lattice signing key. */
   readonly signing: SigningKeyPair;
 }

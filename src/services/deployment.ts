@@ -121,7 +121,8 @@ export async function createLocalDeployment(options: {
   });
   const input = {
     ...options.overrides,
-    federation: { id: federation, mode: 'he' as const },
+    // The id is the deployment's; mode and aggregation may come from the overrides (default he).
+    federation: { mode: 'he' as const, ...options.overrides?.federation, id: federation },
     nats: { servers: [nats.url], ...options.overrides?.nats },
     members: {
       coordinator,

@@ -9,6 +9,7 @@ export {
   enrollSite,
   loadSiteCkks,
   loadSiteDataKey,
+  loadSiteKeyset,
   runKeyCeremony,
 } from './key-ceremony.ts';
 export {

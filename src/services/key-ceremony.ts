@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { type CkksContext, CkksKeyset } from '../../crypto/ckks/index.ts';
+import { CkksContext, CkksKeyset } from '../../crypto/ckks/index.ts';
 import {
   generateKemKeyPair,
   loadKemKeyPair,
@@ -12,6 +12,12 @@ import {
   wipeKemKeyPair,
   wrapSecret,
 } from '../../crypto/kem/index.ts';
+import {
+  type LaneContext,
+  type LaneKeyset,
+  PlainLaneContext,
+  PlainLaneKeyset,
+} from '../../crypto/lanes/index.ts';
 import {
   generateSigningKeyPair,
   type SignatureAlgorithm,
@@ -354,6 +360,21 @@ export function loadSiteCkks(ckks: CkksContext, dir: string, site: string, feder
   } finally {
     secret.fill(0);
   }
+}
+
+/**
+ * The keyset a site encodes and reads slot payloads with: in `he` mode its CKKS keyset
+ * ({@link loadSiteCkks}); in `plain` mode there is no secret, and no envelope is read.
+ */
+export function loadSiteKeyset(
+  lanes: LaneContext,
+  dir: string,
+  site: string,
+  federation: string,
+): LaneKeyset {
+  if (lanes instanceof PlainLaneContext) return new PlainLaneKeyset(lanes);
+  if (lanes instanceof CkksContext) return loadSiteCkks(lanes, dir, site, federation);
+  throw new InvalidArgumentError(`unknown slot cipher of mode ${String(lanes.mode)}`);
 }
 
 /**

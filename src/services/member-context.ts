@@ -1,8 +1,9 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NodeConnectionOptions } from '@nats-io/transport-node';
-import { type CkksContext, type CkksParams, getCkksContext } from '../../crypto/ckks/index.ts';
+import { type CkksParams, getCkksContext } from '../../crypto/ckks/index.ts';
 import { sha256Hex } from '../../crypto/digest/index.ts';
+import { type LaneContext, PlainLaneContext } from '../../crypto/lanes/index.ts';
 import {
   loadPublicKey,
   loadSigningKeyPair,
@@ -71,7 +72,7 @@ export interface MemberContext {
   readonly keysDir: string;
   readonly transport: NatsTransport;
   readonly subjects: FederationSubjects;
-  readonly ckks: CkksContext;
+  readonly ckks: LaneContext;
   readonly log: Logger;
   close(): Promise<void>;
 }
@@ -304,7 +305,7 @@ export async function openMember(
     await transport.close().catch(() => undefined);
     throw err;
   }
-  const ckks = await getCkksContext(ckksParamsOf(config));
+  const ckks = await laneContextOf(config);
   const legacyRegistry = registry as Map<string, PublicSigningKey>;
   return {
     config,
@@ -447,6 +448,15 @@ class RegistryFollower {
     await this.#subscription?.unsubscribe().catch(() => undefined);
     await this.#syncing;
   }
+}
+
+/**
+ * The slot cipher of a federation: its CKKS context in `he` mode, the plain slot format of the
+ * same geometry in `plain` mode (`federation.mode`).
+ */
+export async function laneContextOf(config: CohortConfig): Promise<LaneContext> {
+  const params = ckksParamsOf(config);
+  return config.federation.mode === 'plain' ? new PlainLaneContext(params) : getCkksContext(params);
 }
 
 /** The CKKS parameter set a federation's configuration names (`crypto.ckks`). */

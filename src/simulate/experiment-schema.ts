@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { robustRuleSchema } from '../config/aggregation-schema.ts';
 import { layersSchema, MODEL_KINDS } from '../config/model-schema.ts';
 
 const idxPairSchema = z.strictObject({ images: z.string().min(1), labels: z.string().min(1) });
@@ -178,26 +179,7 @@ const attackSchema = z.strictObject({
   factor: z.number().gt(0).optional(),
 });
 
-const aggregationSchema = z
-  .discriminatedUnion('name', [
-    z.strictObject({ name: z.literal('mean'), normBound: z.number().gt(0).optional() }),
-    z.strictObject({ name: z.literal('median'), normBound: z.number().gt(0).optional() }),
-    z.strictObject({
-      name: z.literal('trimmed-mean'),
-      /** Share of the values dropped at each end, per coordinate. */
-      trimFraction: z.number().min(0).lt(0.5),
-      normBound: z.number().gt(0).optional(),
-    }),
-    z.strictObject({
-      name: z.literal('multi-krum'),
-      /** f: Byzantine sites tolerated; a round needs more than 2f + 2 updates. */
-      byzantine: z.int().min(0),
-      /** m: updates averaged; default n − f. */
-      select: z.int().min(1).optional(),
-      normBound: z.number().gt(0).optional(),
-    }),
-  ])
-  .default({ name: 'mean' });
+const aggregationSchema = robustRuleSchema.default({ name: 'mean' });
 
 /** One fully specified simulation run. */
 export const runSchema = z.strictObject({

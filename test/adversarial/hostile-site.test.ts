@@ -29,7 +29,7 @@ import type {
   CoordinatorHandle,
   RoundSummary,
 } from '../../src/services/coordinator/index.ts';
-import { loadSiteCkks, type MemberContext } from '../../src/services/index.ts';
+import { loadSiteKeyset, type MemberContext } from '../../src/services/index.ts';
 import { sumCiphertexts } from '../helpers/codec-fixture.ts';
 import { Federation, waitFor } from '../helpers/federation.ts';
 import { cohort } from '../helpers/run-cli.ts';
@@ -324,7 +324,7 @@ describe('a hostile site against a live federation', () => {
     );
     const open = opens.slice(since).find((o) => o.assignments.some((a) => a.site === HOSTILE))!;
     const aggregator = open.assignments.find((a) => a.site === HOSTILE)!.aggregator;
-    const keyset = loadSiteCkks(hostile.ckks, hostile.keysDir, HOSTILE, F);
+    const keyset = loadSiteKeyset(hostile.ckks, hostile.keysDir, HOSTILE, F);
     const context = { federation: F, round: open.round, baseCommit: open.baseCommit, version: open.version };
     const options = {
       bits: open.bits as 8,

@@ -263,6 +263,7 @@ describe('verifyAudit', () => {
       contributions: 0,
       recomputed: 0,
       privacyRecords: 0,
+      robustAggregates: 0,
       uncheckedKinds: 0,
     });
     expect(r.rounds.map((x) => [x.round, x.sequence, x.outcome, x.aggregate])).toEqual([

@@ -291,9 +291,56 @@ describe('parseConfig', () => {
     expect(err.message).toContain('extra: unknown key');
   });
 
-  it('refuses federation.mode plain, which no service implements yet, instead of running he', () => {
-    const err = configError(() => parseConfig({ federation: { id: 'f', mode: 'plain' } }));
-    expect(err.message).toContain("federation.mode: 'plain' is not implemented by the services yet");
+  it('accepts federation.mode plain, with a robust aggregation rule only there', () => {
+    expect(parseConfig({ federation: { id: 'f', mode: 'plain' } }).federation).toEqual({
+      id: 'f',
+      mode: 'plain',
+    });
+    const median = parseConfig({
+      federation: { id: 'f', mode: 'plain', aggregation: { name: 'median', normBound: 2 } },
+    });
+    expect(median.federation.aggregation).toEqual({ name: 'median', normBound: 2 });
+    const he = configError(() => parseConfig({ federation: { id: 'f', aggregation: { name: 'median' } } }));
+    expect(he.message).toContain(
+      'federation.aggregation: a robust rule reads every update: it needs federation.mode plain',
+    );
+    const misspelt = configError(() =>
+      parseConfig({
+        federation: { id: 'f', mode: 'plain', aggregation: { name: 'trimmed-mean', trim: 0.1 } },
+      }),
+    );
+    expect(misspelt.message).toContain('federation.aggregation');
+  });
+
+  it('refuses a robust rule with privacy, and a Multi-Krum the smallest round cannot run', () => {
+    const privacy = configError(() =>
+      parseConfig({
+        federation: { id: 'f', mode: 'plain', aggregation: { name: 'median' } },
+        privacy: { epsilon: 8, delta: 1e-5, clipNorm: 1, noiseMultiplier: 1 },
+      }),
+    );
+    expect(privacy.message).toContain("median would drop the sites' shares of the privacy noise");
+    const krum = configError(() =>
+      parseConfig({
+        federation: { id: 'f', mode: 'plain', aggregation: { name: 'multi-krum', byzantine: 1 } },
+        round: { minContributors: 4 },
+      }),
+    );
+    expect(krum.message).toContain(
+      'federation.aggregation.byzantine: Multi-Krum tolerating 1 needs more than 4 updates a round, round.minContributors is 4',
+    );
+    const select = configError(() =>
+      parseConfig({
+        federation: { id: 'f', mode: 'plain', aggregation: { name: 'multi-krum', byzantine: 1, select: 6 } },
+        round: { minContributors: 5 },
+      }),
+    );
+    expect(select.message).toContain('federation.aggregation.select: Multi-Krum selects 6 updates');
+    const ok = parseConfig({
+      federation: { id: 'f', mode: 'plain', aggregation: { name: 'multi-krum', byzantine: 1 } },
+      round: { minContributors: 5 },
+    });
+    expect(ok.federation.aggregation).toEqual({ name: 'multi-krum', byzantine: 1 });
   });
 
   it('validates the privacy section: a budget and a clip norm, and a noise multiplier or the rounds to calibrate one', () => {

@@ -4,6 +4,7 @@ import {
   DEFAULT_CKKS_PARAMS,
   getCkksContext,
 } from '../../crypto/ckks/index.ts';
+import type { LaneContext } from '../../crypto/lanes/index.ts';
 import {
   generateSigningKeyPair,
   type SignatureAlgorithm,
@@ -81,7 +82,7 @@ export function randomUpdate(length: number, seed: number, scale: number): Float
  * a lying aggregator can make: `AggregateBuilder` refuses a site twice). Serialized, SEAL freed.
  */
 export function sumCiphertexts(
-  ctx: CkksContext,
+  ctx: LaneContext,
   updates: readonly { readonly ciphertexts: readonly Uint8Array[] }[],
 ): Uint8Array[] {
   const sums = updates[0]!.ciphertexts.map((c) => ctx.loadCiphertext(c));

@@ -7,7 +7,7 @@ import {
   type RoundContext,
   sumUpdates,
 } from '../../src/protocol/index.ts';
-import { loadSiteCkks, type MemberContext } from '../../src/services/index.ts';
+import { loadSiteKeyset, type MemberContext } from '../../src/services/index.ts';
 
 /**
  * An aggregate of one site's update of `context`'s round, as a test playing the aggregator makes
@@ -28,7 +28,7 @@ export function siteAggregate(
   },
 ): Aggregate {
   const federation = site.config.federation.id;
-  const keyset = loadSiteCkks(site.ckks, site.keysDir, site.member, federation);
+  const keyset = loadSiteKeyset(site.ckks, site.keysDir, site.member, federation);
   try {
     const encoded = encodeUpdate({
       update: new Float32Array(input.params).fill(0.001),

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CkksKeyset } from '../../crypto/ckks/index.ts';
+import type { LaneKeyset } from '../../crypto/lanes/index.ts';
 import { loadSigningKeyPair, type SigningKeyPair } from '../../crypto/signature/index.ts';
 import {
   type Aggregate,
@@ -34,7 +34,7 @@ import {
 import {
   createLocalDeployment,
   type LocalDeployment,
-  loadSiteCkks,
+  loadSiteKeyset,
   type MemberContext,
   openMember,
 } from '../../src/services/index.ts';
@@ -53,7 +53,7 @@ let coordinatorKey: SigningKeyPair;
 let agg: MemberContext;
 let service: AggregatorService;
 const sites: MemberContext[] = [];
-const keysets: CkksKeyset[] = [];
+const keysets: LaneKeyset[] = [];
 /** Frames received on partial(agg-1), in arrival order. */
 const partials: Uint8Array[] = [];
 const heartbeats: { role: string; state: string }[] = [];
@@ -218,7 +218,7 @@ beforeAll(async () => {
   for (const id of dep.sites) {
     const site = await openMember(dep.config, id);
     sites.push(site);
-    keysets.push(loadSiteCkks(site.ckks, keysDir, id, dep.config.federation.id));
+    keysets.push(loadSiteKeyset(site.ckks, keysDir, id, dep.config.federation.id));
   }
   const partialSub = coordinator.transport.subscribe(coordinator.subjects.partial('agg-1'), async (msg) => {
     partials.push(msg.data);

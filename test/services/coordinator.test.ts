@@ -3,8 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CkksKeyset } from '../../crypto/ckks/index.ts';
 import { bytesEqual, sha256 } from '../../crypto/digest/index.ts';
+import type { LaneKeyset } from '../../crypto/lanes/index.ts';
 import { createStrategy, meanFromSum, type StrategyState } from '../../federation/index.ts';
 import { registerCoordinatorCommand } from '../../src/cli/commands/coordinator.ts';
 import { encodeAggregate } from '../../src/protocol/encode-aggregate.ts';
@@ -30,7 +30,7 @@ import { type LogEntry, openLogReader } from '../../src/services/federation-log/
 import {
   createLocalDeployment,
   type LocalDeployment,
-  loadSiteCkks,
+  loadSiteKeyset,
   type MemberContext,
   openMember,
 } from '../../src/services/index.ts';
@@ -46,7 +46,7 @@ let dep: LocalDeployment;
 let coord: MemberContext;
 let aggs: MemberContext[];
 let sites: MemberContext[];
-let keysets: Map<string, CkksKeyset>;
+let keysets: Map<string, LaneKeyset>;
 const timers: NodeJS.Timeout[] = [];
 const beats = new Map<string, NodeJS.Timeout>();
 
@@ -317,7 +317,7 @@ beforeAll(async () => {
   coord = await openMember(dep.config, 'coordinator');
   aggs = await Promise.all(dep.aggregators.map((a) => openMember(dep.config, a)));
   sites = await Promise.all(dep.sites.map((s) => openMember(dep.config, s)));
-  keysets = new Map(sites.map((s) => [s.member, loadSiteCkks(s.ckks, s.keysDir, s.member, F)]));
+  keysets = new Map(sites.map((s) => [s.member, loadSiteKeyset(s.ckks, s.keysDir, s.member, F)]));
   for (const a of aggs) playAggregator(a);
   for (const s of sites) playSite(s);
   for (const m of [...aggs, ...sites]) await m.transport.flush();

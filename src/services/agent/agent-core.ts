@@ -1,4 +1,4 @@
-import type { CkksKeyset } from '../../../crypto/ckks/index.ts';
+import type { LaneKeyset } from '../../../crypto/lanes/index.ts';
 import type { ModelSpec, ServerStrategy } from '../../../federation/index.ts';
 import type { Dataset, TrainingEngine } from '../../../gpu/index.ts';
 import type { AgentStateMachine } from '../../agent/index.ts';
@@ -20,7 +20,7 @@ export interface AgentOptions {
    * returning it (one that throws acts like a key that cannot be loaded). The agent does not free
    * a keyset it was given.
    */
-  readonly keysetOverride?: CkksKeyset | (() => CkksKeyset);
+  readonly keysetOverride?: LaneKeyset | (() => LaneKeyset);
   /** Tests: a training engine to use instead of the one `learning.engine` names (freed on stop). */
   readonly engine?: TrainingEngine;
   /**
@@ -129,7 +129,7 @@ export interface AgentCore {
   readonly counters: AgentCounters;
   engine: TrainingEngine | null;
   testSet: Dataset | null;
-  keyset: CkksKeyset | null;
+  keyset: LaneKeyset | null;
   keysetError: string | null;
   /** The federation data key (snapshots), or null when this site has none. */
   dataKey: Uint8Array | null;

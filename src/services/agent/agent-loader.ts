@@ -5,7 +5,7 @@ import type { Dataset, TrainingEngine } from '../../../gpu/index.ts';
 import { createWebGpuEngine } from '../../../gpu/webgpu/index.ts';
 import type { AgentStateMachine } from '../../agent/index.ts';
 import { openModelStore } from '../../versions/index.ts';
-import { loadSiteCkks, loadSiteDataKey } from '../key-ceremony.ts';
+import { loadSiteDataKey, loadSiteKeyset } from '../key-ceremony.ts';
 import type { MemberContext } from '../member-context.ts';
 import type { AgentCore, AgentCounters, AgentOptions } from './agent-core.ts';
 import { federationGenesis } from './genesis.ts';
@@ -41,7 +41,7 @@ export async function loadAgentCore(
   const override = options.keysetOverride;
   try {
     if (override === undefined) {
-      keyset = loadSiteCkks(ctx.ckks, ctx.keysDir, ctx.member, config.federation.id);
+      keyset = loadSiteKeyset(ctx.ckks, ctx.keysDir, ctx.member, config.federation.id);
       ownsKeyset = true;
     } else {
       keyset = typeof override === 'function' ? override() : override;

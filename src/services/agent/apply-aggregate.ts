@@ -28,7 +28,9 @@ export interface AppliedRound {
  * the summed ciphertexts, unpack the lanes (refusing overflow), dequantize, form FedAvg's mean
  * Δ̄ = sum · N / (m · W) (the sum holds Σ_k n_k·Δ_k · m/N), and apply the server strategy to
  * `model` and `state`; `context` names the round, whose tag the integrity lanes must show, and
- * `participants` its RoundOpen's assignments in order, whose presence lanes they must show. The same function serves PREPARE (a candidate to vote on) and catch-up
+ * `participants` its RoundOpen's assignments in order, whose presence lanes they must show;
+ * `robustDelta` the Δ̄ of a robust `plain`-mode round (`robustDeltaFor`), applied instead of the
+ * sum's mean. The same function serves PREPARE (a candidate to vote on) and catch-up
  * (a commit to replay), so a replayed model is bit-identical to the voted one.
  *
  * @throws when the site has no CKKS key, the numbers cannot average, or the aggregate does not decode.
@@ -41,6 +43,7 @@ export function applyAggregate(
   ciphertexts: readonly Uint8Array[],
   context: { readonly federation: string; readonly round: number },
   participants: readonly string[],
+  robustDelta: Float32Array | null = null,
 ): AppliedRound {
   assertDecryptable(core, info);
   const plan = updatePlan(core.ctx.config, core.spec, info.encoding.bits);
@@ -58,10 +61,19 @@ export function applyAggregate(
   }
   const decoded = decryptAggregate(core, info, ciphertexts, context, participants);
   // Private levels average over the contributors: every site weighs 1 (docs/privacy.md).
+  // A robust round applies the coordinator's Δ̄ (checked against the commit's record by the caller);
+  // the sum still proves the contributors and carries the evaluation lanes.
   const meanDelta =
-    plan.privacy === null
-      ? meanFromSum(decoded.sum.subarray(0, model.length), (m * W) / N)
-      : privateDelta(core, context.round, plan.privacy, decoded, plan.modelLanes, info.encoding.bits);
+    robustDelta !== null
+      ? robustDelta
+      : plan.privacy === null
+        ? meanFromSum(decoded.sum.subarray(0, model.length), (m * W) / N)
+        : privateDelta(core, context.round, plan.privacy, decoded, plan.modelLanes, info.encoding.bits);
+  if (meanDelta.length !== model.length) {
+    throw new InvalidArgumentError(
+      `aggregate update has ${meanDelta.length} values, the model ${model.length}`,
+    );
+  }
   const next = core.strategy.apply(model, meanDelta, state);
   const evaluation =
     info.totalParams > plan.modelLanes && plan.classes !== null

@@ -7,6 +7,7 @@ import type { AgentCore } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
 import { fetchAggregate, fetchObject } from './aggregate-fetch.ts';
 import { applyAggregate } from './apply-aggregate.ts';
+import { robustDeltaFor } from './robust-record.ts';
 
 /** A model with the strategy state after it. */
 interface ModelState {
@@ -148,9 +149,28 @@ async function replayCommit(
       d.aggregateDigest,
       'REPLAY_MISMATCH',
     );
+    const robust = await robustDeltaFor(
+      core,
+      {
+        params: d.params,
+        round: d.round,
+        contributors: info.contributors.map((c) => c.site),
+        parameters: base.parameters.length,
+      },
+      'REPLAY_MISMATCH',
+    );
     try {
       const participants = decided.open.assignments.map((a) => a.site);
-      next = applyAggregate(core, base.parameters, base.strategyState, info, ciphertexts, d, participants);
+      next = applyAggregate(
+        core,
+        base.parameters,
+        base.strategyState,
+        info,
+        ciphertexts,
+        d,
+        participants,
+        robust,
+      );
     } catch (cause) {
       // Every voter decoded and applied this aggregate; failing to is a divergence, not bad luck.
       throw new AgentError(

@@ -4,6 +4,7 @@ import { type ControlBodies, encodeUpdate, evaluationLevels } from '../../protoc
 import { bytesToHex, type Commit } from '../../versions/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
 import type { ServicePrivacy } from '../privacy-plan.ts';
+import { serviceRobustRule } from '../robust-plan.ts';
 import type { AgentCore } from './agent-core.ts';
 import type { AgentSteps } from './agent-steps.ts';
 import { trainLocally } from './local-training.ts';
@@ -172,9 +173,11 @@ export async function trainAndSend(
     }
     const privacy = updatePlan(core.ctx.config, core.spec, open.bits).privacy;
     // u = (w_local − w) · n_k · m / N: the plain sum over the m sites is N/… times FedAvg's mean.
-    // Under differential privacy every site weighs 1: a weight would scale its sensitivity.
+    // Under differential privacy every site weighs 1: a weight would scale its sensitivity. A robust
+    // rule weighs every update alike too: a hostile site could claim any example count.
     const m = open.assignments.length;
-    const scale = privacy === null ? (core.examples * m) / open.totalExamples : 1;
+    const weighted = privacy === null && serviceRobustRule(core.ctx.config) === null;
+    const scale = weighted ? (core.examples * m) / open.totalExamples : 1;
     if (!(scale > 0) || !Number.isFinite(scale)) {
       throw new InvalidArgumentError(
         `RoundOpen totalExamples ${open.totalExamples} cannot weigh ${core.examples} examples over ${m} sites`,

@@ -26,6 +26,7 @@ import { fetchAggregate } from './aggregate-fetch.ts';
 import { applyAggregate, decryptAggregate } from './apply-aggregate.ts';
 import { materialize } from './catch-up.ts';
 import { checkPrivacyRecord } from './privacy-record.ts';
+import { robustDeltaFor } from './robust-record.ts';
 import { replayProblem } from './round-attempt.ts';
 import { VoteNo } from './voter-error.ts';
 
@@ -90,7 +91,26 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
   const w = core.store.readModel(head);
   if (p.kind === 'statistics') return statisticsCandidate(core, p, info, ciphertexts, participants, w);
   checkPrivacyRecord(core, head, p, () => paramsPrivacy(p.params));
-  const next = applyAggregate(core, w, core.store.loadStrategyState(), info, ciphertexts, p, participants);
+  const robust = await robustDeltaFor(
+    core,
+    {
+      params: p.params,
+      round: p.round,
+      contributors: p.contributors.map((c) => c.site),
+      parameters: w.length,
+    },
+    'vote-no',
+  );
+  const next = applyAggregate(
+    core,
+    w,
+    core.store.loadStrategyState(),
+    info,
+    ciphertexts,
+    p,
+    participants,
+    robust,
+  );
   const commit = roundCommit(head, {
     round: p.round,
     aggregateDigest: p.aggregateDigest,

@@ -1,7 +1,9 @@
 import { jetstream } from '@nats-io/jetstream';
 import { type ObjectStore, Objm, StorageType } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
+import { bytesEqual } from '../../../crypto/digest/index.ts';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
+import type { BlockVerifier, Contributor, VerifiedUpdate } from '../../protocol/index.ts';
 import { federationSubjects } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 
@@ -120,4 +122,30 @@ export function updatesStoreWriter(nc: NatsConnection, bucket: string): () => Pr
     }
     return store;
   };
+}
+
+/**
+ * Opens a stored contribution and checks it is the update a partial listed: the manifest it holds
+ * is the one the partial forwarded (`forwardedManifest`), its blocks verify under `verifier` (the
+ * site's signature, Merkle paths, CRCs, the round's pinned size and weight), and its signer and
+ * digest are `listed`'s. Returns the verified update, or what is wrong with it.
+ */
+export function openContribution(
+  bytes: Uint8Array,
+  forwardedManifest: Uint8Array,
+  listed: Contributor,
+  verifier: BlockVerifier,
+): VerifiedUpdate | string {
+  try {
+    const stored = decodeContribution(bytes);
+    if (!bytesEqual(stored.manifest, forwardedManifest))
+      return 'its manifest is not the one the partial forwarded';
+    const update = verifier.verifyUpdate({ blocks: stored.blocks, manifest: stored.manifest });
+    if (update.signer !== listed.site || !bytesEqual(update.digest, listed.digest)) {
+      return 'its blocks are not the update the site signed';
+    }
+    return update;
+  } catch (err) {
+    return (err as Error).message;
+  }
 }

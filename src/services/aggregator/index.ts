@@ -11,6 +11,7 @@ export {
   decodeContribution,
   encodeContribution,
   ensureUpdatesStore,
+  openContribution,
   type StoredContribution,
   updatesBucketName,
   updatesStoreWriter,

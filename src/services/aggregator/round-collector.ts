@@ -1,4 +1,4 @@
-import type { CkksContext } from '../../../crypto/ckks/index.ts';
+import type { LaneContext } from '../../../crypto/lanes/index.ts';
 import type { SignatureAlgorithm } from '../../../crypto/signature/index.ts';
 import { BlockRejectedError, type BlockRejectReason, CohortError } from '../../errors/index.ts';
 import {
@@ -68,7 +68,7 @@ export class RoundCollector {
   constructor(options: {
     open: RoundOpenBody;
     member: string;
-    ckks: CkksContext;
+    ckks: LaneContext;
     keys: KeyLookup;
     allowedAlgorithms: readonly SignatureAlgorithm[];
     counters: RejectionCounters;

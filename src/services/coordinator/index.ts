@@ -42,8 +42,10 @@ export {
   encodeRoundParams,
   ROUND_PARAMS_DOMAIN,
   ROUND_PRIVACY_TAG,
+  ROUND_ROBUST_TAG,
   type RoundParams,
   type RoundPrivacy,
+  type RoundRobust,
 } from './round-params.ts';
 export {
   MAX_RUN_LABEL,

@@ -1,5 +1,5 @@
-import type { CkksContext } from '../../../crypto/ckks/index.ts';
 import { bytesEqual } from '../../../crypto/digest/index.ts';
+import type { LaneContext } from '../../../crypto/lanes/index.ts';
 import type { PublicSigningKey } from '../../../crypto/signature/index.ts';
 import type { SignatureAlgorithm } from '../../config/index.ts';
 import { BlockRejectedError, CohortError } from '../../errors/index.ts';
@@ -74,7 +74,7 @@ export class PartialIntake {
   #closed = false;
 
   constructor(input: {
-    ckks: CkksContext;
+    ckks: LaneContext;
     context: RoundContext;
     encoding: Encoding;
     /** The RoundOpen's assignments: each site's aggregator and pinned example weight. */

@@ -1,6 +1,10 @@
 import { sha256 } from '../../../crypto/digest/index.ts';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
 import { CanonicalWriter } from '../../protocol/canonical-writer.ts';
+import { ROUND_ROBUST_TAG, type RobustRule, readRobust, writeRobust } from './robust-record.ts';
+
+export { ROUND_ROBUST_TAG };
+
 import { bytesToHex, hexToBytes } from '../../versions/index.ts';
 
 /** Domain tag at the start of {@link encodeRoundParams}. */
@@ -24,6 +28,25 @@ export interface RoundParams {
   readonly dataContract?: string;
   /** With differential privacy: what the federation has spent once this round commits. */
   readonly privacy?: RoundPrivacy;
+  /** `plain` mode with a robust rule: what the coordinator aggregated, and how. */
+  readonly robust?: RoundRobust;
+}
+
+/**
+ * The robust aggregation a `plain`-mode round commit records: the rule (every site checks it is
+ * the federation's), the sites whose updates the rule kept (all but Multi-Krum's rejects), how
+ * many the norm bound scaled down, and the SHA-256 of the aggregate update Δ̄ (float32,
+ * little-endian) the sites apply. An auditor recomputes Δ̄ from the stored updates.
+ */
+export interface RoundRobust {
+  readonly rule: RobustRule;
+  /** Sorted site ids. */
+  readonly selected: readonly string[];
+  readonly clipped: number;
+  /** Parameters of the model: Δ̄ is 4 · parameters bytes. */
+  readonly parameters: number;
+  /** 32 bytes. */
+  readonly delta: Uint8Array;
 }
 
 /** Tag of the privacy trailer of {@link encodeRoundParams}. */
@@ -119,6 +142,7 @@ export function encodeRoundParams(p: RoundParams): Uint8Array {
       .u32(v.rdp.length);
     for (const r of v.rdp) writer.f64(r);
   }
+  if (p.robust !== undefined) writeRobust(writer, p.robust);
   return writer.finish();
 }
 
@@ -159,11 +183,9 @@ export function decodeRoundParams(bytes: Uint8Array): RoundParams {
     at += 32;
   }
   let privacy: RoundPrivacy | undefined;
-  if (at < bytes.length) {
-    const tag = str();
-    if (tag !== ROUND_PRIVACY_TAG) {
-      throw new InvalidArgumentError(`round params: unknown trailer ${JSON.stringify(tag.slice(0, 32))}`);
-    }
+  let robust: RoundRobust | undefined;
+  let tag = at < bytes.length ? str() : '';
+  if (tag === ROUND_PRIVACY_TAG) {
     need(4 + 8 + 8 + 4 + 8 + 8 + 8 + 4);
     const contributors = view.getUint32(at, false);
     const noiseMultiplier = view.getFloat64(at + 4, false);
@@ -181,6 +203,14 @@ export function decodeRoundParams(bytes: Uint8Array): RoundParams {
     const rdp = Array.from({ length: n }, (_, i) => view.getFloat64(at + 8 * i, false));
     at += 8 * n;
     privacy = { contributors, noiseMultiplier, clipNorm, noiseShares, epsilon, delta, deltaCost, rdp };
+    tag = at < bytes.length ? str() : '';
+  }
+  if (tag === ROUND_ROBUST_TAG) {
+    const read = readRobust(bytes.subarray(at));
+    robust = read.robust;
+    at += read.length;
+  } else if (tag !== '') {
+    throw new InvalidArgumentError(`round params: unknown trailer ${JSON.stringify(tag.slice(0, 32))}`);
   }
   if (at !== bytes.length)
     throw new InvalidArgumentError(`${bytes.length - at} trailing bytes after round params`);
@@ -192,6 +222,7 @@ export function decodeRoundParams(bytes: Uint8Array): RoundParams {
     learningRate,
     ...(dataContract === undefined ? {} : { dataContract }),
     ...(privacy === undefined ? {} : { privacy }),
+    ...(robust === undefined ? {} : { robust }),
   };
 }
 

@@ -15,14 +15,21 @@ import { bytesToHex, createCommit, ZERO_HASH } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
 import type { ChainCommit } from '../federation-log/index.ts';
 import { nextRoundPrivacy } from '../privacy-plan.ts';
+import { serviceRobustRule } from '../robust-plan.ts';
 import { contractFeatureCount, federatedStandardization, statisticsCommitAt } from '../statistics-plan.ts';
 import { buildAggregationTree, treeLinks } from './aggregation-tree.ts';
 import type { RoundSummary } from './events.ts';
 import { PartialIntake } from './partial-intake.ts';
+import { robustStep } from './robust-round.ts';
 import { decide, noVotes, type RoundFacts } from './round-decision.ts';
 import { type ActiveRound, type RoundHost, votingRound } from './round-host.ts';
 import { judgeVotes, type Verdict } from './round-judge.ts';
-import { aggregateDigest, encodeAggregateObject, encodeRoundParams } from './round-params.ts';
+import {
+  aggregateDigest,
+  encodeAggregateObject,
+  encodeRoundParams,
+  type RoundRobust,
+} from './round-params.ts';
 
 const EMPTY = new Uint8Array(0);
 
@@ -237,24 +244,21 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   // With privacy the commit records what the federation has spent once it commits (every site
   // recomputes it and votes NO on any other figure).
   const privacy = statistics ? null : host.budget.privacy;
-  const params = statistics
-    ? EMPTY
-    : encodeRoundParams({
-        round,
-        bits: cfg.codec.bits,
-        clip,
-        strategy: cfg.learning.strategy,
-        learningRate: cfg.learning.learningRate,
-        ...(privacy === null
-          ? {}
-          : {
-              privacy: nextRoundPrivacy(
-                privacy,
-                host.budget.spent(),
-                Math.max(1, intake.builder.contributors),
-              ),
-            }),
-      });
+  const paramsWith = (robust?: RoundRobust) =>
+    encodeRoundParams({
+      round,
+      bits: cfg.codec.bits,
+      clip,
+      strategy: cfg.learning.strategy,
+      learningRate: cfg.learning.learningRate,
+      ...(privacy === null
+        ? {}
+        : {
+            privacy: nextRoundPrivacy(privacy, host.budget.spent(), Math.max(1, intake.builder.contributors)),
+          }),
+      ...(robust === undefined ? {} : { robust }),
+    });
+  let params = statistics ? EMPTY : paramsWith();
   const base = {
     round,
     kind: statistics ? ('statistics' as const) : ('round' as const),
@@ -291,7 +295,7 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     object: objectName,
     objectBytes: object.length,
   };
-  const facts: RoundFacts = {
+  let facts: RoundFacts = {
     ...base,
     contributors: aggregate.contributors,
     digest,
@@ -303,6 +307,25 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   } catch (err) {
     ctx.log.error({ round, err }, 'cannot store the aggregate');
     return decide(host, state, facts, noVotes(`cannot store the aggregate: ${(err as Error).message}`));
+  }
+  // `plain` mode with a robust rule: the coordinator reads every update and the commit records Δ̄.
+  const rule = statistics ? null : serviceRobustRule(cfg);
+  if (rule !== null) {
+    const step = await robustStep(host, {
+      context,
+      attempt,
+      assignments,
+      encoding,
+      totalParams,
+      partials: intake.accepted,
+      rule,
+    });
+    if ('failed' in step) {
+      ctx.log.error({ round, why: step.failed }, 'robust aggregation failed');
+      return decide(host, state, facts, noVotes(step.failed));
+    }
+    params = paramsWith(step.record);
+    facts = { ...facts, params };
   }
   const prepare: ControlBodies['prepare'] = {
     federation: cfg.federation.id,

@@ -59,7 +59,7 @@ async function auditDemo(
   }
   const r = JSON.parse(text) as AuditReport;
   say(
-    `audit (${auditor}, read-only NATS user): verified ${r.entries} log entries — signatures, hash chain, ${r.checked.commitHashes} commits, ${r.checked.votes} votes, ${r.checked.recomputed} aggregates re-added from ${r.checked.contributions} stored updates, byte-identical${r.checked.privacyRecords > 0 ? `, ${r.checked.privacyRecords} privacy records` : ''}; ${r.problems.length} problems`,
+    `audit (${auditor}, read-only NATS user): verified ${r.entries} log entries — signatures, hash chain, ${r.checked.commitHashes} commits, ${r.checked.votes} votes, ${r.checked.recomputed} aggregates re-added from ${r.checked.contributions} stored updates, byte-identical${r.checked.privacyRecords > 0 ? `, ${r.checked.privacyRecords} privacy records` : ''}${r.checked.robustAggregates > 0 ? `, ${r.checked.robustAggregates} robust aggregates recomputed` : ''}; ${r.problems.length} problems`,
   );
   return 0;
 }

@@ -1,10 +1,10 @@
-import type { CkksKeyset } from '../../../crypto/ckks/index.ts';
+import type { LaneKeyset } from '../../../crypto/lanes/index.ts';
 import { enableVerifiedCache } from '../../../crypto/signature/index.ts';
 import type { CohortConfig } from '../../config/index.ts';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
 import { type AgentOptions, type AgentService, startAgent } from '../agent/index.ts';
 import { shareLogReads } from '../federation-log/index.ts';
-import { loadSiteCkks } from '../key-ceremony.ts';
+import { loadSiteKeyset } from '../key-ceremony.ts';
 import { type MemberContext, openMember, roleOf } from '../member-context.ts';
 import { syntheticSiteData } from './synthetic-site-data.ts';
 
@@ -89,7 +89,7 @@ export async function startSwarm(config: CohortConfig, options: SwarmOptions): P
   const swarm = new Swarm(options);
   const first = await openMember(config, members[0]!);
   try {
-    swarm.keyset = loadSiteCkks(first.ckks, first.keysDir, first.member, config.federation.id);
+    swarm.keyset = loadSiteKeyset(first.ckks, first.keysDir, first.member, config.federation.id);
   } finally {
     await first.close();
   }
@@ -109,7 +109,7 @@ class Swarm implements SwarmHandle {
   readonly agents = new Map<string, AgentService>();
   readonly failures: SwarmFailure[] = [];
   startMs = 0;
-  keyset: CkksKeyset | undefined;
+  keyset: LaneKeyset | undefined;
   readonly #contexts = new Map<string, MemberContext>();
   readonly #options: SwarmOptions;
   #stopping: Promise<void> | undefined;

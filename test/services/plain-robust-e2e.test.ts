@@ -1,0 +1,214 @@
+// End to end in `plain` mode with a robust rule (docs/security.md, "plain mode"): the real
+// coordinator, aggregators and site agents over a real nats-server. Updates travel as signed,
+// quantized plaintext; the aggregators sum them and keep each one; the coordinator reads every
+// update back, applies Multi-Krum and commits the aggregate update Δ̄ by its digest, which every
+// site checks before voting. One site trains honestly and then sends −20× its update: Multi-Krum
+// leaves it out of every round. The test recomputes Δ̄ from the stored updates itself, a late site
+// catches up by replaying the robust commits, and the auditor's CLI recomputes every Δ̄ from the log.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256 } from '../../crypto/digest/index.ts';
+import { PlainLaneContext, PlainLaneKeyset } from '../../crypto/lanes/index.ts';
+import { l2Norm } from '../../federation/index.ts';
+import { createCpuEngine, type TrainingEngine } from '../../gpu/index.ts';
+import type { AuditReport } from '../../src/audit/index.ts';
+import type { CohortConfigInput } from '../../src/config/index.ts';
+import {
+  BlockVerifier,
+  type ControlBodies,
+  decodeManifestBody,
+  FRAME_KIND,
+  unframe,
+} from '../../src/protocol/index.ts';
+import { type AgentService, startAgent } from '../../src/services/agent/index.ts';
+import { contributionObjectName, openContribution } from '../../src/services/aggregator/index.ts';
+import { decodeRoundParams } from '../../src/services/coordinator/index.ts';
+import {
+  decodeRobustDelta,
+  plainUpdateDelta,
+  robustDeltaObjectName,
+} from '../../src/services/robust-plan.ts';
+import { readObject } from '../../src/services/store/index.ts';
+import { expectSingleChain, Federation, hex, waitFor } from '../helpers/federation.ts';
+import { cohort } from '../helpers/run-cli.ts';
+
+const HOSTILE = 'site-5';
+const LATE = 'site-6';
+
+const OVERRIDES: Partial<CohortConfigInput> = {
+  federation: { id: 'e2eplain', mode: 'plain', aggregation: { name: 'multi-krum', byzantine: 1 } },
+  round: {
+    heartbeatMs: 200,
+    missedHeartbeats: 5,
+    deadlineMs: 20_000,
+    voteTimeoutMs: 20_000,
+    epsilon: 0.25,
+    minContributors: 5,
+    // Round 1 waits for five sites and both aggregators: site-6 joins late.
+    quorum: 7,
+  },
+  learning: { model: '2nn', trainLimit: 2400, testLimit: 500, epochs: 1, batchSize: 10, learningRate: 0.1 },
+  codec: { bits: 8, clip: 0.02, maxContributors: 32, crcChunkBytes: 16_384 },
+  log: { level: (process.env.E2E_LOG ?? 'error') as 'error' },
+};
+
+/** Trains like any site, then sends `factor` times its update (the scaling attack, sign flipped). */
+function hostileEngine(factor: number): TrainingEngine {
+  const inner = createCpuEngine();
+  return {
+    ...inner,
+    kind: inner.kind,
+    description: `${inner.description} (sends ${factor}× its update)`,
+    async train(spec, initial, data, config) {
+      const trained = await inner.train(spec, initial, data, config);
+      const parameters = trained.parameters.map((p, i) => initial[i]! + factor * (p - initial[i]!));
+      return { ...trained, parameters };
+    },
+  };
+}
+
+/** Verifies a round's site updates as the coordinator does (the site's key, the pinned size and weight). */
+function siteVerifier(
+  f: Federation,
+  open: ControlBodies['round-open'],
+  lanes: PlainLaneContext,
+): BlockVerifier {
+  const weights = new Map(open.assignments.map((a) => [a.site, a.examples]));
+  return new BlockVerifier({
+    context: {
+      federation: open.federation,
+      round: open.round,
+      baseCommit: open.baseCommit,
+      version: open.version,
+    },
+    ckksParamsId: lanes.paramsId,
+    keys: (id) => (weights.has(id) ? f.coord.keys(id) : undefined),
+    allowedAlgorithms: f.dep.config.crypto.signature.allowed,
+    kind: 'site-update',
+    maxCiphertextBytes: lanes.maxCiphertextBytes,
+    participants: open.assignments.length,
+    pinned: { totalParams: open.totalParams, weightOf: (s) => weights.get(s) },
+  });
+}
+
+describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
+  let f: Federation;
+  const started: AgentService[] = [];
+
+  beforeAll(async () => {
+    f = await Federation.create('e2eplain', { aggregators: 2, sites: 6, overrides: OVERRIDES });
+    for (const a of f.dep.aggregators) await f.startAggregator(a);
+    for (const s of f.dep.sites.filter((s) => s !== HOSTILE && s !== LATE)) await f.startAgent(s);
+    const hostile = await startAgent(await f.member(HOSTILE), { engine: hostileEngine(-20) });
+    started.push(hostile);
+    f.agents.set(HOSTILE, hostile);
+  }, 60_000);
+  afterAll(async () => {
+    for (const a of started) await a.stop().catch(() => undefined);
+    await f?.stop();
+  });
+
+  it('commits Multi-Krum of the plaintext updates, leaving the hostile site out', async () => {
+    const summary = await f.runCoordinator(2, (e) => process.env.E2E_LOG && console.log(JSON.stringify(e)));
+    expect(summary.rounds.map((r) => [r.round, r.commit, r.contributors])).toEqual([
+      [1, true, 5],
+      [2, true, 5],
+    ]);
+    const entries = await f.decisions();
+    expectSingleChain(entries, f.genesis);
+    const log = await f.logEntries();
+    const lanes = f.coord.ckks;
+    expect(lanes).toBeInstanceOf(PlainLaneContext);
+    const keyset = new PlainLaneKeyset(lanes as PlainLaneContext);
+    const honest = f.dep.sites.filter((s) => s !== HOSTILE && s !== LATE).sort();
+
+    for (const decision of entries) {
+      const open = log.flatMap((e) =>
+        e.record.roundOpen?.round === decision.round ? [e.record.roundOpen] : [],
+      )[0]!;
+      const params = decodeRoundParams(decision.params);
+      const record = params.robust!;
+      expect(record.rule).toEqual({ name: 'multi-krum', byzantine: 1 });
+      expect(record.selected).toEqual(honest);
+      expect(decision.aggregate!.encoding.ckksParamsId).toEqual(lanes.paramsId);
+
+      // Δ̄ as stored: what the commit's record names, and the mean of the kept sites' updates as
+      // this test decodes them from the updates store.
+      const nc = f.coord.transport.connection;
+      const stored = await readObject(
+        nc,
+        f.coord.subjects.aggregatesBucket,
+        robustDeltaObjectName(decision.round),
+        {
+          maxBytes: 4 * record.parameters,
+        },
+      );
+      expect(sha256(stored!)).toEqual(record.delta);
+      const delta = decodeRobustDelta(stored!, record.parameters);
+      const participants = open.assignments.map((a) => a.site);
+      const updates = new Map<string, Float32Array>();
+      const verifier = siteVerifier(f, open, lanes as PlainLaneContext);
+      for (const partial of log.flatMap((e) =>
+        e.record.partial?.round === decision.round ? [e.record.partial] : [],
+      )) {
+        const units = decodeManifestBody(unframe(partial.manifest, FRAME_KIND.manifest));
+        for (const [i, listed] of units.contributorList.entries()) {
+          const bytes = await readObject(
+            nc,
+            f.coord.subjects.updatesBucket,
+            contributionObjectName(decision.round, open.attempt, listed.site),
+            { maxBytes: 64 << 20 },
+          );
+          const update = openContribution(bytes!, units.siteManifests[i]!, listed, verifier);
+          if (typeof update === 'string') throw new Error(update);
+          updates.set(listed.site, plainUpdateDelta(keyset, update, open, participants, record.parameters));
+        }
+      }
+      expect([...updates.keys()].sort()).toEqual([...honest, HOSTILE].sort());
+      const mean = new Float32Array(record.parameters);
+      for (const site of honest) updates.get(site)!.forEach((v, i) => (mean[i]! += v / honest.length));
+      let worst = 0;
+      for (let i = 0; i < mean.length; i++) worst = Math.max(worst, Math.abs(mean[i]! - delta[i]!));
+      expect(worst).toBeLessThan(1e-6);
+      // What Multi-Krum's scores saw: the hostile update points against the honest mean, and
+      // FedAvg of all five would have moved the model another way than the commit did.
+      const hostile = updates.get(HOSTILE)!;
+      let dot = 0;
+      for (let i = 0; i < mean.length; i++) dot += hostile[i]! * mean[i]!;
+      expect(dot / (l2Norm(hostile) * l2Norm(mean))).toBeLessThan(-0.2);
+    }
+
+    // Every site, the hostile one included, applied the same Δ̄ and holds the head.
+    const head = entries.at(-1)!.commitHash;
+    for (const agent of f.agents.values()) expect(hex(agent.head()!.hash)).toBe(hex(head));
+  }, 180_000);
+
+  it('a late site replays the robust commits to the same model', async () => {
+    const entries = await f.decisions();
+    const head = entries.at(-1)!.commitHash;
+    const late = await f.startAgent(LATE);
+    await waitFor(
+      `${LATE} at the head`,
+      () => late.head() !== null && hex(late.head()!.hash) === hex(head),
+      60_000,
+    );
+    expect(hex(late.head()!.modelHash)).toBe(hex(f.agents.get('site-1')!.head()!.modelHash));
+  }, 90_000);
+
+  it('the auditor recomputes every Δ̄ from the stored updates: no problem', async () => {
+    const r = await cohort(
+      'audit',
+      'verify',
+      '--config',
+      f.dep.configPath,
+      '--member',
+      'auditor-1',
+      '--json',
+    );
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const report = JSON.parse(r.stdout) as AuditReport;
+    expect(report.problems).toEqual([]);
+    expect(report.checked.recomputed).toBe(2);
+    expect(report.checked.robustAggregates).toBe(2);
+  }, 60_000);
+});
