@@ -21,7 +21,12 @@ import {
 } from '../../src/protocol/index.ts';
 import { type AgentService, startAgent } from '../../src/services/agent/index.ts';
 import { contributionObjectName, openContribution } from '../../src/services/aggregator/index.ts';
-import { decodeRoundParams } from '../../src/services/coordinator/index.ts';
+import {
+  decodeAggregateObject,
+  decodeRoundParams,
+  startCoordinator,
+} from '../../src/services/coordinator/index.ts';
+import { openMember } from '../../src/services/index.ts';
 import {
   decodeRobustDelta,
   plainUpdateDelta,
@@ -194,6 +199,26 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
     expect(hex(late.head()!.modelHash)).toBe(hex(f.agents.get('site-1')!.head()!.modelHash));
   }, 90_000);
 
+  it('a coordinator aggregating by another rule than the federation’s gets no YES vote', async () => {
+    const cfg = f.dep.config;
+    const median = { ...cfg, federation: { ...cfg.federation, aggregation: { name: 'median' as const } } };
+    const ctx = await openMember(median, f.dep.coordinator);
+    try {
+      // The start-up run counts the log's rounds: two are decided, so it runs round 3.
+      const summary = await startCoordinator(ctx, { rounds: 3, switchWaitMs: 5000 }).done;
+      expect(summary.rounds.map((r) => [r.round, r.commit])).toEqual([[3, false]]);
+      expect([...summary.rounds[0]!.noVoters].sort()).toEqual([...f.dep.sites].sort());
+    } finally {
+      await ctx.close();
+    }
+    // Every site checked the commit's robust record against the federation's rule before reading Δ̄.
+    for (const agent of f.agents.values()) {
+      expect(agent.stats().lastVote?.reason ?? '').toContain(
+        'the round records rule {"name":"median"}, this federation\'s is {"byzantine":1,"name":"multi-krum"}',
+      );
+    }
+  }, 90_000);
+
   it('the auditor recomputes every Δ̄ from the stored updates: no problem', async () => {
     const r = await cohort(
       'audit',
@@ -211,4 +236,69 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
     expect(report.checked.recomputed).toBe(2);
     expect(report.checked.robustAggregates).toBe(2);
   }, 60_000);
+});
+
+describe('plain mode with FedAvg of the sum end to end (real nats-server)', () => {
+  let f: Federation;
+
+  beforeAll(async () => {
+    f = await Federation.create('e2eplainavg', {
+      aggregators: 1,
+      sites: 3,
+      overrides: {
+        ...OVERRIDES,
+        federation: { id: 'e2eplainavg', mode: 'plain' },
+        round: { ...OVERRIDES.round, minContributors: 2, quorum: 4 },
+      },
+    });
+    await f.startAggregator(f.dep.aggregators[0]!);
+    for (const s of f.dep.sites) await f.startAgent(s);
+  }, 60_000);
+  afterAll(async () => {
+    await f?.stop();
+  });
+
+  it('sums signed plaintext updates, commits, and the audit re-adds every sum byte for byte', async () => {
+    const summary = await f.runCoordinator(2);
+    expect(summary.rounds.map((r) => [r.round, r.commit, r.contributors])).toEqual([
+      [1, true, 3],
+      [2, true, 3],
+    ]);
+    const entries = await f.decisions();
+    expectSingleChain(entries, f.genesis);
+    const lanes = f.coord.ckks as PlainLaneContext;
+    expect(lanes).toBeInstanceOf(PlainLaneContext);
+    for (const d of entries) {
+      expect(d.aggregate!.encoding.ckksParamsId).toEqual(lanes.paramsId);
+      expect(decodeRoundParams(d.params).robust).toBeUndefined();
+    }
+    // The stored sum is readable as it is: 3 sites' presence lanes and the mean of their levels.
+    const stored = await readObject(
+      f.coord.transport.connection,
+      f.coord.subjects.aggregatesBucket,
+      'round-2',
+      {
+        maxBytes: 64 << 20,
+      },
+    );
+    const payloads = decodeAggregateObject(stored!);
+    const slots = new PlainLaneKeyset(lanes).decrypt(payloads[0]!);
+    expect(slots.some((v) => v > 0)).toBe(true);
+    const r = await cohort(
+      'audit',
+      'verify',
+      '--config',
+      f.dep.configPath,
+      '--member',
+      'auditor-1',
+      '--json',
+    );
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const report = JSON.parse(r.stdout) as AuditReport;
+    expect(report.problems).toEqual([]);
+    expect(report.checked.recomputed).toBe(2);
+    expect(report.checked.contributions).toBe(6);
+    expect(report.checked.robustAggregates).toBe(0);
+  }, 120_000);
 });
