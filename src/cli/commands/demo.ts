@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { RobustRule } from '../../../federation/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import { runDemo } from '../../services/demo/run-demo.ts';
 import type { CliContext } from '../cli-context.ts';
@@ -22,7 +23,7 @@ export function registerDemoCommand(program: Command, ctx: CliContext): void {
   program
     .command('demo')
     .description(
-      'run a federation: nats-server, coordinator, aggregators and agents as processes, MNIST 2NN in he mode',
+      'run a federation: nats-server, coordinator, aggregators and agents as processes, MNIST 2NN (he mode unless --mode plain)',
     )
     .option('--rounds <n>', 'rounds to run', '5')
     .option(
@@ -35,6 +36,11 @@ export function registerDemoCommand(program: Command, ctx: CliContext): void {
     .option('--keep', 'keep the working folder (keys, logs, models)', false)
     .option('--epsilon <e>', 'differential privacy: the ε budget, calibrated for --rounds (docs/privacy.md)')
     .option('--clip-norm <c>', 'with --epsilon: the L2 norm each update is clipped to', '0.05')
+    .option('--mode <mode>', 'he (encrypted updates) or plain (signed plaintext updates)', 'he')
+    .option(
+      '--rule <rule>',
+      'plain mode: robust aggregation, median | trimmed-mean (25% per side) | multi-krum (f = 1, needs --sites ≥ 5)',
+    )
     .action(
       async (o: {
         rounds: string;
@@ -44,6 +50,8 @@ export function registerDemoCommand(program: Command, ctx: CliContext): void {
         keep: boolean;
         epsilon?: string;
         clipNorm: string;
+        mode: string;
+        rule?: string;
       }) => {
         const code = await runDemo(
           {
@@ -51,6 +59,8 @@ export function registerDemoCommand(program: Command, ctx: CliContext): void {
             sites: int('sites', o.sites, 3, 64),
             aggregators: int('aggregators', o.aggregators, 1, 16),
             keep: o.keep,
+            mode: demoMode(o.mode),
+            ...(o.rule === undefined ? {} : { aggregation: demoRule(o.rule, o.mode) }),
             ...(o.trainLimit === undefined
               ? {}
               : { trainLimit: int('train-limit', o.trainLimit, 100, 60_000) }),
@@ -69,4 +79,29 @@ export function registerDemoCommand(program: Command, ctx: CliContext): void {
         if (code !== 0) process.exitCode = code;
       },
     );
+}
+
+function demoMode(mode: string): 'he' | 'plain' {
+  if (mode !== 'he' && mode !== 'plain') {
+    throw new InvalidArgumentError(`--mode ${JSON.stringify(mode)}: must be he or plain`);
+  }
+  return mode;
+}
+
+/** The robust rule `--rule` names, with the demo's settings. */
+function demoRule(rule: string, mode: string): RobustRule {
+  if (mode !== 'plain')
+    throw new InvalidArgumentError('--rule needs --mode plain (a robust rule reads every update)');
+  switch (rule) {
+    case 'median':
+      return { name: 'median' };
+    case 'trimmed-mean':
+      return { name: 'trimmed-mean', trimFraction: 0.25 };
+    case 'multi-krum':
+      return { name: 'multi-krum', byzantine: 1 };
+    default:
+      throw new InvalidArgumentError(
+        `--rule ${JSON.stringify(rule)}: must be median, trimmed-mean or multi-krum`,
+      );
+  }
 }

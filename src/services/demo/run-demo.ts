@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import type { RobustRule } from '../../../federation/index.ts';
 import type { AuditReport } from '../../audit/index.ts';
 import type { TextSink } from '../../log/index.ts';
 import { findNatsServer } from '../../transport/index.ts';
@@ -26,6 +27,10 @@ export interface DemoOptions {
    * every update clipped to `clipNorm` (default 0.05).
    */
   readonly privacy?: { readonly epsilon: number; readonly clipNorm?: number };
+  /** `he` (default) or `plain` (signed plaintext updates the coordinator reads). */
+  readonly mode?: 'he' | 'plain';
+  /** `plain` mode: the robust rule (`federation.aggregation`); Multi-Krum runs with every site in each round. */
+  readonly aggregation?: RobustRule;
 }
 
 /**
@@ -78,10 +83,12 @@ const DEMO_VALIDATION_FRACTION = 0.1;
  */
 export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink): Promise<number> {
   findNatsServer(); // a clear error now if nats-server is not installed
+  const mode = options.mode ?? 'he';
   const dir = mkdtempSync(join(tmpdir(), 'cohort-demo-'));
   const say = (s: string) => out.write(`${s}\n`);
   say(
-    `Cohort demo: ${options.sites} sites, ${options.aggregators} aggregators, ${options.rounds} rounds, MNIST 2NN, he mode` +
+    `Cohort demo: ${options.sites} sites, ${options.aggregators} aggregators, ${options.rounds} rounds, MNIST 2NN, ${mode} mode` +
+      (options.aggregation === undefined ? '' : `, ${options.aggregation.name}`) +
       (options.privacy === undefined ? '' : `, differential privacy ε ≤ ${options.privacy.epsilon}`),
   );
   say(`working folder: ${dir}`);
@@ -94,8 +101,15 @@ export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink
     // Everything not named here is the schema's default: the 2NN on MNIST, E = 1, B = 10,
     // lr 0.1, FedAvg, the CPU engine, 8-bit updates with 32 contributors of headroom.
     overrides: {
+      federation: {
+        id: 'demo',
+        mode,
+        ...(options.aggregation === undefined ? {} : { aggregation: { ...options.aggregation } }),
+      },
       round: {
         count: options.rounds,
+        // Multi-Krum needs more than 2f + 2 updates in every round that commits: all the sites.
+        ...(options.aggregation?.name === 'multi-krum' ? { minContributors: options.sites } : {}),
         deadlineMs: 90_000,
         voteTimeoutMs: 60_000,
         heartbeatMs: 500,
