@@ -170,7 +170,10 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
       }
       expect([...updates.keys()].sort()).toEqual([...honest, HOSTILE].sort());
       const mean = new Float32Array(record.parameters);
-      for (const site of honest) updates.get(site)!.forEach((v, i) => (mean[i]! += v / honest.length));
+      for (const site of honest) {
+        const u = updates.get(site)!;
+        for (let i = 0; i < u.length; i++) mean[i]! += u[i]! / honest.length;
+      }
       let worst = 0;
       for (let i = 0; i < mean.length; i++) worst = Math.max(worst, Math.abs(mean[i]! - delta[i]!));
       expect(worst).toBeLessThan(1e-6);
