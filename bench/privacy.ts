@@ -23,20 +23,10 @@ import {
 import { encodeUpdate, type RoundContext } from '../src/protocol/index.ts';
 import { privateLevels, privateMean } from '../src/services/agent/private-update.ts';
 import { servicePrivacyOf } from '../src/services/privacy-plan.ts';
+import { gaussianUpdate } from './synthetic-update.ts';
 import { type BenchRow, printTable, timeIt, writeResults } from './table.ts';
 
 const CONTRIBUTORS = 10;
-
-function gaussianUpdate(n: number, rms: number): Float32Array {
-  const u = new Float32Array(n);
-  for (let i = 0; i < n; i += 2) {
-    const r = Math.sqrt(-2 * Math.log(Math.random() || 1e-300));
-    const t = 2 * Math.PI * Math.random();
-    u[i] = r * Math.cos(t) * rms;
-    if (i + 1 < n) u[i + 1] = r * Math.sin(t) * rms;
-  }
-  return u;
-}
 
 export async function runPrivacyBench(): Promise<void> {
   const d = parameterCount(MNIST_2NN);

@@ -9,6 +9,7 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   audit: () => import('./audit.ts').then((m) => m.runAuditBench()),
   soak: () => import('./soak.ts').then((m) => m.runSoakBench()),
   privacy: () => import('./privacy.ts').then((m) => m.runPrivacyBench()),
+  plain: () => import('./plain.ts').then((m) => m.runPlainBench()),
 };
 
 // A bare word right after a `--flag` is that flag's value (`audit --rounds 3`), not a bench name.

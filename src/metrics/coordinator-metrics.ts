@@ -150,6 +150,13 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
     for (const [j, to] of BREAKER_LEVELS.entries())
       if (j > i || j === i - 1) breakerTransitions.inc({ from, to }, 0);
   }
+  const robustUpdates = new Counter<'outcome'>({
+    name: 'cohort_robust_updates_total',
+    help: 'plain mode with a robust rule: updates the rule kept or left out, and those the norm bound scaled down.',
+    labelNames: ['outcome'],
+    registers: [registry],
+  });
+  for (const outcome of ['kept', 'dropped', 'norm_clipped']) robustUpdates.inc({ outcome }, 0);
   const lastCommit = new Gauge({
     name: 'cohort_last_commit_timestamp_seconds',
     help: 'When this coordinator last published a COMMIT, seconds since the epoch (0: none yet).',
@@ -223,6 +230,11 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
       }
       case 'breaker':
         breakerTransitions.inc({ from: event.from, to: event.to });
+        break;
+      case 'robust':
+        robustUpdates.inc({ outcome: 'kept' }, event.kept.length);
+        robustUpdates.inc({ outcome: 'dropped' }, event.dropped.length);
+        robustUpdates.inc({ outcome: 'norm_clipped' }, event.clipped);
         break;
       case 'switched':
         if (drift.switched(event.round, event.member) && Number.isFinite(event.latencyMs))

@@ -140,6 +140,20 @@ describe('createCoordinatorMetrics', () => {
     expect(sample(s, 'cohort_breaker_transitions_total', { from: 'shrink', to: 'closed' })).toBe(0);
   });
 
+  it('counts the updates a robust rule kept, left out and scaled to its norm bound', async () => {
+    const m = createCoordinatorMetrics({ stats: () => baseStats() });
+    let s = parseExposition(await m.text());
+    for (const outcome of ['kept', 'dropped', 'norm_clipped'])
+      expect(sample(s, 'cohort_robust_updates_total', { outcome })).toBe(0);
+    const event = { type: 'robust', rule: 'multi-krum', clipped: 1 } as const;
+    m.onEvent({ ...event, round: 1, kept: ['site-1', 'site-2', 'site-3', 'site-4'], dropped: ['site-5'] });
+    m.onEvent({ ...event, round: 2, kept: ['site-1', 'site-2', 'site-4', 'site-5'], dropped: ['site-3'] });
+    s = parseExposition(await m.text());
+    expect(sample(s, 'cohort_robust_updates_total', { outcome: 'kept' })).toBe(8);
+    expect(sample(s, 'cohort_robust_updates_total', { outcome: 'dropped' })).toBe(2);
+    expect(sample(s, 'cohort_robust_updates_total', { outcome: 'norm_clipped' })).toBe(2);
+  });
+
   it('counts drift when a live YES voter does not switch', async () => {
     const stats = baseStats();
     let clock = 0;

@@ -53,7 +53,7 @@ const OVERRIDES: Partial<CohortConfigInput> = {
   },
   learning: { model: '2nn', trainLimit: 2400, testLimit: 500, epochs: 1, batchSize: 10, learningRate: 0.1 },
   codec: { bits: 8, clip: 0.02, maxContributors: 32, crcChunkBytes: 16_384 },
-  log: { level: (process.env.E2E_LOG ?? 'error') as 'error' },
+  log: { level: 'error' },
 };
 
 /** Trains like any site, then sends `factor` times its update (the scaling attack, sign flipped). */
@@ -113,7 +113,10 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
   });
 
   it('commits Multi-Krum of the plaintext updates, leaving the hostile site out', async () => {
-    const summary = await f.runCoordinator(2, (e) => process.env.E2E_LOG && console.log(JSON.stringify(e)));
+    const robust: { round: number; kept: readonly string[]; dropped: readonly string[] }[] = [];
+    const summary = await f.runCoordinator(2, (e) => {
+      if (e.type === 'robust') robust.push({ round: e.round, kept: e.kept, dropped: e.dropped });
+    });
     expect(summary.rounds.map((r) => [r.round, r.commit, r.contributors])).toEqual([
       [1, true, 5],
       [2, true, 5],
@@ -121,6 +124,11 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
     const entries = await f.decisions();
     expectSingleChain(entries, f.genesis);
     const log = await f.logEntries();
+    // The operator's view (event, metric, log line): Multi-Krum left the hostile site out each round.
+    expect(robust.map((r) => [r.round, r.dropped])).toEqual([
+      [1, [HOSTILE]],
+      [2, [HOSTILE]],
+    ]);
     const lanes = f.coord.ckks;
     expect(lanes).toBeInstanceOf(PlainLaneContext);
     const keyset = new PlainLaneKeyset(lanes as PlainLaneContext);

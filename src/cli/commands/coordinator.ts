@@ -117,6 +117,12 @@ export function registerCoordinatorCommand(program: Command, ctx: CliContext): v
         say(`snapshot of height ${e.height} stored (${e.site}, ${e.bytes} bytes)`);
       } else if (e.type === 'decision') {
         say(formatRoundLine(e.summary));
+      } else if (e.type === 'robust' && (e.dropped.length > 0 || e.clipped > 0)) {
+        say(
+          `round ${e.round}: ${e.rule} kept ${e.kept.length} updates` +
+            (e.dropped.length > 0 ? `, left out ${e.dropped.join(', ')}` : '') +
+            (e.clipped > 0 ? `, scaled ${e.clipped} down to the norm bound` : ''),
+        );
       } else if (e.type === 'privacy-budget') {
         say(
           `privacy budget: ε ${e.epsilon.toFixed(4)} spent of ${e.budget}; one more round could pass it: no more training rounds`,

@@ -99,6 +99,18 @@ export type CoordinatorEvent =
   | { readonly type: 'snapshot'; readonly height: number; readonly site: string; readonly bytes: number }
   | { readonly type: 'rollback-requested'; readonly target: string; readonly height: number }
   | {
+      /**
+       * `plain` mode with a robust rule: the rule's aggregate of a round is stored (docs/security.md):
+       * the sites whose updates it kept and left out, and how many the norm bound scaled down.
+       */
+      readonly type: 'robust';
+      readonly round: number;
+      readonly rule: string;
+      readonly kept: readonly string[];
+      readonly dropped: readonly string[];
+      readonly clipped: number;
+    }
+  | {
       /** The privacy budget would not survive one more round: the run ends (docs/privacy.md). */
       readonly type: 'privacy-budget';
       readonly round: number;

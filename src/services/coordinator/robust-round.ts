@@ -107,13 +107,21 @@ export async function robustStep(
   } catch (err) {
     return { failed: `cannot store the aggregate update: ${(err as Error).message}` };
   }
+  const kept = new Set(result.selected);
   const dropped = input.partials
     .flatMap((p) => p.sites.map((s) => s.site))
-    .filter((s) => !result.selected.includes(s));
-  host.ctx.log.info(
-    { round: input.context.round, rule: input.rule.name, dropped, clipped: result.clipped },
-    'robust aggregate',
-  );
+    .filter((s) => !kept.has(s))
+    .sort();
+  const round = input.context.round;
+  host.ctx.log.info({ round, rule: input.rule.name, dropped, clipped: result.clipped }, 'robust aggregate');
+  host.emit({
+    type: 'robust',
+    round,
+    rule: input.rule.name,
+    kept: result.selected,
+    dropped,
+    clipped: result.clipped,
+  });
   return {
     record: {
       rule: input.rule,
