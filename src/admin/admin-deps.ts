@@ -68,6 +68,11 @@ export interface AdminMetrics {
 export interface AdminDeps {
   /** The federation id (shown in the status). */
   readonly federation: string;
+  /**
+   * How the federation aggregates (shown in the status): `federation.mode`, and the robust rule of
+   * `federation.aggregation` (null: FedAvg of the sum). Absent: the status shows null.
+   */
+  readonly aggregation?: { readonly mode: 'he' | 'plain'; readonly rule: string | null };
   readonly coordinator: AdminCoordinator;
   readonly history: AdminHistory;
   /** The model of a chain commit as safetensors (needs a site's model store on this host). */

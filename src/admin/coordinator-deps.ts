@@ -78,6 +78,7 @@ export function coordinatorAdminDeps(input: CoordinatorDepsInput): AdminDeps {
   const store = input.modelStore === undefined ? undefined : resolve(input.modelStore);
   return {
     federation: config.federation.id,
+    aggregation: { mode: config.federation.mode, rule: config.federation.aggregation?.name ?? null },
     coordinator: {
       stats: () => handle.stats(),
       members: () => handle.members(),

@@ -96,6 +96,7 @@ export function registerFederationRoutes(ctx: RouteContext): void {
         breaker: breakerJson(stats.breaker),
         run: run === undefined ? null : runJson(run),
         privacy: stats.privacy ?? null,
+        aggregation: deps.aggregation ?? null,
         lastRounds: loggedRounds(timeline, STATUS_ROUNDS),
       };
     },

@@ -271,6 +271,11 @@ export const STATUS = closed({
     description:
       'differential privacy: ε spent as of the head and the budget (docs/privacy.md); null without',
   },
+  aggregation: {
+    ...nullable(closed({ mode: { type: 'string', enum: ['he', 'plain'] }, rule: nullable(str) })),
+    description:
+      'federation.mode, and the robust rule of federation.aggregation (null: FedAvg of the sum; docs/security.md)',
+  },
   lastRounds: { type: 'array', items: LOGGED_ROUND },
 });
 

@@ -42,6 +42,8 @@ export interface StatusJson {
   } | null;
   /** Absent from coordinators older than differential privacy. */
   privacy?: { epsilon: number; budget: number } | null;
+  /** Absent from coordinators older than `plain` mode. */
+  aggregation?: { mode: string; rule: string | null } | null;
   lastRounds: {
     round: number;
     kind: string;
@@ -70,6 +72,11 @@ export function statusLines(s: StatusJson): string[] {
   ];
   if (s.privacy != null)
     lines.push(`privacy: ε ${s.privacy.epsilon.toFixed(4)} spent of ${s.privacy.budget}`);
+  if (s.aggregation?.mode === 'plain') {
+    lines.push(
+      `aggregation: plain mode, ${s.aggregation.rule === null ? 'FedAvg of the sum' : printable(s.aggregation.rule)}`,
+    );
+  }
   if (s.lastRounds.length > 0) lines.push('last rounds:');
   for (const r of s.lastRounds) {
     const what =
