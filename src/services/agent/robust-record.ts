@@ -19,7 +19,7 @@ export interface RobustRound {
 
 /**
  * The aggregate update Δ̄ a `plain`-mode round with a robust rule applies, or null for a round
- * aggregated by FedAvg of the sum (docs/security.md, "plain mode"). Before reading it the site
+ * aggregated by FedAvg of the sum, whatever its params carry (docs/security.md, "plain mode"). Before reading it the site
  * checks the params' robust record: the rule is the federation's (`federation.aggregation`), the
  * kept sites are contributors of the sum and as many as the rule keeps; then Δ̄ must hash to the
  * record's digest, have the model's length and be finite. A failure is a {@link VoteNo} on PREPARE
@@ -35,17 +35,13 @@ export async function robustDeltaFor(
       ? new VoteNo(problem)
       : new AgentError('REPLAY_MISMATCH', `round ${r.round}: ${problem}`);
   const rule = serviceRobustRule(core.ctx.config);
+  // FedAvg of the sum: what a site applies does not depend on the params' trailers.
+  if (rule === null) return null;
   let record: RoundRobust | undefined;
   try {
     record = decodeRoundParams(r.params).robust;
   } catch (err) {
     throw refuse(`the round params do not decode: ${(err as Error).message}`);
-  }
-  if (rule === null) {
-    if (record !== undefined) {
-      throw refuse(`the round records robust rule ${record.rule.name}; this federation aggregates by FedAvg`);
-    }
-    return null;
   }
   if (record === undefined)
     throw refuse(`the round records no robust aggregation; this federation uses ${rule.name}`);
