@@ -20,12 +20,19 @@ import {
   unframe,
 } from '../../src/protocol/index.ts';
 import { type AgentService, startAgent } from '../../src/services/agent/index.ts';
-import { contributionObjectName, openContribution } from '../../src/services/aggregator/index.ts';
+import {
+  contributionObjectName,
+  openContribution,
+  updatesStoreWriter,
+} from '../../src/services/aggregator/index.ts';
 import {
   decodeAggregateObject,
   decodeRoundParams,
   startCoordinator,
 } from '../../src/services/coordinator/index.ts';
+import type { AcceptedPartial } from '../../src/services/coordinator/partial-intake.ts';
+import { robustRound, robustStep } from '../../src/services/coordinator/robust-round.ts';
+import type { RoundHost } from '../../src/services/coordinator/round-host.ts';
 import { openMember } from '../../src/services/index.ts';
 import {
   decodeRobustDelta,
@@ -246,6 +253,63 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
     expect(report.problems).toEqual([]);
     expect(report.checked.recomputed).toBe(2);
     expect(report.checked.robustAggregates).toBe(2);
+  }, 60_000);
+
+  it('the coordinator fails a round whose stored updates are missing or not the ones listed, naming the site', async () => {
+    const log = await f.logEntries();
+    const open = log.flatMap((e) => (e.record.roundOpen?.round === 2 ? [e.record.roundOpen] : []))[0]!;
+    const partials: AcceptedPartial[] = log.flatMap((e) => {
+      const p = e.record.partial;
+      if (p?.round !== 2) return [];
+      const m = decodeManifestBody(unframe(p.manifest, FRAME_KIND.manifest));
+      return [
+        {
+          aggregator: p.aggregator,
+          sites: m.contributorList,
+          manifest: p.manifest,
+          siteManifests: m.siteManifests,
+        },
+      ];
+    });
+    const decision = (await f.decisions()).find((d) => d.round === 2)!;
+    const host = {
+      ctx: f.coord,
+      parameterCount: decodeRoundParams(decision.params).robust!.parameters,
+    } as unknown as RoundHost;
+    const input = {
+      context: { federation: open.federation, round: 2, baseCommit: open.baseCommit, version: open.version },
+      attempt: open.attempt,
+      assignments: open.assignments,
+      encoding: decision.aggregate!.encoding,
+      totalParams: open.totalParams,
+      partials,
+      rule: { name: 'multi-krum' as const, byzantine: 1 },
+    };
+    // As stored, the inputs give the committed Δ̄.
+    const again = await robustRound(host, input);
+    expect(again.digest).toEqual(decodeRoundParams(decision.params).robust!.delta);
+    // Another attempt of the round: nothing was stored under its names.
+    const missing = await robustStep(host, { ...input, attempt: new Uint8Array(16).fill(7) });
+    expect('failed' in missing && missing.failed).toMatch(
+      /^robust aggregation \(multi-krum\) \[CONTRIBUTION_UNAVAILABLE\]: the update of site-\d is not in the updates store$/,
+    );
+    // An aggregator overwrites site-1's stored update with site-2's: not the update site-1 signed.
+    const agg = await f.member(f.dep.aggregators[0]!);
+    const store = await updatesStoreWriter(agg.transport.connection, agg.subjects.updatesBucket)();
+    const name = (site: string) => contributionObjectName(2, open.attempt, site);
+    const bytes = await readObject(
+      f.coord.transport.connection,
+      f.coord.subjects.updatesBucket,
+      name('site-2'),
+      {
+        maxBytes: 64 << 20,
+      },
+    );
+    await store.putBlob({ name: name('site-1') }, bytes!);
+    await expect(robustRound(host, input)).rejects.toMatchObject({
+      code: 'CONTRIBUTION_MISMATCH',
+      message: expect.stringContaining('the stored update of site-1'),
+    });
   }, 60_000);
 });
 

@@ -1,5 +1,6 @@
 import { PlainLaneContext, PlainLaneKeyset } from '../../../crypto/lanes/index.ts';
 import type { RobustRule } from '../../../federation/index.ts';
+import { CohortError } from '../../errors/index.ts';
 import {
   type Assignment,
   BlockVerifier,
@@ -19,6 +20,19 @@ import { readObject } from '../store/index.ts';
 import type { AcceptedPartial } from './partial-intake.ts';
 import type { RoundHost } from './round-host.ts';
 import type { RoundRobust } from './round-params.ts';
+
+/** Stable codes of {@link RobustRoundError}. */
+export type RobustRoundErrorCode =
+  | 'PLAIN_MODE_REQUIRED'
+  | 'CONTRIBUTION_UNAVAILABLE'
+  | 'CONTRIBUTION_MISMATCH';
+
+/** Why a robust round's inputs could not be read: the round then fails with this reason. */
+export class RobustRoundError extends CohortError {
+  constructor(code: RobustRoundErrorCode, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+  }
+}
 
 /** What {@link robustRound} needs about the round. */
 export interface RobustRoundInput {
@@ -42,7 +56,9 @@ export interface RobustRoundInput {
 export async function robustRound(host: RoundHost, input: RobustRoundInput): Promise<RobustRoundResult> {
   const { ctx } = host;
   const lanes = ctx.ckks;
-  if (!(lanes instanceof PlainLaneContext)) throw new Error('a robust rule needs federation.mode plain');
+  if (!(lanes instanceof PlainLaneContext)) {
+    throw new RobustRoundError('PLAIN_MODE_REQUIRED', 'a robust rule needs federation.mode plain');
+  }
   const keyset = new PlainLaneKeyset(lanes);
   const { context, assignments, encoding, totalParams } = input;
   const weights = new Map(assignments.map((a) => [a.site, a.examples]));
@@ -70,10 +86,18 @@ export async function robustRound(host: RoundHost, input: RobustRoundInput): Pro
         maxBytes,
         timeoutMs: ctx.config.nats.timeoutMs,
       });
-      if (bytes === null) throw new Error(`the update of ${listed.site} is not in the updates store`);
+      if (bytes === null) {
+        throw new RobustRoundError(
+          'CONTRIBUTION_UNAVAILABLE',
+          `the update of ${listed.site} is not in the updates store`,
+        );
+      }
       const opened = openContribution(bytes, partial.siteManifests[i] ?? new Uint8Array(0), listed, verifier);
       if (typeof opened === 'string') {
-        throw new Error(`the stored update of ${listed.site} (via ${partial.aggregator}): ${opened}`);
+        throw new RobustRoundError(
+          'CONTRIBUTION_MISMATCH',
+          `the stored update of ${listed.site} (via ${partial.aggregator}): ${opened}`,
+        );
       }
       updates.push({
         site: listed.site,
@@ -97,7 +121,8 @@ export async function robustStep(
   try {
     result = await robustRound(host, input);
   } catch (err) {
-    return { failed: `robust aggregation (${input.rule.name}): ${(err as Error).message}` };
+    const code = err instanceof CohortError ? ` [${err.code}]` : '';
+    return { failed: `robust aggregation (${input.rule.name})${code}: ${(err as Error).message}` };
   }
   try {
     await (await host.aggregates()).putBlob(
