@@ -10,7 +10,8 @@ import { sha256 } from '../../crypto/digest/index.ts';
 import { PlainLaneContext, PlainLaneKeyset } from '../../crypto/lanes/index.ts';
 import { l2Norm } from '../../federation/index.ts';
 import { createCpuEngine, type TrainingEngine } from '../../gpu/index.ts';
-import type { AuditReport } from '../../src/audit/index.ts';
+import { type AuditReport, openLiveAuditSource } from '../../src/audit/index.ts';
+import { recomputeAggregate } from '../../src/audit/recompute-check.ts';
 import type { CohortConfigInput } from '../../src/config/index.ts';
 import {
   BlockVerifier,
@@ -28,12 +29,13 @@ import {
 import {
   decodeAggregateObject,
   decodeRoundParams,
+  type RoundRobust,
   startCoordinator,
 } from '../../src/services/coordinator/index.ts';
 import type { AcceptedPartial } from '../../src/services/coordinator/partial-intake.ts';
 import { robustRound, robustStep } from '../../src/services/coordinator/robust-round.ts';
 import type { RoundHost } from '../../src/services/coordinator/round-host.ts';
-import { openMember } from '../../src/services/index.ts';
+import { ckksParamsOf, openMember } from '../../src/services/index.ts';
 import {
   decodeRobustDelta,
   plainUpdateDelta,
@@ -253,6 +255,52 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
     expect(report.problems).toEqual([]);
     expect(report.checked.recomputed).toBe(2);
     expect(report.checked.robustAggregates).toBe(2);
+  }, 60_000);
+
+  it('the audit names a robust record that keeps other sites or another Δ̄ than the rule gives', async () => {
+    const log = await f.logEntries();
+    const decision = (await f.decisions()).find((d) => d.round === 1)!;
+    const open = log.flatMap((e) => (e.record.roundOpen?.round === 1 ? [e.record.roundOpen] : []))[0]!;
+    const info = decision.aggregate!;
+    const nc = f.coord.transport.connection;
+    const aggregate = await readObject(nc, f.coord.subjects.aggregatesBucket, info.object, {
+      maxBytes: 64 << 20,
+    });
+    const record = decodeRoundParams(decision.params).robust!;
+    const check = (robust: RoundRobust) =>
+      openLiveAuditSource(nc, { federation: f.dep.config.federation.id, member: f.dep.coordinator }).then(
+        (source) =>
+          recomputeAggregate({
+            source,
+            sequence: decision.sequence,
+            open,
+            info,
+            aggregate: aggregate!,
+            partials: log.flatMap((e) =>
+              e.record.partial?.round === 1 ? [{ sequence: e.sequence, record: e.record.partial }] : [],
+            ),
+            siteKey: (id) => f.coord.keys(id),
+            ckksParams: [ckksParamsOf(f.dep.config)],
+            robust,
+          }),
+      );
+    const honest = await check(record);
+    expect(honest).toMatchObject({ contributions: 5, robust: true, problems: [] });
+    const swapped = await check({ ...record, selected: ['site-1', 'site-2', 'site-3', HOSTILE] });
+    expect(swapped.problems).toEqual([
+      {
+        sequence: decision.sequence,
+        code: 'ROBUST_AGGREGATE_MISMATCH',
+        message: `round 1: multi-krum keeps site-1, site-2, site-3, site-4; the commit records site-1, site-2, site-3, ${HOSTILE}`,
+      },
+    ]);
+    const other = await check({ ...record, delta: new Uint8Array(32) });
+    expect(other.problems.map((p) => [p.code, p.message])).toEqual([
+      [
+        'ROBUST_AGGREGATE_MISMATCH',
+        'round 1: the multi-krum of the stored contributions is not the aggregate update the commit records',
+      ],
+    ]);
   }, 60_000);
 
   it('the coordinator fails a round whose stored updates are missing or not the ones listed, naming the site', async () => {
