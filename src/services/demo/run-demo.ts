@@ -137,7 +137,7 @@ export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink
     ...(options.trainLimit === undefined ? {} : { trainLimit: options.trainLimit }),
   });
   say(
-    `key ceremony done (Falcon-512 signing keys, CKKS key and federation data key wrapped per site with ML-KEM-768); nats-server ${deployment.nats.url} with per-member permissions (${((performance.now() - t0) / 1000).toFixed(1)} s)`,
+    `key ceremony done (Falcon-512 signing keys, CKKS key${mode === 'plain' ? ' (unused in plain mode)' : ''} and federation data key wrapped per site with ML-KEM-768); nats-server ${deployment.nats.url} with per-member permissions (${((performance.now() - t0) / 1000).toFixed(1)} s)`,
   );
   const children: ChildProcess[] = [];
   const logs: WriteStream[] = [];
