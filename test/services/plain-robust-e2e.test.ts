@@ -18,6 +18,7 @@ import {
   type ControlBodies,
   decodeManifestBody,
   FRAME_KIND,
+  openControl,
   unframe,
 } from '../../src/protocol/index.ts';
 import { type AgentService, startAgent } from '../../src/services/agent/index.ts';
@@ -32,6 +33,7 @@ import {
   type RoundRobust,
   startCoordinator,
 } from '../../src/services/coordinator/index.ts';
+import { nextRoundClip } from '../../src/services/coordinator/next-clip.ts';
 import type { AcceptedPartial } from '../../src/services/coordinator/partial-intake.ts';
 import { robustRound, robustStep } from '../../src/services/coordinator/robust-round.ts';
 import type { RoundHost } from '../../src/services/coordinator/round-host.ts';
@@ -201,6 +203,20 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
       for (let i = 0; i < mean.length; i++) dot += hostile[i]! * mean[i]!;
       expect(dot / (l2Norm(hostile) * l2Norm(mean))).toBeLessThan(-0.2);
     }
+
+    // Round 2's clip follows the median RMS the round-1 YES voters reported, not the hostile one's.
+    const reported = log
+      .flatMap((e) => (e.record.votes?.round === 1 ? e.record.votes.votes : []))
+      .map((v) => openControl(v.envelope, 'vote', f.coord.keys).body);
+    const rms = new Map(reported.map((v) => [v.member, v.meanUpdateRms]));
+    const open2 = log.flatMap((e) => (e.record.roundOpen?.round === 2 ? [e.record.roundOpen] : []))[0]!;
+    expect(open2.clip).toBe(
+      Math.fround(nextRoundClip(0, [...rms.values()], f.dep.config.round.clipMultiplier)),
+    );
+    expect(rms.get(HOSTILE)!).toBeGreaterThan(5 * Math.max(...honest.map((s) => rms.get(s)!)));
+    expect(open2.clip).toBeLessThanOrEqual(
+      Math.fround(f.dep.config.round.clipMultiplier * Math.max(...honest.map((s) => rms.get(s)!))),
+    );
 
     // Every site, the hostile one included, applied the same Δ̄ and holds the head.
     const head = entries.at(-1)!.commitHash;

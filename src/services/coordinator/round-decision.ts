@@ -3,6 +3,7 @@ import type { AggregateInfo, BatchedVote, DecisionBody } from '../../protocol/in
 import { bytesToHex } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
 import type { RoundSummary } from './events.ts';
+import { nextRoundClip } from './next-clip.ts';
 import { roundAbortReason } from './round-abort.ts';
 import { type ActiveRound, type RoundHost, votingRound } from './round-host.ts';
 import type { Verdict } from './round-judge.ts';
@@ -68,16 +69,14 @@ export async function decide(
     round: facts.round,
     height: head.height,
   });
-  let nextClip = host.clip;
-  if (verdict.commit && facts.kind === 'round') {
-    const rms = verdict.yes
-      .map((v) => state.votes.get(v)!.meanUpdateRms)
-      .filter((x) => Number.isFinite(x) && x > 0);
-    if (rms.length > 0) {
-      const next = cfg.round.clipMultiplier * (rms.reduce((a, b) => a + b, 0) / rms.length);
-      if (Number.isFinite(next) && Math.fround(next) > 0) nextClip = next;
-    }
-  }
+  const nextClip =
+    verdict.commit && facts.kind === 'round'
+      ? nextRoundClip(
+          host.clip,
+          verdict.yes.map((v) => state.votes.get(v)!.meanUpdateRms),
+          cfg.round.clipMultiplier,
+        )
+      : host.clip;
   // The YES voters' totals must evaluate the round's base (the parent): anything else is not kept.
   let evaluation = verdict.commit && facts.kind === 'round' ? verdict.evaluation : null;
   if (evaluation !== null && !bytesEqual(evaluation.model, head.hash)) {
