@@ -143,8 +143,22 @@ describe('fault suite: one node of a three-node JetStream cluster SIGKILLed mid-
         objectStreamName(s.updatesBucket),
         `KV_${s.leaseBucket}`,
       ]) {
-        const info = await jsm.streams.info(name);
-        expect(info.config.num_replicas, name).toBe(3);
+        // A stream whose leader was the dead node answers once the two left elect a new one: on
+        // loaded cores that can take longer than one API request waits, so ask until it answers.
+        let replicas = 0;
+        await waitFor(
+          `${name} answers with a leader`,
+          async () => {
+            try {
+              replicas = (await jsm.streams.info(name)).config.num_replicas;
+              return true;
+            } catch {
+              return false;
+            }
+          },
+          60_000,
+        );
+        expect(replicas, name).toBe(3);
       }
     },
     2 * MS,
