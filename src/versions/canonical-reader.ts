@@ -40,6 +40,11 @@ export class CanonicalReader {
     return this.#view.getUint32(this.#take(4, what), false);
   }
 
+  /** An IEEE 754 double (what `CanonicalWriter.f64` writes). */
+  f64(what: string): number {
+    return this.#view.getFloat64(this.#take(8, what), false);
+  }
+
   /** An 8-byte unsigned integer; refuses values above 2^53 − 1 (what `CanonicalWriter.u64` writes). */
   u64(what: string): number {
     const value = this.#view.getBigUint64(this.#take(8, what), false);

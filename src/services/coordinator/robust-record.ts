@@ -1,6 +1,7 @@
 import { assertRobustRule, type RobustRule } from '../../../federation/index.ts';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
 import type { CanonicalWriter } from '../../protocol/canonical-writer.ts';
+import { CanonicalReader } from '../../versions/canonical-reader.ts';
 
 export type { RobustRule };
 
@@ -55,39 +56,18 @@ export function writeRobust(writer: CanonicalWriter, r: RobustFields): void {
  * trailer is the params' last). Returns it and the bytes read; `INVALID_ARGUMENT` on anything else.
  */
 export function readRobust(bytes: Uint8Array): { robust: RobustFields; length: number } {
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let at = 0;
-  const need = (n: number) => {
-    if (at + n > bytes.length) throw new InvalidArgumentError('round params: robust trailer is truncated');
-  };
-  const u32 = () => {
-    need(4);
-    const v = view.getUint32(at, false);
-    at += 4;
-    return v;
-  };
-  const f64 = () => {
-    need(8);
-    const v = view.getFloat64(at, false);
-    at += 8;
-    return v;
-  };
-  const str = () => {
-    const n = u32();
-    need(n);
-    const s = new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(at, at + n));
-    at += n;
-    return s;
-  };
-  const name = str();
-  const normBound = f64();
-  const trimFraction = f64();
-  const byzantine = u32();
-  const select = u32();
-  const bound = normBound === 0 ? {} : { normBound };
+  const r = new CanonicalReader(
+    bytes,
+    (m) => new InvalidArgumentError(`round params: robust trailer is truncated or malformed: ${m}`),
+  );
+  const name = r.str('rule', 64);
+  const normBound = r.f64('normBound');
+  const trimFraction = r.f64('trimFraction');
+  const byzantine = r.u32('byzantine');
+  const select = r.u32('select');
   const rule = {
     name,
-    ...bound,
+    ...(normBound === 0 ? {} : { normBound }),
     ...(name === 'trimmed-mean' ? { trimFraction } : {}),
     ...(name === 'multi-krum' ? { byzantine, ...(select === 0 ? {} : { select }) } : {}),
   };
@@ -96,16 +76,12 @@ export function readRobust(bytes: Uint8Array): { robust: RobustFields; length: n
   } catch (cause) {
     throw new InvalidArgumentError(`round params: robust rule: ${(cause as Error).message}`, { cause });
   }
-  const n = u32();
+  const n = r.u32('selected count');
   if (n < 1 || n > MAX_SELECTED)
     throw new InvalidArgumentError(`round params: robust record names ${n} sites`);
-  const selected = Array.from({ length: n }, str);
-  const clipped = u32();
-  const parameters = u32();
-  const length = u32();
-  if (length !== 32) throw new InvalidArgumentError('round params: robust delta digest is not 32 bytes');
-  need(32);
-  const delta = bytes.slice(at, at + 32);
-  at += 32;
-  return { robust: { rule, selected, clipped, parameters, delta }, length: at };
+  const selected = Array.from({ length: n }, (_, i) => r.str(`selected[${i}]`, 128));
+  const clipped = r.u32('clipped');
+  const parameters = r.u32('parameters');
+  const delta = r.bytes('delta', { length: 32 });
+  return { robust: { rule, selected, clipped, parameters, delta }, length: r.offset };
 }
