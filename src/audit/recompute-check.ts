@@ -9,16 +9,19 @@ import {
 import {
   AggregateBuilder,
   type AggregateInfo,
-  BlockVerifier,
+  type BlockVerifier,
   type ControlBodies,
   decodeManifestBody,
   FRAME_KIND,
-  maxBlockFrameBytes,
   type PartialRecordBody,
   unframe,
   type VerifiedUpdate,
 } from '../protocol/index.ts';
-import { contributionObjectName, openContribution } from '../services/aggregator/index.ts';
+import {
+  contributionObjectName,
+  contributionReader,
+  openContribution,
+} from '../services/aggregator/index.ts';
 import { encodeAggregateObject, type RoundRobust } from '../services/coordinator/index.ts';
 import { applyRobustRule, plainUpdateDelta } from '../services/robust-plan.ts';
 import { bytesToHex } from '../versions/index.ts';
@@ -109,25 +112,13 @@ export async function recomputeAggregate(input: RecomputeInput): Promise<Recompu
     );
   }
   const ckks: LaneContext = plain === undefined ? await getCkksContext(params!) : new PlainLaneContext(plain);
-  const context = {
-    federation: open.federation,
-    round: open.round,
-    baseCommit: open.baseCommit,
-    version: open.version,
-  };
-  const weights = new Map(open.assignments.map((a) => [a.site, a.examples]));
-  const verifier = new BlockVerifier({
-    context,
-    ckksParamsId: ckks.paramsId,
-    keys: (id) => (weights.has(id) ? input.siteKey(id) : undefined),
+  const { verifier, maxBytes } = contributionReader({
+    open,
+    blocks: expectedAggregateBlocks(info),
+    lanes: ckks,
+    keys: input.siteKey,
     allowedAlgorithms: ALGORITHMS,
-    kind: 'site-update',
-    maxCiphertextBytes: ckks.maxCiphertextBytes,
-    participants: open.assignments.length,
-    pinned: { totalParams: open.totalParams, weightOf: (s) => weights.get(s) },
   });
-  const blocks = expectedAggregateBlocks(info);
-  const maxBytes = 4 + (blocks + 1) * (4 + maxBlockFrameBytes(ckks.maxCiphertextBytes));
   const problems: AuditProblem[] = [];
   const updates: VerifiedUpdate[] = [];
   for (const { sequence: at, record } of input.partials) {

@@ -11,8 +11,8 @@ import { decodeAggregate, type RoundContext, type VerifiedUpdate } from '../prot
  */
 export function serviceRobustRule(config: CohortConfig): RobustRule | null {
   const rule = config.federation.aggregation;
-  if (rule === undefined || config.federation.mode !== 'plain') return null;
-  return structuredClone(rule) as RobustRule;
+  // The frozen config's object is the rule: every RobustRule field is readonly.
+  return rule === undefined || config.federation.mode !== 'plain' ? null : (rule as RobustRule);
 }
 
 /** Name of a round's aggregate update in the aggregates store (round numbers are never reused). */

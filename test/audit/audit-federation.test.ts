@@ -16,7 +16,7 @@ import {
 import type { CohortConfigInput } from '../../src/config/index.ts';
 import { openControl, sealControl } from '../../src/protocol/index.ts';
 import { Federation } from '../helpers/federation.ts';
-import { cohort } from '../helpers/run-cli.ts';
+import { auditLive, cohort } from '../helpers/run-cli.ts';
 
 const OVERRIDES: Partial<CohortConfigInput> = {
   round: { heartbeatMs: 200, missedHeartbeats: 5, deadlineMs: 8000, voteTimeoutMs: 8000 },
@@ -182,37 +182,14 @@ describe('cohort audit on a real federation log', () => {
   });
 
   it('live, as the auditor’s read-only NATS user: the log verifies (exit 0)', async () => {
-    const r = await cohort(
-      'audit',
-      'verify',
-      '--config',
-      f.dep.configPath,
-      '--member',
-      'auditor-1',
-      '--json',
-      '--skip-aggregates',
-    );
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
-    const report = JSON.parse(r.stdout) as AuditReport;
+    const report = await auditLive(f.dep.configPath, 'auditor-1', '--skip-aggregates');
     expect(report.source).toMatchObject({ kind: 'live', member: 'auditor-1' });
     expect(report.entries).toBe(bundle.entries.length);
     expect(report.problems).toEqual([]);
     expect(report.unchecked.map((u) => u.code)).toEqual([...decisionAt].map(() => 'AGGREGATE_SKIPPED'));
     // Without --skip-aggregates: the auditor's user may read the aggregate store (and nothing
     // else of the object stores), so every aggregate is checked live.
-    const full = await cohort(
-      'audit',
-      'verify',
-      '--config',
-      f.dep.configPath,
-      '--member',
-      'auditor-1',
-      '--json',
-    );
-    expect(full.stderr).toBe('');
-    expect(full.status).toBe(0);
-    expect((JSON.parse(full.stdout) as AuditReport).checked.aggregates).toBe(decisionAt.size);
+    expect((await auditLive(f.dep.configPath)).checked.aggregates).toBe(decisionAt.size);
     // A site's read-only user may also read the aggregate store: every aggregate is checked live.
     const site = await cohort(
       'audit',

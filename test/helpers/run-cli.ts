@@ -1,3 +1,5 @@
+import { expect } from 'vitest';
+import type { AuditReport } from '../../src/audit/index.ts';
 import { type CliContext, runCli } from '../../src/cli/index.ts';
 
 /** Runs `cohort ...args` in-process; returns the exit status and what was written. */
@@ -11,4 +13,19 @@ export async function cohort(...args: string[]): Promise<{ status: number; stdou
   };
   const status = await runCli(['node', 'cohort', ...args], ctx);
   return { status, stdout: out.join(''), stderr: err.join('') };
+}
+
+/**
+ * `cohort audit verify --config <configPath> --member <member> --json [...flags]` in-process, as a
+ * member's read-only NATS user: the report, once it exited 0 with nothing on stderr.
+ */
+export async function auditLive(
+  configPath: string,
+  member = 'auditor-1',
+  ...flags: string[]
+): Promise<AuditReport> {
+  const r = await cohort('audit', 'verify', '--config', configPath, '--member', member, '--json', ...flags);
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0);
+  return JSON.parse(r.stdout) as AuditReport;
 }

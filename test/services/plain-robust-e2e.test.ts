@@ -10,20 +10,13 @@ import { sha256 } from '../../crypto/digest/index.ts';
 import { PlainLaneContext, PlainLaneKeyset } from '../../crypto/lanes/index.ts';
 import { l2Norm } from '../../federation/index.ts';
 import { createCpuEngine, type TrainingEngine } from '../../gpu/index.ts';
-import { type AuditReport, openLiveAuditSource } from '../../src/audit/index.ts';
+import { openLiveAuditSource } from '../../src/audit/index.ts';
 import { recomputeAggregate } from '../../src/audit/recompute-check.ts';
-import type { CohortConfigInput } from '../../src/config/index.ts';
-import {
-  BlockVerifier,
-  type ControlBodies,
-  decodeManifestBody,
-  FRAME_KIND,
-  openControl,
-  unframe,
-} from '../../src/protocol/index.ts';
+import { decodeManifestBody, FRAME_KIND, openControl, unframe } from '../../src/protocol/index.ts';
 import { type AgentService, startAgent } from '../../src/services/agent/index.ts';
 import {
   contributionObjectName,
+  contributionReader,
   openContribution,
   updatesStoreWriter,
 } from '../../src/services/aggregator/index.ts';
@@ -44,28 +37,19 @@ import {
   robustDeltaObjectName,
 } from '../../src/services/robust-plan.ts';
 import { readObject } from '../../src/services/store/index.ts';
+import { e2eOverrides } from '../helpers/e2e-overrides.ts';
 import { expectSingleChain, Federation, hex, waitFor } from '../helpers/federation.ts';
-import { cohort } from '../helpers/run-cli.ts';
+import { auditLive } from '../helpers/run-cli.ts';
 
 const HOSTILE = 'site-5';
 const LATE = 'site-6';
 
-const OVERRIDES: Partial<CohortConfigInput> = {
-  federation: { id: 'e2eplain', mode: 'plain', aggregation: { name: 'multi-krum', byzantine: 1 } },
-  round: {
-    heartbeatMs: 200,
-    missedHeartbeats: 5,
-    deadlineMs: 20_000,
-    voteTimeoutMs: 20_000,
-    epsilon: 0.25,
-    minContributors: 5,
-    // Round 1 waits for five sites and both aggregators: site-6 joins late.
-    quorum: 7,
-  },
-  learning: { model: '2nn', trainLimit: 2400, testLimit: 500, epochs: 1, batchSize: 10, learningRate: 0.1 },
-  codec: { bits: 8, clip: 0.02, maxContributors: 32, crcChunkBytes: 16_384 },
-  log: { level: 'error' },
-};
+const OVERRIDES = e2eOverrides(
+  // Round 1 waits for five sites and both aggregators: site-6 joins late.
+  { minContributors: 5, quorum: 7 },
+  { trainLimit: 2400 },
+  { federation: { id: 'e2eplain', mode: 'plain', aggregation: { name: 'multi-krum', byzantine: 1 } } },
+);
 
 /** Trains like any site, then sends `factor` times its update (the scaling attack, sign flipped). */
 function hostileEngine(factor: number): TrainingEngine {
@@ -80,30 +64,6 @@ function hostileEngine(factor: number): TrainingEngine {
       return { ...trained, parameters };
     },
   };
-}
-
-/** Verifies a round's site updates as the coordinator does (the site's key, the pinned size and weight). */
-function siteVerifier(
-  f: Federation,
-  open: ControlBodies['round-open'],
-  lanes: PlainLaneContext,
-): BlockVerifier {
-  const weights = new Map(open.assignments.map((a) => [a.site, a.examples]));
-  return new BlockVerifier({
-    context: {
-      federation: open.federation,
-      round: open.round,
-      baseCommit: open.baseCommit,
-      version: open.version,
-    },
-    ckksParamsId: lanes.paramsId,
-    keys: (id) => (weights.has(id) ? f.coord.keys(id) : undefined),
-    allowedAlgorithms: f.dep.config.crypto.signature.allowed,
-    kind: 'site-update',
-    maxCiphertextBytes: lanes.maxCiphertextBytes,
-    participants: open.assignments.length,
-    pinned: { totalParams: open.totalParams, weightOf: (s) => weights.get(s) },
-  });
 }
 
 describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
@@ -170,7 +130,13 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
       const delta = decodeRobustDelta(stored!, record.parameters);
       const participants = open.assignments.map((a) => a.site);
       const updates = new Map<string, Float32Array>();
-      const verifier = siteVerifier(f, open, lanes as PlainLaneContext);
+      const { verifier } = contributionReader({
+        open,
+        blocks: 1,
+        lanes,
+        keys: f.coord.keys,
+        allowedAlgorithms: f.dep.config.crypto.signature.allowed,
+      });
       for (const partial of log.flatMap((e) =>
         e.record.partial?.round === decision.round ? [e.record.partial] : [],
       )) {
@@ -256,18 +222,7 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
   }, 90_000);
 
   it('the auditor recomputes every Δ̄ from the stored updates: no problem', async () => {
-    const r = await cohort(
-      'audit',
-      'verify',
-      '--config',
-      f.dep.configPath,
-      '--member',
-      'auditor-1',
-      '--json',
-    );
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
-    const report = JSON.parse(r.stdout) as AuditReport;
+    const report = await auditLive(f.dep.configPath);
     expect(report.problems).toEqual([]);
     expect(report.checked.recomputed).toBe(2);
     expect(report.checked.robustAggregates).toBe(2);
@@ -341,11 +296,8 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
       parameterCount: decodeRoundParams(decision.params).robust!.parameters,
     } as unknown as RoundHost;
     const input = {
-      context: { federation: open.federation, round: 2, baseCommit: open.baseCommit, version: open.version },
-      attempt: open.attempt,
-      assignments: open.assignments,
+      open,
       encoding: decision.aggregate!.encoding,
-      totalParams: open.totalParams,
       partials,
       rule: { name: 'multi-krum' as const, byzantine: 1 },
     };
@@ -353,7 +305,10 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
     const again = await robustRound(host, input);
     expect(again.digest).toEqual(decodeRoundParams(decision.params).robust!.delta);
     // Another attempt of the round: nothing was stored under its names.
-    const missing = await robustStep(host, { ...input, attempt: new Uint8Array(16).fill(7) });
+    const missing = await robustStep(host, {
+      ...input,
+      open: { ...open, attempt: new Uint8Array(16).fill(7) },
+    });
     expect('failed' in missing && missing.failed).toMatch(
       /^robust aggregation \(multi-krum\) \[CONTRIBUTION_UNAVAILABLE\]: the update of site-\d is not in the updates store$/,
     );
@@ -384,11 +339,11 @@ describe('plain mode with FedAvg of the sum end to end (real nats-server)', () =
     f = await Federation.create('e2eplainavg', {
       aggregators: 1,
       sites: 3,
-      overrides: {
-        ...OVERRIDES,
-        federation: { id: 'e2eplainavg', mode: 'plain' },
-        round: { ...OVERRIDES.round, minContributors: 2, quorum: 4 },
-      },
+      overrides: e2eOverrides(
+        { minContributors: 2, quorum: 4 },
+        { trainLimit: 2400 },
+        { federation: { id: 'e2eplainavg', mode: 'plain' } },
+      ),
     });
     await f.startAggregator(f.dep.aggregators[0]!);
     for (const s of f.dep.sites) await f.startAgent(s);
@@ -423,18 +378,7 @@ describe('plain mode with FedAvg of the sum end to end (real nats-server)', () =
     const payloads = decodeAggregateObject(stored!);
     const slots = new PlainLaneKeyset(lanes).decrypt(payloads[0]!);
     expect(slots.some((v) => v > 0)).toBe(true);
-    const r = await cohort(
-      'audit',
-      'verify',
-      '--config',
-      f.dep.configPath,
-      '--member',
-      'auditor-1',
-      '--json',
-    );
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
-    const report = JSON.parse(r.stdout) as AuditReport;
+    const report = await auditLive(f.dep.configPath);
     expect(report.problems).toEqual([]);
     expect(report.checked.recomputed).toBe(2);
     expect(report.checked.contributions).toBe(6);

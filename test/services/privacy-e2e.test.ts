@@ -9,23 +9,12 @@ import { INTEGER_RDP_ORDERS, RdpLedger } from '../../federation/privacy/index.ts
 import type { CohortConfigInput } from '../../src/config/index.ts';
 import { decodeRoundParams, modelSpecFor } from '../../src/services/coordinator/index.ts';
 import { roundCharge, servicePrivacy } from '../../src/services/privacy-plan.ts';
+import { e2eOverrides } from '../helpers/e2e-overrides.ts';
 import { expectSingleChain, Federation, hex, waitFor } from '../helpers/federation.ts';
 
 const NOISE_MULTIPLIER = 0.8;
 
-const OVERRIDES: Partial<CohortConfigInput> = {
-  round: {
-    heartbeatMs: 200,
-    missedHeartbeats: 5,
-    deadlineMs: 20_000,
-    voteTimeoutMs: 20_000,
-    epsilon: 0.25,
-    minContributors: 3,
-  },
-  learning: { model: '2nn', trainLimit: 2000, testLimit: 500, epochs: 1, batchSize: 10, learningRate: 0.1 },
-  codec: { bits: 8, clip: 0.02, maxContributors: 32, crcChunkBytes: 16_384 },
-  log: { level: 'error' },
-};
+const OVERRIDES = e2eOverrides({ minContributors: 3 });
 
 describe('differential privacy end to end (he mode, real nats-server)', () => {
   let f: Federation;

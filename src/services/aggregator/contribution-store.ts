@@ -2,8 +2,17 @@ import { jetstream } from '@nats-io/jetstream';
 import { type ObjectStore, Objm, StorageType } from '@nats-io/obj';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { bytesEqual } from '../../../crypto/digest/index.ts';
+import type { LaneContext } from '../../../crypto/lanes/index.ts';
+import type { PublicSigningKey, SignatureAlgorithm } from '../../../crypto/signature/index.ts';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
-import type { BlockVerifier, Contributor, VerifiedUpdate } from '../../protocol/index.ts';
+import {
+  BlockVerifier,
+  type Contributor,
+  type ControlBodies,
+  type Encoding,
+  maxBlockFrameBytes,
+  type VerifiedUpdate,
+} from '../../protocol/index.ts';
 import { federationSubjects } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 
@@ -148,4 +157,47 @@ export function openContribution(
   } catch (err) {
     return (err as Error).message;
   }
+}
+
+/** What reading one round's stored contributions back takes: see {@link contributionReader}. */
+export interface ContributionReaderInput {
+  readonly open: ControlBodies['round-open'];
+  /** Blocks of one update of the round: sizes the largest stored contribution. */
+  readonly blocks: number;
+  /** When given, a block of any other encoding is refused (`ENCODING_MISMATCH`). */
+  readonly encoding?: Encoding;
+  readonly lanes: Pick<LaneContext, 'paramsId' | 'maxCiphertextBytes'>;
+  /** A site's signing key in force (undefined: unknown); asked only for the round's assigned sites. */
+  readonly keys: (site: string) => PublicSigningKey | undefined;
+  readonly allowedAlgorithms: readonly SignatureAlgorithm[];
+}
+
+/**
+ * The verifier of a round's site updates as its RoundOpen pins them (context, assigned sites and
+ * their weights, size, participants) and the largest stored contribution of that round, for
+ * {@link openContribution}: shared by the coordinator's robust step and the audit.
+ */
+export function contributionReader(input: ContributionReaderInput): {
+  verifier: BlockVerifier;
+  maxBytes: number;
+} {
+  const { open, lanes } = input;
+  const weights = new Map(open.assignments.map((a) => [a.site, a.examples]));
+  const verifier = new BlockVerifier({
+    context: {
+      federation: open.federation,
+      round: open.round,
+      baseCommit: open.baseCommit,
+      version: open.version,
+    },
+    ckksParamsId: lanes.paramsId,
+    ...(input.encoding === undefined ? {} : { encoding: input.encoding }),
+    keys: (site) => (weights.has(site) ? input.keys(site) : undefined),
+    allowedAlgorithms: input.allowedAlgorithms,
+    kind: 'site-update',
+    maxCiphertextBytes: lanes.maxCiphertextBytes,
+    participants: open.assignments.length,
+    pinned: { totalParams: open.totalParams, weightOf: (site) => weights.get(site) },
+  });
+  return { verifier, maxBytes: 4 + (input.blocks + 1) * (4 + maxBlockFrameBytes(lanes.maxCiphertextBytes)) };
 }

@@ -7,7 +7,9 @@ export {
   startAggregator,
 } from './aggregator-service.ts';
 export {
+  type ContributionReaderInput,
   contributionObjectName,
+  contributionReader,
   decodeContribution,
   encodeContribution,
   ensureUpdatesStore,

@@ -1,15 +1,8 @@
 import { PlainLaneContext, PlainLaneKeyset } from '../../../crypto/lanes/index.ts';
 import type { RobustRule } from '../../../federation/index.ts';
 import { CohortError } from '../../errors/index.ts';
-import {
-  type Assignment,
-  BlockVerifier,
-  type Encoding,
-  encodedLaneCount,
-  maxBlockFrameBytes,
-  type RoundContext,
-} from '../../protocol/index.ts';
-import { contributionObjectName, openContribution } from '../aggregator/index.ts';
+import { type ControlBodies, type Encoding, encodedLaneCount } from '../../protocol/index.ts';
+import { contributionObjectName, contributionReader, openContribution } from '../aggregator/index.ts';
 import {
   applyRobustRule,
   plainUpdateDelta,
@@ -36,11 +29,9 @@ export class RobustRoundError extends CohortError {
 
 /** What {@link robustRound} needs about the round. */
 export interface RobustRoundInput {
-  readonly context: RoundContext;
-  readonly attempt: Uint8Array;
-  readonly assignments: readonly Assignment[];
+  /** The round's RoundOpen: its context, attempt, assignments and size. */
+  readonly open: ControlBodies['round-open'];
   readonly encoding: Encoding;
-  readonly totalParams: number;
   /** The partials whose sum the round holds (their sites are the rule's inputs). */
   readonly partials: readonly AcceptedPartial[];
   readonly rule: RobustRule;
@@ -60,28 +51,22 @@ export async function robustRound(host: RoundHost, input: RobustRoundInput): Pro
     throw new RobustRoundError('PLAIN_MODE_REQUIRED', 'a robust rule needs federation.mode plain');
   }
   const keyset = new PlainLaneKeyset(lanes);
-  const { context, assignments, encoding, totalParams } = input;
-  const weights = new Map(assignments.map((a) => [a.site, a.examples]));
-  const participants = assignments.map((a) => a.site);
-  const verifier = new BlockVerifier({
-    context,
-    ckksParamsId: lanes.paramsId,
+  const { open, encoding } = input;
+  const participants = open.assignments.map((a) => a.site);
+  const { verifier, maxBytes } = contributionReader({
+    open,
+    blocks: Math.ceil(
+      encodedLaneCount(open.totalParams, encoding.bits, participants.length) / encoding.paramsPerBlock,
+    ),
     encoding,
-    keys: (signer) => (weights.has(signer) ? ctx.keys(signer) : undefined),
+    lanes,
+    keys: ctx.keys,
     allowedAlgorithms: ctx.config.crypto.signature.allowed,
-    kind: 'site-update',
-    maxCiphertextBytes: lanes.maxCiphertextBytes,
-    participants: participants.length,
-    pinned: { totalParams, weightOf: (site) => weights.get(site) },
   });
-  const blocks = Math.ceil(
-    encodedLaneCount(totalParams, encoding.bits, participants.length) / encoding.paramsPerBlock,
-  );
-  const maxBytes = 4 + (blocks + 1) * (4 + maxBlockFrameBytes(lanes.maxCiphertextBytes));
   const updates: { site: string; delta: Float32Array }[] = [];
   for (const partial of input.partials) {
     for (const [i, listed] of partial.sites.entries()) {
-      const name = contributionObjectName(context.round, input.attempt, listed.site);
+      const name = contributionObjectName(open.round, open.attempt, listed.site);
       const bytes = await readObject(ctx.transport.connection, ctx.subjects.updatesBucket, name, {
         maxBytes,
         timeoutMs: ctx.config.nats.timeoutMs,
@@ -101,7 +86,7 @@ export async function robustRound(host: RoundHost, input: RobustRoundInput): Pro
       }
       updates.push({
         site: listed.site,
-        delta: plainUpdateDelta(keyset, opened, context, participants, host.parameterCount),
+        delta: plainUpdateDelta(keyset, opened, open, participants, host.parameterCount),
       });
     }
   }
@@ -125,10 +110,7 @@ export async function robustStep(
     return { failed: `robust aggregation (${input.rule.name})${code}: ${(err as Error).message}` };
   }
   try {
-    await (await host.aggregates()).putBlob(
-      { name: robustDeltaObjectName(input.context.round) },
-      result.bytes,
-    );
+    await (await host.aggregates()).putBlob({ name: robustDeltaObjectName(input.open.round) }, result.bytes);
   } catch (err) {
     return { failed: `cannot store the aggregate update: ${(err as Error).message}` };
   }
@@ -137,7 +119,7 @@ export async function robustStep(
     .flatMap((p) => p.sites.map((s) => s.site))
     .filter((s) => !kept.has(s))
     .sort();
-  const round = input.context.round;
+  const round = input.open.round;
   host.ctx.log.info({ round, rule: input.rule.name, dropped, clipped: result.clipped }, 'robust aggregate');
   host.emit({
     type: 'robust',

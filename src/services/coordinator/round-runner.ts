@@ -311,15 +311,7 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   // `plain` mode with a robust rule: the coordinator reads every update and the commit records Δ̄.
   const rule = statistics ? null : serviceRobustRule(cfg);
   if (rule !== null) {
-    const step = await robustStep(host, {
-      context,
-      attempt,
-      assignments,
-      encoding,
-      totalParams,
-      partials: intake.accepted,
-      rule,
-    });
+    const step = await robustStep(host, { open, encoding, partials: intake.accepted, rule });
     if ('failed' in step) {
       ctx.log.error({ round, why: step.failed }, 'robust aggregation failed');
       return decide(host, state, facts, noVotes(step.failed));

@@ -8,7 +8,6 @@
 // deadline and the round COMMITs with the other sites. `cohort audit` then verifies the whole log,
 // re-adding every aggregate from the stored contributions.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AuditReport } from '../../../src/audit/index.ts';
 import type { CohortConfigInput } from '../../../src/config/index.ts';
 import {
   AggregateBuilder,
@@ -31,7 +30,7 @@ import {
 import { readObject } from '../../../src/services/store/index.ts';
 import { TransportError } from '../../../src/transport/index.ts';
 import { expectSingleChain, Federation, hex } from '../../helpers/federation.ts';
-import { cohort } from '../../helpers/run-cli.ts';
+import { auditLive } from '../../helpers/run-cli.ts';
 
 const LEVEL_WAIT_MS = 1500;
 const OVERRIDES: Partial<CohortConfigInput> = {
@@ -188,18 +187,7 @@ describe('a two-level aggregation tree over real NATS (he mode)', () => {
   });
 
   it('cohort audit verifies the log and re-adds every aggregate from the stored contributions', async () => {
-    const r = await cohort(
-      'audit',
-      'verify',
-      '--config',
-      f.dep.configPath,
-      '--member',
-      'auditor-1',
-      '--json',
-    );
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
-    const report = JSON.parse(r.stdout) as AuditReport;
+    const report = await auditLive(f.dep.configPath);
     expect(report.problems).toEqual([]);
     expect(report.unchecked).toEqual([]);
     expect(report.checked.recomputed).toBe(3);

@@ -1,0 +1,37 @@
+import type { CohortConfigInput } from '../../src/config/index.ts';
+
+type Section<K extends keyof CohortConfigInput> = Partial<NonNullable<CohortConfigInput[K]>>;
+
+/**
+ * The small, fast federation the service end-to-end tests run: the 2NN on a slice of MNIST, 8-bit
+ * updates, 200 ms heartbeats and 20 s deadlines; `round` and `learning` are merged over those, and
+ * `rest` (e.g. `federation`, `privacy`) is added as it is.
+ */
+export function e2eOverrides(
+  round: Section<'round'> = {},
+  learning: Section<'learning'> = {},
+  rest: Partial<CohortConfigInput> = {},
+): Partial<CohortConfigInput> {
+  return {
+    round: {
+      heartbeatMs: 200,
+      missedHeartbeats: 5,
+      deadlineMs: 20_000,
+      voteTimeoutMs: 20_000,
+      epsilon: 0.25,
+      ...round,
+    },
+    learning: {
+      model: '2nn',
+      trainLimit: 2000,
+      testLimit: 500,
+      epochs: 1,
+      batchSize: 10,
+      learningRate: 0.1,
+      ...learning,
+    },
+    codec: { bits: 8, clip: 0.02, maxContributors: 32, crcChunkBytes: 16_384 },
+    log: { level: 'error' },
+    ...rest,
+  };
+}
