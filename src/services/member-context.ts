@@ -27,6 +27,7 @@ import {
 import {
   connectTransport,
   type FederationSubjects,
+  federationReplyPolicy,
   federationSubjects,
   type NatsAuthFiles,
   type NatsTransport,
@@ -286,6 +287,8 @@ export async function openMember(
     servers: [...config.nats.servers],
     name: member,
     inboxPrefix: subjects.inboxPrefix(member),
+    // A request is answered only in its sender's own inbox (the member its subject names).
+    replyPolicy: federationReplyPolicy(subjects, members.coordinator),
     ...memberNatsFiles(config, member, dir),
     maxRetry: config.nats.maxRetry,
     timeoutMs: config.nats.timeoutMs,

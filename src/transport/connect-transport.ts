@@ -2,6 +2,7 @@ import { connect, type NatsConnection, type NodeConnectionOptions } from '@nats-
 import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
 import { assertServerUrls, type NatsTlsFiles, natsAuthOptions } from './connect-options.ts';
 import { NatsTransport } from './nats-transport.ts';
+import type { ReplyPolicy } from './reply-policy.ts';
 import { assertSubject } from './subject-check.ts';
 import { errorMessage, TransportError } from './transport-error.ts';
 import { assertReceiveLimits, TRANSPORT_DEFAULTS } from './transport-limits.ts';
@@ -43,6 +44,12 @@ export interface NatsTransportOptions {
   readonly seenCacheSize?: number;
   /** Errors that reach no caller: permission violations, connection errors, subscription errors. */
   readonly onError?: (err: TransportError) => void;
+  /**
+   * Where requests received by this transport's subscriptions may be answered (the requester's
+   * own inbox; see {@link ReplyPolicy}). Default {@link ANY_INBOX}: any subject under `_INBOX.`.
+   * A request with any other reply subject is dropped as `REPLY_REFUSED`, unhandled.
+   */
+  readonly replyPolicy?: ReplyPolicy;
 }
 
 /**
@@ -59,6 +66,9 @@ export async function connectTransport(options: NatsTransportOptions): Promise<N
   if (options.maxRetry !== undefined) assertInteger('maxRetry', options.maxRetry, 0, 100);
   if (options.timeoutMs !== undefined) assertInteger('timeoutMs', options.timeoutMs, 1, 600_000);
   assertReceiveLimits('', options);
+  if (options.replyPolicy !== undefined && typeof options.replyPolicy !== 'function') {
+    throw new InvalidArgumentError('replyPolicy must be a function', { details: { name: 'replyPolicy' } });
+  }
   const opts: NodeConnectionOptions = {
     servers: [...options.servers],
     name: options.name,

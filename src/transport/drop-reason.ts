@@ -22,6 +22,12 @@ export const TRANSPORT_DROP_REASONS = Object.freeze([
   'DUPLICATE',
   /** A reply arrived on the reply inbox for no pending request (late, or not ours). */
   'UNSOLICITED',
+  /**
+   * A request whose reply subject is not under the requester's own inbox (a JetStream API call, a
+   * service subject, another member's inbox): refused on its first chunk, before any handler, and
+   * never answered (see `ReplyPolicy`).
+   */
+  'REPLY_REFUSED',
 ] as const);
 
 /** One of {@link TRANSPORT_DROP_REASONS}. */

@@ -51,6 +51,7 @@ export {
   type ReassemblyDropReason,
   type ReassemblyResult,
 } from './reassembler.ts';
+export { ANY_INBOX, federationReplyPolicy, type ReplyPolicy, replyAllowed } from './reply-policy.ts';
 export {
   type NatsServerConfigSpec,
   type NatsServerTlsFiles,

@@ -126,9 +126,15 @@ export class NatsSubscription implements TransportSubscription {
 
   #onMessage(msg: Msg): void {
     if (this.#ended) return;
+    const reply = msg.reply ? msg.reply : undefined; // the client reports "no reply" as ''
+    // Before anything else: a reply subject the requester does not own would make this member
+    // publish its answer there (a JetStream API call, the log subject) with its response rights.
+    if (reply !== undefined && !this.#transport.replyAllowed(msg.subject, reply)) {
+      this.#drop('REPLY_REFUSED', msg.subject);
+      return;
+    }
     const whole = this.#intake.accept(msg);
     if (whole === undefined) return;
-    const reply = msg.reply ? msg.reply : undefined; // the client reports "no reply" as ''
     const headers = readHeaders(whole.headers);
     // Only requests are retried (same id and bytes): a publish is handled without hashing it for
     // the reply cache, so a flood of junk publishes costs no SHA-256 of each message.

@@ -18,6 +18,7 @@ import { assertHeaders, userHeaderBytes } from './message-headers.ts';
 import { NatsSubscription } from './nats-subscription.ts';
 import { randomId } from './random-id.ts';
 import { ReplyInbox } from './reply-inbox.ts';
+import { ANY_INBOX, type ReplyPolicy, replyAllowed } from './reply-policy.ts';
 import { assertSubject } from './subject-check.ts';
 import type {
   MessageHandler,
@@ -91,6 +92,7 @@ export class NatsTransport implements Transport {
   readonly #watchers = new Map<string, Set<PublishWatcher>>();
   readonly #subscriptions = new Set<NatsSubscription>();
   readonly #dropped = new DropCounter();
+  readonly #replyPolicy: ReplyPolicy;
   #closed = false;
   #retries = 0;
   #permissionErrors = 0;
@@ -101,6 +103,7 @@ export class NatsTransport implements Transport {
     this.#options = options;
     this.#maxRetry = options.maxRetry ?? TRANSPORT_DEFAULTS.maxRetry;
     this.#timeoutMs = options.timeoutMs ?? TRANSPORT_DEFAULTS.timeoutMs;
+    this.#replyPolicy = options.replyPolicy ?? ANY_INBOX;
     this.#inbox = new ReplyInbox(nc, inboxPrefix, {
       limits: resolveLimits(options),
       reassemblyTimeoutMs: this.receiveDefaults.reassemblyTimeoutMs,
@@ -249,6 +252,11 @@ export class NatsTransport implements Transport {
       reassemblyTimeoutMs: o.reassemblyTimeoutMs ?? TRANSPORT_DEFAULTS.reassemblyTimeoutMs,
       seenCacheSize: o.seenCacheSize ?? TRANSPORT_DEFAULTS.seenCacheSize,
     };
+  }
+
+  /** @internal Whether a request received on `subject` may be answered on `reply` (the transport's {@link ReplyPolicy}). */
+  replyAllowed(subject: string, reply: string): boolean {
+    return replyAllowed(this.#replyPolicy, subject, reply);
   }
 
   /** @internal Counts one drop in the transport-wide counters. */

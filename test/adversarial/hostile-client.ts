@@ -9,6 +9,8 @@ export interface RawFrame {
   readonly chunk?: string;
   readonly length?: number;
   readonly crc?: string;
+  /** NATS reply subject to publish with (the responder answers there). */
+  readonly reply?: string;
 }
 
 function frameHeaders(data: Uint8Array, f: RawFrame) {
@@ -22,7 +24,10 @@ function frameHeaders(data: Uint8Array, f: RawFrame) {
 
 /** Publishes one raw chunk (no reply expected). */
 export function rawPublish(nc: NatsConnection, subject: string, data: Uint8Array, f: RawFrame): void {
-  nc.publish(subject, data, { headers: frameHeaders(data, f) });
+  nc.publish(subject, data, {
+    headers: frameHeaders(data, f),
+    ...(f.reply === undefined ? {} : { reply: f.reply }),
+  });
 }
 
 /**

@@ -106,6 +106,8 @@ export interface FederationOptions {
   readonly unenrolled?: readonly string[];
   /** Extra nats-server configuration (e.g. a fixed port, a `cluster` block: test/helpers/nats-cluster.ts). */
   readonly natsConfig?: string;
+  /** Also create the operator's `admin` NATS user (every right): `dep.admin` (see `createLocalDeployment`). */
+  readonly admin?: boolean;
 }
 
 /** One federation on its own nats-server, and everything a test started in it. */
@@ -133,6 +135,7 @@ export class Federation {
         overrides: options.overrides ?? {},
         ...(options.unenrolled === undefined ? {} : { unenrolled: options.unenrolled }),
         ...(options.natsConfig === undefined ? {} : { natsConfig: options.natsConfig }),
+        ...(options.admin === true ? { admin: true } : {}),
       });
       const f = new Federation(dep, await openMember(dep.config, dep.coordinator));
       f.#cleanup.push(
