@@ -10,7 +10,10 @@ export const SNAPSHOT_ERROR_CODES = [
   'SNAPSHOT_WRONG_SIGNER',
   /** The signature does not verify over the header under the signer's key. */
   'SNAPSHOT_BAD_SIGNATURE',
-  /** The SHA-256 of the ciphertext is not the one the header records. */
+  /**
+   * The SHA-256 of the ciphertext is not the one the header records, or (a joining site) the
+   * stored snapshot's SHA-256 is not the one the federation log records for it.
+   */
   'SNAPSHOT_DIGEST_MISMATCH',
   /** AES-256-GCM refused the ciphertext: wrong data key, or tampering the digest cannot see. */
   'SNAPSHOT_DECRYPT_FAILED',
@@ -20,13 +23,22 @@ export const SNAPSHOT_ERROR_CODES = [
   'SNAPSHOT_STATE_MISMATCH',
   /** A verified snapshot of another federation, commit, model or state than the one expected. */
   'SNAPSHOT_CONTEXT',
+  /**
+   * Offered by a site that is not the one scheduled to write the snapshot of that height (one
+   * site per snapshot height, the commit's voters in turn: `snapshotWriter`), or for a height no
+   * snapshot is due at.
+   */
+  'SNAPSHOT_NOT_SCHEDULED',
 ] as const;
 
 export type SnapshotErrorCode = (typeof SNAPSHOT_ERROR_CODES)[number];
 
 /**
  * A model snapshot was refused. `details` names the field or the sizes involved; never key material
- * or plaintext.
+ * or plaintext. A refusal of the content of a snapshot whose signature verified (`openSnapshot`:
+ * `SNAPSHOT_CONTEXT`, `SNAPSHOT_DECRYPT_FAILED`, `SNAPSHOT_STATE_MISMATCH`, `SNAPSHOT_MODEL_MISMATCH`,
+ * `SNAPSHOT_MALFORMED` of the plaintext) names the signer in `details.signedBy`: that member signed
+ * what was refused. (`details.signer` of the other codes is the signer a header claims, unverified.)
  */
 export class SnapshotError extends CohortError {
   declare readonly code: SnapshotErrorCode;

@@ -37,15 +37,46 @@ export interface VerifiedSnapshot {
   readonly sealed: Uint8Array;
 }
 
+/** A snapshot's frame, parsed and checked for shape only: nothing in it is authenticated yet. */
+export interface SnapshotFrame {
+  readonly header: SnapshotHeader;
+  /** The whole header (what the signature covers). */
+  readonly headerBytes: Uint8Array;
+  /** Length of the header's leading fields (the AES-GCM associated data). */
+  readonly fieldsLength: number;
+  readonly signature: Uint8Array;
+  /** Ciphertext ‖ tag. */
+  readonly sealed: Uint8Array;
+}
+
 /**
- * The keyless checks of `readSnapshotHeader`, in its order, on already-asserted arguments; also
- * returns what decryption needs. `fieldBytes` is the associated data (the header minus its digest
- * field) and `sealed` the ciphertext ‖ tag.
- *
- * @throws SnapshotError `SNAPSHOT_TOO_LARGE`, `SNAPSHOT_MALFORMED`, `SNAPSHOT_WRONG_SIGNER`,
- *   `SNAPSHOT_DIGEST_MISMATCH` or `SNAPSHOT_BAD_SIGNATURE`.
+ * The most bytes an honest snapshot of a model of `parameterCount` parameters can take: prefix,
+ * the largest header and signature a reader accepts, and the ciphertext with one moment vector
+ * pair (FedAdam, FedYogi) per parameter. A subscription or a reader caps snapshots at this before
+ * anything is buffered or parsed.
  */
-export function readVerified(bytes: Uint8Array, keys: KeyLookup, maxBytes: number): VerifiedSnapshot {
+export function maxSnapshotBytes(parameterCount: number): number {
+  return (
+    SNAPSHOT_PREFIX_BYTES +
+    MAX_SNAPSHOT_HEADER_BYTES +
+    4 +
+    MAX_SNAPSHOT_SIGNATURE_BYTES +
+    SNAPSHOT_TAG_BYTES +
+    SNAPSHOT_STATE_LENGTH_BYTES +
+    STRATEGY_STATE_HEADER_BYTES +
+    12 * parameterCount
+  );
+}
+
+/**
+ * The keyless checks of `readSnapshotHeader` that need no key and no hash, in its order: total
+ * size against `maxBytes` (before any parsing), magic, version and reserved bytes, header and
+ * signature lengths, header fields, the ciphertext length against the header and against
+ * `parameterCount`. On already-asserted arguments.
+ *
+ * @throws SnapshotError `SNAPSHOT_TOO_LARGE` or `SNAPSHOT_MALFORMED`.
+ */
+export function readFrame(bytes: Uint8Array, maxBytes: number): SnapshotFrame {
   if (bytes.length > maxBytes) {
     throw new SnapshotError(
       'SNAPSHOT_TOO_LARGE',
@@ -94,6 +125,25 @@ export function readVerified(bytes: Uint8Array, keys: KeyLookup, maxBytes: numbe
     );
   }
   assertCiphertextFits(header);
+  return {
+    header,
+    headerBytes,
+    fieldsLength,
+    signature: bytes.subarray(signatureAt + 4, sealedAt),
+    sealed,
+  };
+}
+
+/**
+ * The keyless checks of `readSnapshotHeader`, in its order, on already-asserted arguments; also
+ * returns what decryption needs. `fieldBytes` is the associated data (the header minus its digest
+ * field) and `sealed` the ciphertext ‖ tag.
+ *
+ * @throws SnapshotError `SNAPSHOT_TOO_LARGE`, `SNAPSHOT_MALFORMED`, `SNAPSHOT_WRONG_SIGNER`,
+ *   `SNAPSHOT_DIGEST_MISMATCH` or `SNAPSHOT_BAD_SIGNATURE`.
+ */
+export function readVerified(bytes: Uint8Array, keys: KeyLookup, maxBytes: number): VerifiedSnapshot {
+  const { header, headerBytes, fieldsLength, signature, sealed } = readFrame(bytes, maxBytes);
   const key: PublicSigningKey | undefined = keys(header.signer);
   if (key === undefined) {
     throw new SnapshotError(
@@ -117,7 +167,6 @@ export function readVerified(bytes: Uint8Array, keys: KeyLookup, maxBytes: numbe
       `snapshot ciphertext hashes to ${bytesToHex(digest)}, the header says ${bytesToHex(header.ciphertextDigest)}`,
     );
   }
-  const signature = bytes.subarray(signatureAt + 4, sealedAt);
   if (!verify(key, SNAPSHOT_SIGNING_DOMAIN, headerBytes, signature)) {
     throw new SnapshotError(
       'SNAPSHOT_BAD_SIGNATURE',

@@ -16,12 +16,14 @@ import { modelHash } from './model-hash.ts';
 import { assertDataKey, openSealed, SNAPSHOT_TAG_BYTES, sealParts } from './snapshot-cipher.ts';
 import { SnapshotError } from './snapshot-error.ts';
 import {
+  readFrame,
   readVerified,
   SNAPSHOT_FORMAT_VERSION,
   SNAPSHOT_MAGIC_BYTES,
   SNAPSHOT_PREFIX_BYTES,
   SNAPSHOT_SIGNING_DOMAIN,
   SNAPSHOT_STATE_LENGTH_BYTES,
+  type VerifiedSnapshot,
 } from './snapshot-frame.ts';
 import {
   appendCiphertextDigest,
@@ -35,6 +37,7 @@ import { strategyStateBytesHash } from './strategy-state-hash.ts';
 
 export {
   MAX_SNAPSHOT_SIGNATURE_BYTES,
+  maxSnapshotBytes,
   SNAPSHOT_FORMAT_VERSION,
   SNAPSHOT_MAGIC,
   SNAPSHOT_PREFIX_BYTES,
@@ -190,6 +193,25 @@ export function encodeSnapshot(input: SnapshotInput): Uint8Array {
 }
 
 /**
+ * Reads a snapshot's header without verifying anything but its shape (what a receiver checks
+ * before it spends a hash or a signature verification on the snapshot): total size against
+ * `limits.maxBytes` (before any parsing), magic, version and reserved bytes, header and signature
+ * lengths, header fields, and the ciphertext length against the header and `parameterCount`.
+ * Nothing returned is authenticated: decide with it only what to refuse (another height, signer or
+ * federation than the caller takes), never what to accept; {@link readSnapshotHeader} then
+ * verifies the same bytes.
+ *
+ * @returns the unverified header (fresh arrays).
+ * @throws SnapshotError `SNAPSHOT_TOO_LARGE` or `SNAPSHOT_MALFORMED`; InvalidArgumentError for a
+ *   `bytes` that is not a Uint8Array or a `maxBytes` that is not a positive safe integer.
+ */
+export function peekSnapshotHeader(bytes: Uint8Array, limits: SnapshotLimits): SnapshotHeader {
+  assertBytesArg('bytes', bytes);
+  assertLimits(limits);
+  return readFrame(bytes, limits.maxBytes).header;
+}
+
+/**
  * Checks a snapshot's framing, header and signature without the data key (what the coordinator
  * runs before storing one), cheapest check first: total size against `limits.maxBytes` (before
  * any parsing), magic, version and reserved bytes, header and signature lengths, header fields,
@@ -212,10 +234,7 @@ export function readSnapshotHeader(
 ): SnapshotHeader {
   assertBytesArg('bytes', bytes);
   assertKeys('keys', keys);
-  if (typeof limits !== 'object' || limits === null) {
-    throw new InvalidArgumentError('limits must be an object with maxBytes', { details: { name: 'limits' } });
-  }
-  assertInteger('limits.maxBytes', limits.maxBytes, 1, Number.MAX_SAFE_INTEGER);
+  assertLimits(limits);
   return readVerified(bytes, keys, limits.maxBytes).header;
 }
 
@@ -228,8 +247,8 @@ export function readSnapshotHeader(
  * @throws SnapshotError any code of {@link readSnapshotHeader}, then `SNAPSHOT_CONTEXT` (another
  *   federation, commit, model or state than expected), `SNAPSHOT_DECRYPT_FAILED` (wrong data key),
  *   `SNAPSHOT_STATE_MISMATCH`, `SNAPSHOT_MODEL_MISMATCH`, or `SNAPSHOT_MALFORMED` for an
- *   authenticated plaintext the signer built inconsistently; InvalidArgumentError naming a bad
- *   option.
+ *   authenticated plaintext the signer built inconsistently; each of these names the signer,
+ *   whose signature verified, in `details.signedBy`. InvalidArgumentError naming a bad option.
  */
 export function openSnapshot(bytes: Uint8Array, options: OpenSnapshotOptions): OpenedSnapshot {
   assertBytesArg('bytes', bytes);
@@ -240,9 +259,27 @@ export function openSnapshot(bytes: Uint8Array, options: OpenSnapshotOptions): O
   assertDataKey('options.dataKey', options.dataKey);
   assertInteger('options.maxBytes', options.maxBytes, 1, Number.MAX_SAFE_INTEGER);
   const expected = assertExpectation(options.expected);
-  const { header, fieldBytes, sealed } = readVerified(bytes, options.keys, options.maxBytes);
+  const verified = readVerified(bytes, options.keys, options.maxBytes);
+  try {
+    return openVerified(verified, options.dataKey, expected);
+  } catch (err) {
+    if (!(err instanceof SnapshotError)) throw err;
+    throw new SnapshotError(err.code, err.message, {
+      cause: err.cause,
+      details: { ...err.details, signedBy: verified.header.signer },
+    });
+  }
+}
+
+/** The checks of {@link openSnapshot} after the signature verified. */
+function openVerified(
+  verified: VerifiedSnapshot,
+  dataKey: Uint8Array,
+  expected: SnapshotExpectation,
+): OpenedSnapshot {
+  const { header, fieldBytes, sealed } = verified;
   checkContext(header, expected);
-  const plain = openSealed(options.dataKey, header.nonce, fieldBytes, sealed);
+  const plain = openSealed(dataKey, header.nonce, fieldBytes, sealed);
   try {
     const view = new DataView(plain.buffer, plain.byteOffset, plain.byteLength);
     const stateLength = view.getUint32(0, true);
@@ -349,6 +386,13 @@ function assertInput(input: SnapshotInput): void {
       details: { name: 'input.signing' },
     });
   }
+}
+
+function assertLimits(limits: SnapshotLimits): void {
+  if (typeof limits !== 'object' || limits === null) {
+    throw new InvalidArgumentError('limits must be an object with maxBytes', { details: { name: 'limits' } });
+  }
+  assertInteger('limits.maxBytes', limits.maxBytes, 1, Number.MAX_SAFE_INTEGER);
 }
 
 function assertExpectation(expected: SnapshotExpectation): SnapshotExpectation {

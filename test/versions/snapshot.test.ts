@@ -15,7 +15,9 @@ import { type Commit, genesisCommit, roundCommit } from '../../src/versions/comm
 import { modelHash } from '../../src/versions/model-hash.ts';
 import {
   encodeSnapshot,
+  maxSnapshotBytes,
   openSnapshot,
+  peekSnapshotHeader,
   readSnapshotHeader,
   SNAPSHOT_SIGNING_DOMAIN,
   type SnapshotInput,
@@ -395,6 +397,44 @@ describe('readSnapshotHeader', () => {
   });
 });
 
+describe('peekSnapshotHeader and maxSnapshotBytes', () => {
+  it('reads the header without a key, a hash or a signature, refusing only size and shape', () => {
+    const bytes = encodeSnapshot(input());
+    const peeked = peekSnapshotHeader(bytes, { maxBytes: MAX });
+    expect(peeked).toEqual(readSnapshotHeader(bytes, keys, { maxBytes: MAX }));
+    // A signature that does not verify and a ciphertext that does not hash to the header still
+    // peek: nothing returned is authenticated.
+    const hand = parseByHand(bytes);
+    const lastSignatureByte = 12 + hand.headerLength + 4 + hand.signature.length - 1;
+    expect(peekSnapshotHeader(flip(bytes, lastSignatureByte), { maxBytes: MAX }).signer).toBe('site-a');
+    expect(peekSnapshotHeader(flip(bytes, bytes.length - 1), { maxBytes: MAX }).height).toBe(1);
+    expect(errorCode(() => peekSnapshotHeader(bytes, { maxBytes: bytes.length - 1 }))).toBe(
+      'SNAPSHOT_TOO_LARGE',
+    );
+    expect(errorCode(() => peekSnapshotHeader(new Uint8Array(64), { maxBytes: MAX }))).toBe(
+      'SNAPSHOT_MALFORMED',
+    );
+    expect(errorCode(() => peekSnapshotHeader(bytes.subarray(0, bytes.length - 1), { maxBytes: MAX }))).toBe(
+      'SNAPSHOT_MALFORMED',
+    );
+    expect(() => peekSnapshotHeader(bytes, { maxBytes: 0 })).toThrow(/limits.maxBytes/);
+    expect(() => peekSnapshotHeader([] as unknown as Uint8Array, { maxBytes: MAX })).toThrow(/bytes must be/);
+  });
+
+  it('bounds every snapshot of a model: moments and the largest header and signature fit, one byte more does not', () => {
+    for (const signing of [siteA, siteDsa]) {
+      const signer = signing === siteA ? 'site-a' : 'site-dsa';
+      const bytes = encodeSnapshot(input({ signing, signer }));
+      expect(bytes.length).toBeLessThanOrEqual(maxSnapshotBytes(P));
+      expect(readSnapshotHeader(bytes, keys, { maxBytes: maxSnapshotBytes(P) }).parameterCount).toBe(P);
+    }
+    // Prefix, the largest header (4096) and signature (8192) and their lengths, tag, state
+    // length, state header (20) and 12 bytes a parameter (the model and two moment vectors).
+    expect(maxSnapshotBytes(0)).toBe(12 + 4096 + 4 + 8192 + 16 + 4 + 20);
+    expect(maxSnapshotBytes(P) - maxSnapshotBytes(0)).toBe(12 * P);
+  });
+});
+
 describe('refusals, one code per case', () => {
   let good: Uint8Array;
   let hand: ReturnType<typeof parseByHand>;
@@ -533,6 +573,25 @@ describe('refusals, one code per case', () => {
     );
   });
 
+  it('names the signer of what it refused only once the signature verified (details.signedBy)', () => {
+    const refusal = (bytes: Uint8Array, options: Record<string, unknown> = {}) => {
+      try {
+        open(bytes, options);
+      } catch (err) {
+        return err as SnapshotError;
+      }
+      throw new Error('expected a refusal');
+    };
+    const decrypt = refusal(good, { dataKey: new Uint8Array(32).fill(9) });
+    expect([decrypt.code, decrypt.details['signedBy']]).toEqual(['SNAPSHOT_DECRYPT_FAILED', 'site-a']);
+    const context = refusal(good, { expected: expected({ stateHash: new Uint8Array(32) }) });
+    expect([context.code, context.details['signedBy']]).toEqual(['SNAPSHOT_CONTEXT', 'site-a']);
+    // Bytes the signer did not sign: no one is named.
+    const tampered = refusal(flip(good, good.length - 1));
+    expect(tampered.code).toBe('SNAPSHOT_DIGEST_MISMATCH');
+    expect(tampered.details['signedBy']).toBeUndefined();
+  });
+
   it('SNAPSHOT_CONTEXT for another federation, commit, model or state', () => {
     const other = new Uint8Array(32).fill(0x11);
     for (const [overrides, field] of [
@@ -561,6 +620,16 @@ describe('refusals, one code per case', () => {
     });
     expect(readSnapshotHeader(bytes, keys, { maxBytes: MAX }).signer).toBe('site-a');
     expect(errorCode(() => open(bytes))).toBe('SNAPSHOT_MODEL_MISMATCH');
+    // The site whose signature verified over the wrong model is named.
+    const refusal = (() => {
+      try {
+        open(bytes);
+      } catch (err) {
+        return err as SnapshotError;
+      }
+      return undefined;
+    })();
+    expect(refusal?.details['signedBy']).toBe('site-a');
     const nan = W1.slice();
     nan[2] = Number.NaN;
     const bad = forge({
@@ -599,6 +668,7 @@ describe('refusals, one code per case', () => {
         'SNAPSHOT_DIGEST_MISMATCH',
         'SNAPSHOT_MALFORMED',
         'SNAPSHOT_MODEL_MISMATCH',
+        'SNAPSHOT_NOT_SCHEDULED',
         'SNAPSHOT_STATE_MISMATCH',
         'SNAPSHOT_TOO_LARGE',
         'SNAPSHOT_WRONG_SIGNER',
