@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '../errors/index.ts';
 import {
   CONTROL_MAX_BYTES,
   type ControlType,
@@ -27,12 +28,37 @@ const RATES: Readonly<Record<'control' | 'frames', { perSecond: number; burst: n
  * every byte from the network is capped before it is decoded and counted when refused): the
  * largest message of that kind, a per-sender token bucket, and drops reported to `onDrop` (every
  * reason but `DUPLICATE`, which is a request's own retry, not a refusal).
+ *
+ * A snapshot's largest size depends on the model, not on the protocol: `snapshotMaxBytes` (the
+ * intake's `maxSnapshotBytes` of the model's parameter count) is required for `'snapshot'` and
+ * refused for any other kind, so no snapshot subscription falls back to the transport's 64 MiB
+ * frame cap and reassembles and hashes an offer before refusing it.
+ *
+ * @throws InvalidArgumentError for `'snapshot'` without a positive safe integer `snapshotMaxBytes`,
+ *   or with it for another kind.
  */
 export function intakeLimits(
   ctx: MemberContext,
   kind: IntakeKind,
   onDrop: (reason: TransportDropReason, subject: string) => void,
+  snapshotMaxBytes?: number,
 ): Pick<SubscribeOptions, 'maxMessageBytes' | 'rateLimit' | 'onDrop'> {
+  if (kind === 'snapshot') {
+    if (
+      typeof snapshotMaxBytes !== 'number' ||
+      !Number.isSafeInteger(snapshotMaxBytes) ||
+      snapshotMaxBytes < 1
+    ) {
+      throw new InvalidArgumentError(
+        `snapshotMaxBytes must be a positive safe integer for a snapshot subscription, got ${String(snapshotMaxBytes)}`,
+        { details: { name: 'snapshotMaxBytes' } },
+      );
+    }
+  } else if (snapshotMaxBytes !== undefined) {
+    throw new InvalidArgumentError(`snapshotMaxBytes applies to a snapshot subscription, not ${kind}`, {
+      details: { name: 'snapshotMaxBytes' },
+    });
+  }
   const block = maxBlockFrameBytes(ctx.ckks.maxCiphertextBytes);
   const maxMessageBytes =
     kind === 'site-update'
@@ -40,11 +66,11 @@ export function intakeLimits(
       : kind === 'partial'
         ? Math.max(block, maxManifestFrameBytes(ctx.config.codec.maxContributors))
         : kind === 'snapshot'
-          ? undefined // an encrypted model: up to the transport's frame cap
+          ? snapshotMaxBytes!
           : CONTROL_MAX_BYTES[kind];
   const frames = kind === 'site-update' || kind === 'partial' || kind === 'snapshot';
   return {
-    ...(maxMessageBytes === undefined ? {} : { maxMessageBytes }),
+    maxMessageBytes,
     rateLimit: frames ? RATES.frames : RATES.control,
     onDrop: (reason, subject) => {
       if (reason !== 'DUPLICATE') onDrop(reason, subject);

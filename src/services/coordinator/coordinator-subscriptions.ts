@@ -28,7 +28,7 @@ export interface SubscriptionHost {
  * Subscribes the coordinator to what members send it: heartbeats, partials, votes, switched and
  * snapshot reports (one wildcard subject per kind, the sender named by the last token), and the
  * operator's rollback and registry requests; each with its kind's size and rate limits
- * (`intakeLimits`). A handler's error is a refusal: the host counts and reports it, and the
+ * (`intakeLimits`; snapshots at the model's largest snapshot, `SnapshotIntake.maxBytes`). A handler's error is a refusal: the host counts and reports it, and the
  * transport answers it.
  */
 export function subscribeCoordinator(host: SubscriptionHost): TransportSubscription[] {
@@ -40,6 +40,7 @@ export function subscribeCoordinator(host: SubscriptionHost): TransportSubscript
     pattern: (token: string) => string,
     kind: IntakeKind,
     handler: (id: string, msg: InboundMessage) => unknown,
+    snapshotMaxBytes?: number,
   ) => {
     const prefix = pattern('_').slice(0, -1);
     subscriptions.push(
@@ -54,7 +55,7 @@ export function subscribeCoordinator(host: SubscriptionHost): TransportSubscript
             throw err;
           }
         },
-        intakeLimits(ctx, kind, onDrop),
+        intakeLimits(ctx, kind, onDrop, snapshotMaxBytes),
       ),
     );
   };
@@ -78,10 +79,13 @@ export function subscribeCoordinator(host: SubscriptionHost): TransportSubscript
     'switched',
     (id, msg) => host.intake.switched(id, msg.data),
   );
+  // Capped at the model's largest snapshot: a larger offer is dropped on its first chunk
+  // (`TRANSPORT_OVERSIZE`), before anything is buffered, reassembled or hashed.
   sub(
     (t) => s.snapshot(t),
     'snapshot',
     (id, msg) => host.snapshots.accept(id, msg.data),
+    host.snapshots.maxBytes,
   );
   subscriptions.push(
     ctx.transport.subscribe(

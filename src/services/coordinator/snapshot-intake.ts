@@ -1,28 +1,54 @@
 import type { ObjectStore } from '@nats-io/obj';
 import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
 import { BlockRejectedError } from '../../errors/index.ts';
-import { readSnapshotHeader } from '../../versions/index.ts';
+import { bytesToHex, readSnapshotHeader, SnapshotError } from '../../versions/index.ts';
+import { maxSnapshotBytes, peekSnapshotHeader } from '../../versions/snapshot.ts';
+import { snapshotWriter } from '../federation-log/index.ts';
 import { lazyObjectStore } from '../store/index.ts';
 import type { RoundHost } from './round-host.ts';
 
 /** The reply that acknowledges a stored (or already stored) snapshot. */
 export const SNAPSHOT_ACK: Uint8Array = Uint8Array.of(1);
 
-/** Header, signature and framing room on top of the model and strategy state in a snapshot. */
-const SNAPSHOT_OVERHEAD_BYTES = 1 << 20;
+/**
+ * The object name of the snapshot of `height` written by `site` whose bytes hash to `digest`:
+ * `height-<h>-<site>-<first 16 hex digits of the SHA-256>`. Names differ for different writers and
+ * contents, so storing one snapshot never replaces another.
+ */
+export function snapshotObjectName(height: number, site: string, digest: Uint8Array): string {
+  return `height-${height}-${site}-${bytesToHex(digest).slice(0, 16)}`;
+}
+
+/** The 32 bytes of an object store digest `SHA-256=<base64 or base64url>`, or null. */
+function objectDigest(text: string): Uint8Array | null {
+  const prefix = 'SHA-256=';
+  if (!text.startsWith(prefix)) return null;
+  const bytes = Buffer.from(text.slice(prefix.length).replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+  return bytes.length === 32 ? new Uint8Array(bytes) : null;
+}
 
 /**
  * Snapshots offered by sites (DESIGN §5): the coordinator cannot read them (they are encrypted
- * under the federation data key), but it checks, cheapest first, that one is no larger than the
- * model and its strategy state can make it, is signed by the site whose subject it came on, and
- * names a commit of the log's chain with that commit's model hash; then stores it in the object
- * store `cohort-<F>-snapshots` as `height-<h>` and logs a SnapshotRecord (object name, SHA-256,
- * size, site). The first snapshot of a height wins; later offers for it are acknowledged and
- * dropped. A joining site verifies the content itself against the log's commit.
+ * under the federation data key), so a site holding that key can sign and encrypt a snapshot of a
+ * wrong model that nothing here can tell from an honest one. What the coordinator enforces is
+ * who may write: a snapshot of a height is taken only from the site scheduled to write it
+ * (`snapshotWriter`: the commit's voters in turn), so one hostile site poisons at most the heights
+ * it writes, and a joining site that refuses such a snapshot (its content is checked against the
+ * log's commit) falls back to the one below.
+ *
+ * Checks, cheapest first: the subject's member is a site; the size against the model's largest
+ * snapshot (the subscription already dropped a larger offer on its first chunk); the frame and
+ * header's shape; the header names the subject's site, this federation, the model's parameter
+ * count and a commit of the log's chain with that commit's model hash; the site is the height's
+ * scheduled writer (`SNAPSHOT_NOT_SCHEDULED`); then the ciphertext digest and the site's
+ * signature. One snapshot per height and writer: a later offer for it is acknowledged and dropped.
+ * It is stored in `cohort-<F>-snapshots` under {@link snapshotObjectName} — never over an object
+ * of another content — and logged as a SnapshotRecord (object name, SHA-256, size, site).
  */
 export class SnapshotIntake {
   readonly #host: RoundHost;
-  readonly #inFlight = new Set<number>();
+  /** Heights and writers (`<h>/<site>`) being stored now. */
+  readonly #inFlight = new Set<string>();
   readonly #pending = new Set<Promise<unknown>>();
   readonly #store: () => Promise<ObjectStore>;
   #stored = 0;
@@ -41,9 +67,13 @@ export class SnapshotIntake {
     return this.#stored;
   }
 
-  /** Most bytes a snapshot of this federation's model can have (model, moments, overhead). */
+  /**
+   * Most bytes a snapshot of this federation's model can have (model, moments, header and
+   * signature: `maxSnapshotBytes`); the snapshot subscription's cap, so a larger offer is dropped
+   * on its first chunk, before it is buffered, reassembled or hashed.
+   */
   get maxBytes(): number {
-    return SNAPSHOT_OVERHEAD_BYTES + this.#host.parameterCount * 4 * 3;
+    return maxSnapshotBytes(this.#host.parameterCount);
   }
 
   /** Resolves once every snapshot being stored now is stored (or failed). */
@@ -51,6 +81,11 @@ export class SnapshotIntake {
     await Promise.allSettled([...this.#pending]);
   }
 
+  /**
+   * Takes the snapshot `data` offered on `site`'s snapshot subject: resolves with
+   * {@link SNAPSHOT_ACK} once it is stored and logged (or was already), rejects with the refusal
+   * (`SnapshotError`, `BlockRejectedError`), which the coordinator counts by its code.
+   */
   accept(site: string, data: Uint8Array): Promise<Uint8Array> {
     const p = this.#accept(site, data);
     this.#pending.add(p);
@@ -63,62 +98,102 @@ export class SnapshotIntake {
     if (this.#host.membership.role(site) !== 'site') {
       throw new BlockRejectedError('WRONG_SIGNER', `${site} is not a site of this federation`);
     }
-    const key = ctx.keys(site);
-    const header = readSnapshotHeader(data, (id) => (id === site ? key : undefined), {
-      maxBytes: this.maxBytes,
-    });
-    if (header.signer !== site) {
+    // The header's shape only: who may write this height is settled before any hash or signature.
+    const claimed = peekSnapshotHeader(data, { maxBytes: this.maxBytes });
+    if (claimed.signer !== site) {
       throw new BlockRejectedError(
         'WRONG_SIGNER',
-        `snapshot on the subject of ${site} is signed by ${header.signer}`,
+        `snapshot on the subject of ${site} names ${JSON.stringify(claimed.signer)} as its signer`,
       );
     }
-    if (header.federation !== ctx.config.federation.id) {
+    if (claimed.federation !== ctx.config.federation.id) {
       throw new BlockRejectedError(
         'WRONG_CONTEXT',
-        `snapshot for federation ${JSON.stringify(header.federation)}`,
+        `snapshot for federation ${JSON.stringify(claimed.federation)}`,
       );
     }
-    const commit = log.history.commitAt(header.height);
+    if (claimed.parameterCount !== this.#host.parameterCount) {
+      throw new BlockRejectedError(
+        'WRONG_CONTEXT',
+        `snapshot of ${site} holds ${claimed.parameterCount} parameters, the model has ${this.#host.parameterCount}`,
+      );
+    }
+    const h = claimed.height;
+    const chain = log.history.commitAt(h);
     if (
-      commit === undefined ||
-      !bytesEqual(commit.commit.hash, header.commitHash) ||
-      !bytesEqual(commit.commit.modelHash, header.modelHash)
+      chain === undefined ||
+      !bytesEqual(chain.commit.hash, claimed.commitHash) ||
+      !bytesEqual(chain.commit.modelHash, claimed.modelHash)
     ) {
       throw new BlockRejectedError(
         'WRONG_CONTEXT',
-        `snapshot of ${site} names a commit at height ${header.height} that is not on the log's chain`,
+        `snapshot of ${site} names a commit at height ${h} that is not on the log's chain`,
       );
     }
-    if (header.parameterCount !== this.#host.parameterCount) {
-      throw new BlockRejectedError(
-        'WRONG_CONTEXT',
-        `snapshot of ${site} holds ${header.parameterCount} parameters, the model has ${this.#host.parameterCount}`,
+    const writer =
+      chain.decision === null
+        ? undefined
+        : snapshotWriter(chain.decision, h, ctx.config.history.snapshotEvery);
+    if (writer !== site) {
+      throw new SnapshotError(
+        'SNAPSHOT_NOT_SCHEDULED',
+        writer !== undefined
+          ? `the snapshot of height ${h} is written by ${writer}, not ${site}`
+          : chain.decision === null && chain.commit.kind !== 'genesis'
+            ? `height ${h} is older than the decisions this coordinator keeps: its writer cannot be checked`
+            : `no snapshot is due at height ${h}`,
+        { details: { height: h, site, ...(writer === undefined ? {} : { writer }) } },
       );
     }
-    const h = header.height;
-    if (this.#inFlight.has(h) || log.history.snapshots.some((s) => s.snapshot.height === h))
+    const slot = `${h}/${site}`;
+    if (
+      this.#inFlight.has(slot) ||
+      log.history.snapshots.some((s) => s.snapshot.height === h && s.snapshot.site === site)
+    ) {
       return SNAPSHOT_ACK;
-    this.#inFlight.add(h);
+    }
+    this.#inFlight.add(slot);
     try {
-      const name = `height-${h}`;
-      await (await this.#store()).putBlob({ name }, data);
+      readSnapshotHeader(data, (id) => (id === site ? ctx.keys(site) : undefined), {
+        maxBytes: this.maxBytes,
+      });
+      const digest = sha256(data);
+      const name = snapshotObjectName(h, site, digest);
+      await this.#storeOnce(name, data, digest);
       await log.append({
         snapshot: {
-          commitHash: header.commitHash,
+          commitHash: claimed.commitHash,
           height: h,
           object: name,
-          digest: sha256(data),
+          digest,
           bytes: data.length,
           site,
         },
       });
       this.#stored++;
       this.#host.emit({ type: 'snapshot', height: h, site, bytes: data.length });
-      ctx.log.info({ height: h, site, bytes: data.length }, 'snapshot stored');
+      ctx.log.info({ height: h, site, bytes: data.length, object: name }, 'snapshot stored');
     } finally {
-      this.#inFlight.delete(h);
+      this.#inFlight.delete(slot);
     }
     return SNAPSHOT_ACK;
+  }
+
+  /**
+   * Puts `data` under `name` unless the store holds it already (a run that stored it and stopped
+   * before logging it); an object of that name with other content is never overwritten.
+   */
+  async #storeOnce(name: string, data: Uint8Array, digest: Uint8Array): Promise<void> {
+    const store = await this.#store();
+    const existing = await store.info(name);
+    if (existing !== null && !existing.deleted) {
+      const stored = objectDigest(existing.digest);
+      if (stored !== null && bytesEqual(stored, digest) && existing.size === data.length) return;
+      throw new BlockRejectedError(
+        'DUPLICATE',
+        `snapshot object ${name} exists with other content; a stored snapshot is never overwritten`,
+      );
+    }
+    await store.putBlob({ name }, data);
   }
 }
