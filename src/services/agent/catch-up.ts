@@ -1,13 +1,14 @@
-import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
+import { bytesEqual } from '../../../crypto/digest/index.ts';
 import type { StrategyState } from '../../../federation/index.ts';
 import type { ControlBodies, DecisionBody } from '../../protocol/index.ts';
-import { bytesToHex, type Commit, modelHash, openSnapshot, strategyStateHash } from '../../versions/index.ts';
-import type { ChainCommit, LoggedSnapshot } from '../federation-log/index.ts';
+import { bytesToHex, type Commit, modelHash, strategyStateHash } from '../../versions/index.ts';
+import type { ChainCommit } from '../federation-log/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
-import { fetchAggregate, fetchObject } from './aggregate-fetch.ts';
+import { fetchAggregate } from './aggregate-fetch.ts';
 import { applyAggregate } from './apply-aggregate.ts';
 import { robustDeltaFor } from './robust-record.ts';
+import { loadSnapshot } from './snapshot-loader.ts';
 
 /** A model with the strategy state after it. */
 interface ModelState {
@@ -20,9 +21,10 @@ interface ModelState {
  * then either replays each commit after the store's head — fetching the round's aggregate from the
  * object store, applying it exactly as on PREPARE, and checking the result hashes to the committed
  * H(w′) and strategy state — or, for a new site (empty store) or one further behind than
- * `history.snapshotEvery` commits, first jumps to the latest snapshot (decrypted with the
- * federation data key and checked against the log's commit) and replays the rest. Rollback commits
- * restore their target's model. Pending residuals of decided rounds are resolved on the way.
+ * `history.snapshotEvery` commits, first jumps to the highest snapshot whose content checks
+ * against the log's commit (`loadSnapshot`: a refused one is counted and logged, and the one below
+ * is tried; with none left it replays from its head or genesis) and replays the rest. Rollback
+ * commits restore their target's model. Pending residuals of decided rounds are resolved on the way.
  *
  * Returns how many commits the head moved forward (by a snapshot and replay together). Throws
  * `REPLAY_MISMATCH` when a rebuilt model differs from the
@@ -48,12 +50,13 @@ export async function catchUp(core: AgentCore): Promise<number> {
     );
   }
   const from = head?.height ?? -1;
-  const snapshot = history.snapshotAtOrBelow(target.commit.height);
   const every = core.ctx.config.history.snapshotEvery;
   const farBehind = head === null || (every > 0 && target.commit.height - from > every);
-  if (farBehind && snapshot !== undefined && snapshot.snapshot.height > from && core.dataKey !== null) {
-    const joined = await fetchSnapshot(core, snapshot);
-    const cc = history.commitAt(snapshot.snapshot.height)!;
+  const joined = farBehind
+    ? await loadSnapshot(core, { above: from, atOrBelow: target.commit.height })
+    : undefined;
+  if (joined !== undefined) {
+    const cc = history.commitAt(joined.logged.snapshot.height)!;
     for (const r of store.preparedRounds()) store.abortPrepared(r);
     store.jumpTo({
       commit: cc.commit,
@@ -63,7 +66,10 @@ export async function catchUp(core: AgentCore): Promise<number> {
     store.clearResidual();
     for (const r of store.pendingResidualRounds()) store.resolveResidual(r, false);
     core.counters.snapshotsJoined++;
-    core.ctx.log.info({ height: cc.commit.height, site: snapshot.snapshot.site }, 'joined from a snapshot');
+    core.ctx.log.info(
+      { height: cc.commit.height, site: joined.logged.snapshot.site, object: joined.logged.snapshot.object },
+      'joined from a snapshot',
+    );
     head = store.head();
   }
   if (head === null) head = store.init(core.genesis.commit, core.genesis.parameters);
@@ -88,7 +94,8 @@ export async function catchUp(core: AgentCore): Promise<number> {
 
 /**
  * The model of `target` (a commit on the chain): from the store when it still holds it, else
- * rebuilt from the latest snapshot at or below it (or genesis) by replaying in memory.
+ * rebuilt from the highest snapshot at or below it that checks (`loadSnapshot`), or genesis, by
+ * replaying in memory.
  */
 export async function materialize(core: AgentCore, target: ChainCommit): Promise<Float32Array> {
   const { store } = core;
@@ -100,13 +107,12 @@ export async function materialize(core: AgentCore, target: ChainCommit): Promise
     }
   }
   const history = core.follower.history;
-  const snapshot = core.dataKey === null ? undefined : history.snapshotAtOrBelow(target.commit.height);
-  let height = 0;
-  let state: ModelState = { parameters: core.genesis.parameters, strategyState: null };
-  if (snapshot !== undefined) {
-    state = await fetchSnapshot(core, snapshot);
-    height = snapshot.snapshot.height;
-  }
+  const joined = await loadSnapshot(core, { above: -1, atOrBelow: target.commit.height });
+  const height = joined?.logged.snapshot.height ?? 0;
+  let state: ModelState =
+    joined === undefined
+      ? { parameters: core.genesis.parameters, strategyState: null }
+      : { parameters: joined.parameters, strategyState: joined.strategyState };
   for (let h = height + 1; h <= target.commit.height; h++) {
     const cc = history.commitAt(h)!;
     state = await replayCommit(core, cc, await core.follower.roundOf(cc), state);
@@ -204,37 +210,6 @@ function checkAgainstLog(commit: Commit, d: DecisionBody, next: ModelState): voi
       { details: { round: commit.round, height: commit.height } },
     );
   }
-}
-
-/** Fetches, checks and decrypts a logged snapshot. */
-async function fetchSnapshot(core: AgentCore, logged: LoggedSnapshot): Promise<ModelState> {
-  const s = logged.snapshot;
-  const cc = core.follower.history.commitAt(s.height)!;
-  const decision = cc.commit.kind === 'genesis' ? null : (await core.follower.roundOf(cc)).decision;
-  const bytes = await fetchObject(core, core.ctx.subjects.snapshotsBucket, s.object, snapshotLimit(core));
-  if (!bytesEqual(sha256(bytes), s.digest)) {
-    throw new AgentError(
-      'REPLAY_MISMATCH',
-      `snapshot ${s.object} does not hash to the digest the log records`,
-    );
-  }
-  const opened = openSnapshot(bytes, {
-    keys: core.ctx.keys,
-    dataKey: core.dataKey!,
-    maxBytes: snapshotLimit(core),
-    expected: {
-      federation: core.ctx.config.federation.id,
-      commitHash: cc.commit.hash,
-      modelHash: cc.commit.modelHash,
-      ...(decision !== null && decision.stateHash.length === 32 ? { stateHash: decision.stateHash } : {}),
-    },
-  });
-  return { parameters: opened.parameters, strategyState: opened.strategyState };
-}
-
-/** Largest snapshot: model, two moment vectors, header. */
-function snapshotLimit(core: AgentCore): number {
-  return (1 << 20) + core.genesis.parameters.length * 4 * 3;
 }
 
 /** Whether `decision` includes this site's update (listed with the digest it sent, when known). */
