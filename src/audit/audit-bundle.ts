@@ -1,6 +1,7 @@
 import { createHash, type Hash } from 'node:crypto';
 import { bytesEqual } from '../../crypto/digest/index.ts';
 import { InvalidArgumentError } from '../errors/index.ts';
+import { federationSubjects } from '../transport/index.ts';
 import { type Commit, decodeCommit, encodeCommit } from '../versions/index.ts';
 import { AuditError } from './audit-error.ts';
 import type { StoredEntry } from './audit-source.ts';
@@ -8,12 +9,15 @@ import type { StoredEntry } from './audit-source.ts';
 /** The first 12 bytes of a bundle: ASCII `COHORT-AUDIT`. */
 export const AUDIT_BUNDLE_MAGIC: Uint8Array = new TextEncoder().encode('COHORT-AUDIT');
 /**
- * The format version this build writes (u32 big-endian after the magic): 2 adds the stored
- * contributions (items 7 and 8). Version 1 bundles (no contributions) are still read.
+ * The format version this build writes (u32 big-endian after the magic): 3 holds the stored
+ * contributions of the contributions stream (items 7–10, named `round-<r>/<attempt>/<aggregator>/<site>`),
+ * its registry and genesis always, and its objects and contributions in increasing name order.
+ * Version 1 bundles (no contributions) are still read; version 2 (contributions of the updates
+ * object store, which this build no longer reads) is not.
  */
-export const AUDIT_BUNDLE_VERSION = 2;
+export const AUDIT_BUNDLE_VERSION = 3;
 /** Versions this build reads. */
-const READABLE_VERSIONS: ReadonlySet<number> = new Set([1, 2]);
+const READABLE_VERSIONS: ReadonlySet<number> = new Set([1, 3]);
 
 /** Item types of a bundle (one byte each). */
 export const BUNDLE_ITEM = Object.freeze({
@@ -25,6 +29,10 @@ export const BUNDLE_ITEM = Object.freeze({
   absent: 6,
   contribution: 7,
   contributionAbsent: 8,
+  /** Version 3: a contribution one of whose frames was written more than once (data: the first messages). */
+  contributionOverwritten: 9,
+  /** Version 3: a contribution the store holds in a form no contribution has (data: why, UTF-8). */
+  contributionUnreadable: 10,
   trailer: 0xff,
 } as const);
 
@@ -49,9 +57,9 @@ export interface AuditBundleMeta {
   /** `included`: every aggregate a COMMIT names is in the bundle (or marked absent); `skipped`: none is. */
   readonly aggregates: 'included' | 'skipped';
   /**
-   * Version 2: `included`: every contribution a partial record lists is in the bundle (or marked
-   * absent); `skipped`: none is (the exporter could not read the updates store, or was asked not
-   * to). Absent in version 1 (read as `skipped`).
+   * Version 3: `included`: every contribution a partial record lists is in the bundle (or marked
+   * absent, overwritten or unreadable); `skipped`: none is (the exporter could not read the
+   * contributions stream, or was asked not to). Absent in version 1 (read as `skipped`).
    */
   readonly contributions?: 'included' | 'skipped';
 }
@@ -70,9 +78,22 @@ export interface AuditBundle {
   readonly entries: readonly StoredEntry[];
   /** Aggregate objects by name: the bytes, or null for an object the store did not hold. */
   readonly objects: ReadonlyMap<string, Uint8Array | null>;
-  /** Version 2: stored contributions (objects of the updates store) by name, or null when not held. */
+  /**
+   * Version 3: stored contributions by name (`contributionName`): their bytes (`encodeContribution`),
+   * or null when the store did not hold them.
+   */
   readonly contributions?: ReadonlyMap<string, Uint8Array | null>;
+  /**
+   * Version 3: what else the exporter found of some contributions: `overwritten` (its bytes in
+   * `contributions` are the first message of each frame) or `unreadable` (its value there is null).
+   */
+  readonly contributionNotes?: ReadonlyMap<string, ContributionNote>;
 }
+
+/** What an exporter found of a contribution besides its bytes (see {@link AuditBundle.contributionNotes}). */
+export type ContributionNote =
+  | { readonly kind: 'overwritten' }
+  | { readonly kind: 'unreadable'; readonly reason: string };
 
 /** Receives a bundle's bytes in order (a file, an HTTP response). */
 export type BundleSink = (chunk: Uint8Array) => void | Promise<void>;
@@ -133,26 +154,53 @@ class BundleWriter {
  */
 export async function writeAuditBundle(bundle: AuditBundle, sink: BundleSink): Promise<void> {
   const version = bundle.meta.version;
-  if (!READABLE_VERSIONS.has(version) || (version === 1 && (bundle.contributions?.size ?? 0) > 0)) {
+  const contributions = bundle.contributions ?? new Map<string, Uint8Array | null>();
+  const notes = bundle.contributionNotes ?? new Map<string, ContributionNote>();
+  if (
+    !READABLE_VERSIONS.has(version) ||
+    (version === 1 && (contributions.size > 0 || notes.size > 0)) ||
+    (version >= 3 && (bundle.registry === null || bundle.genesis === null))
+  ) {
     throw new InvalidArgumentError(`bundle.meta.version ${version} cannot hold this bundle`, {
       details: { name: 'bundle.meta.version' },
     });
   }
+  for (const [name, note] of notes) {
+    const bytes = contributions.get(name);
+    if (bytes === undefined || (note.kind === 'overwritten') !== (bytes !== null)) {
+      throw new InvalidArgumentError(
+        `bundle.contributionNotes names ${JSON.stringify(name)} without its bytes`,
+        {
+          details: { name: 'bundle.contributionNotes' },
+        },
+      );
+    }
+  }
+  // Version 3 writes objects and contributions in increasing name order: one bundle, one encoding.
+  const ordered = <T>(map: ReadonlyMap<string, T>): [string, T][] =>
+    version >= 3 ? [...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) : [...map];
   const w = new BundleWriter(sink);
   await w.start(version);
   await w.item(BUNDLE_ITEM.meta, 'meta', new TextEncoder().encode(JSON.stringify(bundle.meta)));
   if (bundle.registry !== null) await w.item(BUNDLE_ITEM.registry, 'registry.bin', bundle.registry);
   if (bundle.genesis !== null) await w.item(BUNDLE_ITEM.genesis, 'genesis', encodeCommit(bundle.genesis));
   for (const e of bundle.entries) await w.item(BUNDLE_ITEM.entry, String(e.sequence), e.bytes);
-  for (const [name, bytes] of bundle.objects) {
+  for (const [name, bytes] of ordered(bundle.objects)) {
     await w.item(bytes === null ? BUNDLE_ITEM.absent : BUNDLE_ITEM.object, name, bytes ?? new Uint8Array(0));
   }
-  for (const [name, bytes] of bundle.contributions ?? []) {
-    await w.item(
-      bytes === null ? BUNDLE_ITEM.contributionAbsent : BUNDLE_ITEM.contribution,
-      name,
-      bytes ?? new Uint8Array(0),
-    );
+  for (const [name, bytes] of ordered(contributions)) {
+    const note = notes.get(name);
+    if (note?.kind === 'unreadable') {
+      await w.item(BUNDLE_ITEM.contributionUnreadable, name, new TextEncoder().encode(note.reason));
+    } else if (note?.kind === 'overwritten') {
+      await w.item(BUNDLE_ITEM.contributionOverwritten, name, bytes!);
+    } else {
+      await w.item(
+        bytes === null ? BUNDLE_ITEM.contributionAbsent : BUNDLE_ITEM.contribution,
+        name,
+        bytes ?? new Uint8Array(0),
+      );
+    }
   }
   await w.finish();
 }
@@ -160,8 +208,9 @@ export async function writeAuditBundle(bundle: AuditBundle, sink: BundleSink): P
 /**
  * The bytes of `bundle` (see docs/log-format.md, "Auditing"): `COHORT-AUDIT` ‖ u32 version, then
  * items `u8 type ‖ u32 name length ‖ name ‖ u32 data length ‖ data` (big-endian): meta, registry,
- * genesis, the entries in increasing sequence, the objects, and a trailer holding the SHA-256 of
- * every byte before it. Entries with equal or decreasing sequences are refused.
+ * genesis, the entries in increasing sequence, the objects and then the contributions (version 3:
+ * each in increasing name order), and a trailer holding the SHA-256 of every byte before it.
+ * Entries with equal or decreasing sequences are refused.
  */
 export async function encodeAuditBundle(bundle: AuditBundle): Promise<Uint8Array> {
   for (let i = 1; i < bundle.entries.length; i++) {
@@ -192,9 +241,12 @@ function invalid(source: string, problem: string, details: Record<string, unknow
 /**
  * Decodes an audit bundle, checking its structure only (what it holds is the audit's to verify):
  * magic and version, every item within the file, the trailer's SHA-256 of everything before it,
- * exactly one trailer at the end, the meta first and valid, at most one registry and genesis (whose
- * hash must be its fields' hash), entries named by strictly increasing decimal sequences, object
- * names unique.
+ * exactly one trailer at the end, the meta first and valid (its stream the federation's log
+ * stream), at most one registry and genesis (whose hash must be its fields' hash; version 3: both
+ * present), entries named by strictly increasing decimal sequences, object and contribution names
+ * unique (version 3: strictly increasing, so a reordered bundle is refused), and nothing the meta
+ * says was skipped. The trailer only catches damage in transit: anyone can recompute it, so what a
+ * bundle holds is trusted only as far as the audit verifies it.
  *
  * @throws AuditError `BUNDLE_INVALID` naming `source` and the problem.
  */
@@ -260,8 +312,9 @@ export function decodeAuditBundle(bytes: Uint8Array, source = 'bundle'): AuditBu
   const entries: StoredEntry[] = [];
   const objects = new Map<string, Uint8Array | null>();
   const contributions = new Map<string, Uint8Array | null>();
+  const contributionNotes = new Map<string, ContributionNote>();
   // Items come in this order: registry (at most one), genesis (at most one), entries, objects,
-  // contributions (version 2).
+  // contributions (version 3).
   const RANK: Record<number, number> = {
     [BUNDLE_ITEM.registry]: 1,
     [BUNDLE_ITEM.genesis]: 2,
@@ -269,11 +322,14 @@ export function decodeAuditBundle(bytes: Uint8Array, source = 'bundle'): AuditBu
     [BUNDLE_ITEM.object]: 4,
     [BUNDLE_ITEM.absent]: 4,
   };
-  if (version >= 2) {
+  if (version >= 3) {
     RANK[BUNDLE_ITEM.contribution] = 5;
     RANK[BUNDLE_ITEM.contributionAbsent] = 5;
+    RANK[BUNDLE_ITEM.contributionOverwritten] = 5;
+    RANK[BUNDLE_ITEM.contributionUnreadable] = 5;
   }
   let rank = 0;
+  let lastName = '';
   for (const item of rest) {
     const r = RANK[item.type];
     if (r === undefined)
@@ -281,6 +337,7 @@ export function decodeAuditBundle(bytes: Uint8Array, source = 'bundle'): AuditBu
     if (r < rank || (r === rank && r <= 2)) {
       throw invalid(source, `item ${JSON.stringify(item.name)} of type ${item.type} is out of place`);
     }
+    if (r !== rank) lastName = '';
     rank = r;
     if (item.type === BUNDLE_ITEM.registry) {
       registry = new Uint8Array(item.data);
@@ -309,16 +366,49 @@ export function decodeAuditBundle(bytes: Uint8Array, source = 'bundle'): AuditBu
     } else {
       const contribution = r === 5;
       const into = contribution ? contributions : objects;
-      const absent = item.type === BUNDLE_ITEM.absent || item.type === BUNDLE_ITEM.contributionAbsent;
       const what = contribution ? 'contribution' : 'object';
       if (into.has(item.name)) throw invalid(source, `holds ${what} ${JSON.stringify(item.name)} twice`);
-      if (absent && item.data.length !== 0) {
+      if (version >= 3 && item.name <= lastName) {
+        throw invalid(
+          source,
+          `${what} ${JSON.stringify(item.name)} follows ${JSON.stringify(lastName)}: names must increase`,
+        );
+      }
+      lastName = item.name;
+      if (contribution ? meta.contributions !== 'included' : meta.aggregates !== 'included') {
+        throw invalid(source, `holds ${what} ${JSON.stringify(item.name)}, its meta says they were skipped`);
+      }
+      const empty = item.type === BUNDLE_ITEM.absent || item.type === BUNDLE_ITEM.contributionAbsent;
+      if (empty && item.data.length !== 0) {
         throw invalid(source, `absent ${what} ${JSON.stringify(item.name)} has data`);
       }
-      into.set(item.name, absent ? null : new Uint8Array(item.data));
+      if (item.type === BUNDLE_ITEM.contributionUnreadable) {
+        let reason: string;
+        try {
+          reason = decoder.decode(item.data);
+        } catch {
+          throw invalid(
+            source,
+            `unreadable contribution ${JSON.stringify(item.name)}: its reason is not UTF-8`,
+          );
+        }
+        contributionNotes.set(item.name, { kind: 'unreadable', reason });
+        into.set(item.name, null);
+      } else {
+        if (item.type === BUNDLE_ITEM.contributionOverwritten) {
+          contributionNotes.set(item.name, { kind: 'overwritten' });
+        }
+        into.set(item.name, empty ? null : new Uint8Array(item.data));
+      }
     }
   }
-  return { meta, registry, genesis, entries, objects, contributions };
+  if (version >= 3 && (registry === null || genesis === null)) {
+    throw invalid(
+      source,
+      `holds no ${registry === null ? 'registry' : 'genesis'} (version 3 bundles hold both)`,
+    );
+  }
+  return { meta, registry, genesis, entries, objects, contributions, contributionNotes };
 }
 
 function decodeMeta(
@@ -341,18 +431,26 @@ function decodeMeta(
   for (const f of ['federation', 'stream'] as const) {
     if (typeof m[f] !== 'string' || (m[f] as string).length === 0) throw bad(f);
   }
+  // The log stream follows from the federation: a bundle naming another is not this federation's.
+  let stream: string;
+  try {
+    stream = federationSubjects(m['federation'] as string).logStream;
+  } catch {
+    throw bad('federation');
+  }
+  if (m['stream'] !== stream) throw bad('stream');
   if (m['member'] !== null && typeof m['member'] !== 'string') throw bad('member');
   for (const f of ['exportedUnixMs', 'lastSequence'] as const) {
     if (!Number.isSafeInteger(m[f]) || (m[f] as number) < 0) throw bad(f);
   }
   if (m['aggregates'] !== 'included' && m['aggregates'] !== 'skipped') throw bad('aggregates');
-  if (version >= 2 && m['contributions'] !== 'included' && m['contributions'] !== 'skipped') {
+  if (version >= 3 && m['contributions'] !== 'included' && m['contributions'] !== 'skipped') {
     throw bad('contributions');
   }
   return {
     format: 'cohort-audit-bundle',
     version,
-    ...(version >= 2 ? { contributions: m['contributions'] as 'included' | 'skipped' } : {}),
+    ...(version >= 3 ? { contributions: m['contributions'] as 'included' | 'skipped' } : {}),
     federation: m['federation'] as string,
     stream: m['stream'] as string,
     member: m['member'] as string | null,

@@ -47,8 +47,16 @@ export const AUDIT_PROBLEM_CODES = [
   'CONTRIBUTION_MISSING',
   /** A contribution counted twice: a site in two partials or twice in the decision, or twice in the stored aggregate (re-added). */
   'CONTRIBUTION_DUPLICATE',
-  /** A contribution that is not what its site signed: a site manifest of another site, digest or weight, a bad site signature, or a stored update that does not verify against it. */
+  /** A contribution that is not what its site signed: a site manifest of another site, digest or weight, a bad site signature, or a stored update that does not verify against it (altered, truncated, frames missing). */
   'CONTRIBUTION_MISMATCH',
+  /**
+   * A contribution a partial lists is not in the contributions stream (nor, in a bundle, an item of
+   * it) although its round is younger than the retention: never stored, removed, or left out of the
+   * bundle. Reported at the partial, naming the round, the site and the aggregator that stored it.
+   */
+  'CONTRIBUTION_NOT_STORED',
+  /** A frame of a stored contribution was written more than once (a stream weaker than write-once); at the partial. */
+  'CONTRIBUTION_OVERWRITTEN',
   /** The stored aggregate is not the block-wise sum of the stored contributions its partials list (and no single missing or doubled one explains it). */
   'AGGREGATE_RECOMPUTE_MISMATCH',
   /** A round commit's privacy record (docs/privacy.md) names another contributor count, changes the mechanism or δ, records no more RDP than the round before, or an ε its own RDP does not give. */
@@ -75,10 +83,19 @@ export const AUDIT_UNCHECKED_CODES = [
   'AGGREGATE_SKIPPED',
   /**
    * The aggregate was not re-added: a contribution could not be read (credentials without read
-   * access to the updates store, a bundle without contributions, past the store's retention), or
-   * the CKKS parameters are unknown to the auditor. Listed, but does not make the audit incomplete.
+   * access to the contributions stream, a bundle exported without contributions, a timeout), or
+   * the CKKS parameters are unknown to the auditor. The audit is incomplete: what the log implies
+   * was not all checked.
    */
   'CONTRIBUTIONS_UNAVAILABLE',
+  /**
+   * The aggregate was not re-added: a contribution is gone and its round ended more than the
+   * retention the auditor was given (`history.updateRetentionMs`) before the evidence was read.
+   * Listed; does not make the audit incomplete.
+   */
+  'CONTRIBUTIONS_EXPIRED',
+  /** The aggregate was not re-added because the audit was asked to skip contributions. */
+  'CONTRIBUTIONS_SKIPPED',
   /** A COMMIT of a log written before partial records were logged: nothing to re-add from. */
   'CONTRIBUTIONS_UNLOGGED',
 ] as const;
@@ -191,11 +208,18 @@ export interface AuditReport {
   readonly verified: boolean;
 }
 
+/** The unchecked codes that make an audit incomplete (see {@link auditIncomplete}). */
+export const INCOMPLETE_CODES: ReadonlySet<AuditUncheckedCode> = new Set([
+  'AGGREGATE_UNREADABLE',
+  'CONTRIBUTIONS_UNAVAILABLE',
+]);
+
 /**
  * Whether checks were left undone that the auditor did not choose to skip: an aggregate that could
- * not be read. Records of kinds this build does not know and aggregates skipped on request do not
- * make an audit incomplete (they are counted and listed).
+ * not be read, or contributions that could not be read (so an aggregate was not re-added). Records
+ * of kinds this build does not know, aggregates or contributions skipped on request, and
+ * contributions past their retention do not make an audit incomplete (they are counted and listed).
  */
 export function auditIncomplete(report: Pick<AuditReport, 'unchecked'>): boolean {
-  return report.unchecked.some((u) => u.code === 'AGGREGATE_UNREADABLE');
+  return report.unchecked.some((u) => INCOMPLETE_CODES.has(u.code));
 }

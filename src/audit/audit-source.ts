@@ -1,3 +1,5 @@
+import type { ContributionKey } from '../services/store/index.ts';
+
 /** One stored log entry as a source holds it: its position and its exact bytes, not yet verified. */
 export interface StoredEntry {
   /** The entry's position in the log (its JetStream sequence). */
@@ -17,6 +19,15 @@ export type AggregateRead =
   | { readonly status: 'corrupt'; readonly reason: string }
   /** The object could not be read (no access, timeout, not in the bundle): the check is not made. */
   | { readonly status: 'unavailable'; readonly reason: string };
+
+/**
+ * What a source answered when asked for a stored contribution: as for an aggregate (its bytes are
+ * the contribution's encoding, `encodeContribution`), or `overwritten`: a frame of it was written
+ * more than once (`bytes` holds the first message of each frame, `reason` says which).
+ */
+export type ContributionRead =
+  | AggregateRead
+  | { readonly status: 'overwritten'; readonly bytes: Uint8Array; readonly reason: string };
 
 /**
  * Where an audit reads a federation's evidence: the log's stored entries and the aggregate objects
@@ -42,8 +53,15 @@ export interface AuditSource {
   /** Object `name` of the federation's aggregate store, refusing one above `maxBytes`. */
   aggregate(name: string, maxBytes: number): Promise<AggregateRead>;
   /**
-   * Object `name` of the federation's updates store (a stored contribution), refusing one above
-   * `maxBytes`; absent: the source holds no contributions (each round is then not re-added).
+   * The stored contribution `key` (the contributions stream, or a bundle's copy), refusing one of
+   * more than `maxFrames` frames or `maxBytes` bytes; absent: the source holds no contributions
+   * (each round's re-addition is then listed as not made).
    */
-  contribution?(name: string, maxBytes: number): Promise<AggregateRead>;
+  contribution?(key: ContributionKey, maxBytes: number, maxFrames: number): Promise<ContributionRead>;
+  /**
+   * When the evidence was read (ms since the epoch): now for a live source, the export time for a
+   * bundle (never later than now). A contribution counts as expired only if its round ended a
+   * retention before this. Absent: now.
+   */
+  readAtUnixMs?(): number;
 }

@@ -1,4 +1,4 @@
-import { sha256Hex } from '../../crypto/digest/index.ts';
+import { bytesEqual, sha256Hex } from '../../crypto/digest/index.ts';
 import { loadRegistry, openRegistry, type VerifiedRegistry } from '../registry/index.ts';
 import { bytesToHex, type Commit } from '../versions/index.ts';
 import type { AuditBundle } from './audit-bundle.ts';
@@ -73,6 +73,20 @@ export function resolveAuditTrust(sources: AuditTrustSources, bundle?: AuditBund
       'AUDIT_TRUST_MISMATCH',
       `the genesis commit is ${bytesToHex(genesis.hash)}, the pin is ${genesisPin}`,
       { details: { actual: bytesToHex(genesis.hash), pinned: genesisPin } },
+    );
+  }
+  // A bundle's copies must be what is trusted, even when the trust came from elsewhere: a bundle
+  // whose registry or genesis was replaced is not the one its exporter wrote.
+  if (bundle?.registry != null && sha256Hex(bundle.registry) !== registry.sha256) {
+    throw new AuditError(
+      'AUDIT_TRUST_MISMATCH',
+      `the bundle's member registry has SHA-256 ${sha256Hex(bundle.registry)}, the trusted one ${registry.sha256}`,
+    );
+  }
+  if (bundle?.genesis != null && !bytesEqual(bundle.genesis.hash, genesis.hash)) {
+    throw new AuditError(
+      'AUDIT_TRUST_MISMATCH',
+      `the bundle's genesis commit is ${bytesToHex(bundle.genesis.hash)}, the trusted one ${bytesToHex(genesis.hash)}`,
     );
   }
   return { registry, genesis };

@@ -1,11 +1,29 @@
+import { type ContributionKey, contributionName } from '../services/store/index.ts';
 import type { AuditBundle } from './audit-bundle.ts';
-import type { AggregateRead, AuditSource } from './audit-source.ts';
+import type { AggregateRead, AuditSource, ContributionRead } from './audit-source.ts';
+
+/** An {@link AuditSource} over a bundle that also says which of its items the audit never asked for. */
+export interface BundleAuditSource extends AuditSource {
+  readonly kind: 'bundle';
+  /**
+   * Objects and contributions the bundle holds that the audit has not asked for (after an audit:
+   * items no verified log entry names).
+   */
+  unrequested(): string[];
+}
 
 /**
  * An {@link AuditSource} over a decoded bundle: its entries and objects as exported, its meta's last
- * sequence. An object the bundle does not hold is `unavailable` (exported without aggregates).
+ * sequence. An object the bundle does not hold is `unavailable` (exported without aggregates). A
+ * contribution is looked up by its name (`contributionName`): held, marked absent, overwritten or
+ * unreadable as the exporter found it; one the bundle does not hold although its meta says
+ * contributions are included is `absent` (the exporter writes an item for every contribution the
+ * log lists, so a missing one was removed); with contributions skipped, `unavailable`. The evidence
+ * is read as of the bundle's export time, never later than now.
  */
-export function bundleAuditSource(bundle: AuditBundle): AuditSource {
+export function bundleAuditSource(bundle: AuditBundle): BundleAuditSource {
+  const asked = new Set<string>();
+  const notes = bundle.contributionNotes ?? new Map();
   return {
     kind: 'bundle',
     federation: bundle.meta.federation,
@@ -13,10 +31,12 @@ export function bundleAuditSource(bundle: AuditBundle): AuditSource {
     member: bundle.meta.member,
     exportedUnixMs: bundle.meta.exportedUnixMs,
     lastSequence: async () => bundle.meta.lastSequence,
+    readAtUnixMs: () => Math.min(bundle.meta.exportedUnixMs, Date.now()),
     async *entries(until: number) {
       for (const e of bundle.entries) if (e.sequence <= until) yield e;
     },
     aggregate: async (name: string, maxBytes: number): Promise<AggregateRead> => {
+      asked.add(`object ${name}`);
       if (!bundle.objects.has(name)) {
         return {
           status: 'unavailable',
@@ -33,22 +53,28 @@ export function bundleAuditSource(bundle: AuditBundle): AuditSource {
       }
       return { status: 'found', bytes };
     },
-    contribution: async (name: string, maxBytes: number): Promise<AggregateRead> => {
-      if (bundle.contributions?.has(name) !== true) {
-        return {
-          status: 'unavailable',
-          reason:
-            bundle.meta.contributions !== 'included'
-              ? 'the bundle was exported without contributions'
-              : 'the bundle holds no copy of it',
-        };
+    contribution: async (key: ContributionKey, maxBytes: number): Promise<ContributionRead> => {
+      const name = contributionName(key);
+      asked.add(`contribution ${name}`);
+      if (bundle.meta.contributions !== 'included') {
+        return { status: 'unavailable', reason: 'the bundle was exported without contributions' };
       }
-      const bytes = bundle.contributions!.get(name) ?? null;
+      const bytes = bundle.contributions?.get(name) ?? null;
+      const note = notes.get(name);
+      if (note?.kind === 'unreadable') return { status: 'corrupt', reason: note.reason };
       if (bytes === null) return { status: 'absent' };
       if (bytes.length > maxBytes) {
         return { status: 'too-large', reason: `${bytes.length} bytes, at most ${maxBytes} accepted` };
       }
-      return { status: 'found', bytes };
+      return note?.kind === 'overwritten'
+        ? { status: 'overwritten', bytes, reason: 'a frame of it was written more than once' }
+        : { status: 'found', bytes };
     },
+    unrequested: () => [
+      ...[...bundle.objects.keys()].map((n) => `object ${n}`).filter((n) => !asked.has(n)),
+      ...[...(bundle.contributions?.keys() ?? [])]
+        .map((n) => `contribution ${n}`)
+        .filter((n) => !asked.has(n)),
+    ],
   };
 }

@@ -1,13 +1,16 @@
 import { InvalidArgumentError } from '../errors/index.ts';
-import { decodeManifestBody, FRAME_KIND, unframe } from '../protocol/index.ts';
+import { bytesEqual } from '../../crypto/digest/index.ts';
+import { type ControlBodies, decodeManifestBody, FRAME_KIND, unframe } from '../protocol/index.ts';
 import { RegistryView, type VerifiedRegistry } from '../registry/index.ts';
-import { contributionObjectName } from '../services/aggregator/index.ts';
 import { openLogEntry } from '../services/federation-log/index.ts';
+import { type ContributionKey, contributionName } from '../services/store/index.ts';
 import type { Commit } from '../versions/index.ts';
+import { expectedAggregateBlocks } from './aggregate-check.ts';
 import {
   AUDIT_BUNDLE_VERSION,
   type AuditBundleMeta,
   type BundleSink,
+  type ContributionNote,
   writeAuditBundle,
 } from './audit-bundle.ts';
 import { AuditError } from './audit-error.ts';
@@ -21,7 +24,7 @@ export interface ExportAuditBundleOptions {
   readonly genesis: Commit;
   /** Leave the aggregates (and so the contributions) out (for credentials that cannot read the aggregate store). */
   readonly skipAggregates?: boolean;
-  /** Leave the stored contributions out (they are also left out when the credentials cannot read the updates store). */
+  /** Leave the stored contributions out (they are also left out when the credentials cannot read the contributions stream). */
   readonly skipContributions?: boolean;
   /** The exporter's clock (default `Date.now`). */
   readonly now?: () => number;
@@ -37,9 +40,9 @@ export interface ExportedBundleSummary {
   /** Objects a decision names that the store did not hold (written as absent). */
   readonly absent: number;
   readonly aggregates: 'included' | 'skipped';
-  /** Stored contributions written (found in the updates store). */
+  /** Stored contributions written (found in the contributions stream). */
   readonly contributions: number;
-  /** `skipped`: on request, or the updates store could not be read with these credentials. */
+  /** `skipped`: on request, or the contributions stream could not be read with these credentials. */
   readonly contributionsIncluded: 'included' | 'skipped';
 }
 
@@ -47,7 +50,10 @@ export interface ExportedBundleSummary {
  * Exports what `source` holds as an audit bundle to `sink` (see {@link encodeAuditBundle} for the
  * format): the log's stored entries 1…last as they are (nothing verified, nothing re-encoded), the
  * aggregate object of every COMMIT whose entry opens under the registry's coordinator key (or its
- * absence), a copy of the registry file and the genesis commit. The admin API can stream it.
+ * absence), every contribution the partial records of that round's open attempt list, as the
+ * aggregator its RoundOpen assigned the site to stored it (or its absence, or what is wrong with
+ * it: exactly the ones the audit asks for), a copy of the registry file and the genesis commit.
+ * The admin API can stream it.
  *
  * @throws AuditError `AUDIT_SOURCE_UNAVAILABLE` when the log, or an aggregate (unless
  *   `skipAggregates`), cannot be read: a bundle never silently lacks what it claims to include.
@@ -65,9 +71,13 @@ export async function exportAuditBundle(
   const coordinator = options.registry.registry.members.find((m) => m.role === 'coordinator')?.id ?? '';
   const entries: StoredEntry[] = [];
   const wanted = new Map<string, number>();
-  /** Contributions the partial records of each round list, wanted once the round's COMMIT names its size. */
-  const listed = new Map<number, string[]>();
-  const wantedContributions = new Map<string, number>();
+  /** Each round's open attempt, and the contributions its partial records list (as the audit keeps them). */
+  const opens = new Map<number, ControlBodies['round-open']>();
+  const listed = new Map<number, ContributionKey[]>();
+  const wantedContributions = new Map<
+    string,
+    { key: ContributionKey; maxBytes: number; maxFrames: number }
+  >();
   for await (const e of source.entries(last)) {
     entries.push(e);
     try {
@@ -77,19 +87,36 @@ export async function exportAuditBundle(
         keys: (id) => view.current(id),
         stream: source.stream,
       }).record;
+      const open = record.roundOpen;
+      if (open) {
+        opens.set(open.round, open);
+        listed.set(open.round, []);
+      }
       const p = record.partial;
-      if (p) {
+      const opened = p ? opens.get(p.round) : undefined;
+      if (p && opened !== undefined && bytesEqual(opened.attempt, p.attempt)) {
+        const assigned = new Map(opened.assignments.map((a) => [a.site, a.aggregator]));
         const sites = decodeManifestBody(unframe(p.manifest, FRAME_KIND.manifest)).contributorList;
-        const names = listed.get(p.round) ?? [];
-        for (const c of sites) names.push(contributionObjectName(p.round, p.attempt, c.site));
-        listed.set(p.round, names);
+        for (const c of sites) {
+          listed.get(p.round)?.push({
+            aggregator: assigned.get(c.site) ?? p.aggregator,
+            round: p.round,
+            attempt: p.attempt,
+            site: c.site,
+          });
+        }
       }
       const d = record.decision;
       if (d?.commit && d.kind !== 'rollback' && d.aggregate != null) {
         wanted.set(d.aggregate.object, d.aggregate.objectBytes);
         // A contribution (seeded ciphertexts, frames) is smaller than the full-ciphertext sum.
-        for (const name of listed.get(d.round) ?? []) {
-          wantedContributions.set(name, 2 * d.aggregate.objectBytes + (1 << 20));
+        const maxFrames = expectedAggregateBlocks(d.aggregate) + 1;
+        for (const key of listed.get(d.round) ?? []) {
+          wantedContributions.set(contributionName(key), {
+            key,
+            maxBytes: 2 * d.aggregate.objectBytes + (1 << 20),
+            maxFrames,
+          });
         }
       }
     } catch {
@@ -112,17 +139,25 @@ export async function exportAuditBundle(
     }
   }
   const contributions = new Map<string, Uint8Array | null>();
+  const notes = new Map<string, ContributionNote>();
   let withContributions = !skip && options.skipContributions !== true;
   if (withContributions && source.contribution !== undefined) {
-    for (const [name, maxBytes] of wantedContributions) {
-      const read = await source.contribution(name, maxBytes);
+    for (const [name, { key, maxBytes, maxFrames }] of wantedContributions) {
+      const read = await source.contribution(key, maxBytes, maxFrames);
       if (read.status === 'unavailable') {
-        // Credentials that may not read the updates store (a site's): the bundle says so.
+        // Credentials that may not read the contributions stream (a site's): the bundle says so.
         withContributions = false;
         contributions.clear();
+        notes.clear();
         break;
       }
-      contributions.set(name, read.status === 'found' ? read.bytes : null);
+      if (read.status === 'found' || read.status === 'overwritten') {
+        contributions.set(name, read.bytes);
+        if (read.status === 'overwritten') notes.set(name, { kind: 'overwritten' });
+      } else {
+        contributions.set(name, null);
+        if (read.status !== 'absent') notes.set(name, { kind: 'unreadable', reason: read.reason });
+      }
     }
   } else {
     withContributions = false;
@@ -139,7 +174,15 @@ export async function exportAuditBundle(
     contributions: withContributions ? 'included' : 'skipped',
   };
   await writeAuditBundle(
-    { meta, registry: options.registry.bytes, genesis: options.genesis, entries, objects, contributions },
+    {
+      meta,
+      registry: options.registry.bytes,
+      genesis: options.genesis,
+      entries,
+      objects,
+      contributions,
+      contributionNotes: notes,
+    },
     sink,
   );
   const absent = [...objects.values()].filter((b) => b === null).length;

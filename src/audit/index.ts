@@ -6,6 +6,7 @@ export {
   type AuditBundleMeta,
   BUNDLE_ITEM,
   type BundleSink,
+  type ContributionNote,
   decodeAuditBundle,
   encodeAuditBundle,
   writeAuditBundle,
@@ -23,10 +24,11 @@ export {
   type AuditUnchecked,
   type AuditUncheckedCode,
   auditIncomplete,
+  INCOMPLETE_CODES,
 } from './audit-report.ts';
-export type { AggregateRead, AuditSource, StoredEntry } from './audit-source.ts';
+export type { AggregateRead, AuditSource, ContributionRead, StoredEntry } from './audit-source.ts';
 export { type AuditTrustSources, resolveAuditTrust } from './audit-trust.ts';
-export { bundleAuditSource } from './bundle-source.ts';
+export { type BundleAuditSource, bundleAuditSource } from './bundle-source.ts';
 export {
   type ExportAuditBundleOptions,
   type ExportedBundleSummary,

@@ -7,12 +7,18 @@ import {
 } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
-import { updatesBucketName } from '../services/aggregator/index.ts';
+import { encodeContribution } from '../services/aggregator/index.ts';
 import { logStreamName } from '../services/federation-log/index.ts';
-import { DEFAULT_STORE_TIMEOUT_MS, readObject, StoreError } from '../services/store/index.ts';
+import {
+  type ContributionKey,
+  DEFAULT_STORE_TIMEOUT_MS,
+  readObject,
+  readStoredContribution,
+  StoreError,
+} from '../services/store/index.ts';
 import { federationSubjects } from '../transport/index.ts';
 import { AuditError } from './audit-error.ts';
-import type { AggregateRead, AuditSource, StoredEntry } from './audit-source.ts';
+import type { AggregateRead, AuditSource, ContributionRead, StoredEntry } from './audit-source.ts';
 
 /** Options of {@link openLiveAuditSource}. */
 export interface LiveAuditSourceOptions {
@@ -27,11 +33,13 @@ export interface LiveAuditSourceOptions {
 
 /**
  * A live {@link AuditSource} on `nc`: the log's stored entries (`$JS.API.STREAM.INFO` and
- * `STREAM.MSG.GET` of the log stream only, no consumer, no account check) and aggregates
- * and contributions (`readObject`, get-message only) of the federation's aggregate and updates
- * stores, so a read-only NATS user suffices: an auditor's for the log (and the aggregate store when its permissions grant it), a
- * site's for both. A failure to read the log is `AUDIT_SOURCE_UNAVAILABLE`; one to read an
- * aggregate is an `unavailable` answer (the audit lists it as not checked).
+ * `STREAM.MSG.GET` of the log stream only, no consumer, no account check), aggregates
+ * (`readObject`, get-message only) of the aggregate store, and contributions
+ * (`readStoredContribution`: info and get-message of the contributions stream), so a read-only NATS
+ * user suffices: an auditor's reads all three, a site's the log and the aggregates (not the
+ * contributions: its audit then lists every re-addition as not made). A failure to read the log
+ * is `AUDIT_SOURCE_UNAVAILABLE`; one to read an aggregate or a contribution is an `unavailable`
+ * answer (the audit lists it as not checked).
  */
 export async function openLiveAuditSource(
   nc: NatsConnection,
@@ -46,15 +54,7 @@ export async function openLiveAuditSource(
   assertInteger('options.timeoutMs', timeoutMs, 1, 600_000);
   const subjects = federationSubjects(options.federation);
   const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: timeoutMs });
-  return new LiveSource(
-    nc,
-    jsm,
-    options,
-    window,
-    timeoutMs,
-    subjects.aggregatesBucket,
-    updatesBucketName(options.federation),
-  );
+  return new LiveSource(nc, jsm, options, window, timeoutMs, subjects.aggregatesBucket);
 }
 
 class LiveSource implements AuditSource {
@@ -68,7 +68,6 @@ class LiveSource implements AuditSource {
   readonly #window: number;
   readonly #timeoutMs: number;
   readonly #bucket: string;
-  readonly #updates: string;
 
   constructor(
     nc: NatsConnection,
@@ -77,7 +76,6 @@ class LiveSource implements AuditSource {
     window: number,
     timeoutMs: number,
     bucket: string,
-    updates: string,
   ) {
     this.#nc = nc;
     this.#jsm = jsm;
@@ -87,7 +85,10 @@ class LiveSource implements AuditSource {
     this.#window = window;
     this.#timeoutMs = timeoutMs;
     this.#bucket = bucket;
-    this.#updates = updates;
+  }
+
+  readAtUnixMs(): number {
+    return Date.now();
   }
 
   async lastSequence(): Promise<number> {
@@ -131,8 +132,29 @@ class LiveSource implements AuditSource {
     return this.#read(this.#bucket, name, maxBytes);
   }
 
-  contribution(name: string, maxBytes: number): Promise<AggregateRead> {
-    return this.#read(this.#updates, name, maxBytes);
+  async contribution(key: ContributionKey, maxBytes: number, maxFrames: number): Promise<ContributionRead> {
+    let read: Awaited<ReturnType<typeof readStoredContribution>>;
+    try {
+      read = await readStoredContribution(this.#nc, this.federation, key, {
+        maxBytes,
+        maxFrames,
+        timeoutMs: this.#timeoutMs,
+      });
+    } catch (err) {
+      return { status: 'unavailable', reason: (err as Error).message };
+    }
+    switch (read.status) {
+      case 'found':
+      case 'overwritten': {
+        const [manifest, ...blocks] = read.frames;
+        const bytes = encodeContribution({ manifest: manifest!, blocks });
+        return read.status === 'found'
+          ? { status: 'found', bytes }
+          : { status: 'overwritten', bytes, reason: read.reason };
+      }
+      default:
+        return read;
+    }
   }
 
   async #read(bucket: string, name: string, maxBytes: number): Promise<AggregateRead> {

@@ -17,17 +17,14 @@ import {
   unframe,
   type VerifiedUpdate,
 } from '../protocol/index.ts';
-import {
-  contributionObjectName,
-  contributionReader,
-  openContribution,
-} from '../services/aggregator/index.ts';
+import { contributionReader, openContribution } from '../services/aggregator/index.ts';
 import { encodeAggregateObject, type RoundRobust } from '../services/coordinator/index.ts';
 import { applyRobustRule, plainUpdateDelta } from '../services/robust-plan.ts';
 import { bytesToHex } from '../versions/index.ts';
 import { expectedAggregateBlocks } from './aggregate-check.ts';
 import type { AuditProblem, AuditUnchecked } from './audit-report.ts';
-import type { AggregateRead, AuditSource } from './audit-source.ts';
+import { type ContributionKey, contributionName } from '../services/store/index.ts';
+import type { AuditSource, ContributionRead } from './audit-source.ts';
 
 /** A partial record of the round, as logged (its content checked by the history rules). */
 export interface LoggedPartialRecord {
@@ -64,24 +61,42 @@ export interface RecomputeInput {
   readonly ckksParams: readonly CkksParams[];
   /** The COMMIT's robust record (`plain` mode with a robust rule), rechecked once the sum is. */
   readonly robust?: RoundRobust;
+  /**
+   * How long contributions are kept (`history.updateRetentionMs`; 0: until removed). A gone
+   * contribution of a round that ended more than this (plus {@link EXPIRY_SLACK_MS}) before the
+   * source's read time is expired, not a problem. Absent: none expires.
+   */
+  readonly retentionMs?: number;
+  /** Do not read the contributions (`CONTRIBUTIONS_SKIPPED`). */
+  readonly skipContributions?: boolean;
 }
+
+/**
+ * Time after a round's deadline by which its aggregators have stored its contributions (they store
+ * each before their partial, and send it by the deadline), with room for clocks that disagree.
+ */
+export const EXPIRY_SLACK_MS = 3_600_000;
 
 const ALGORITHMS = ['falcon-512', 'ml-dsa-65'] as const;
 
 /**
  * Re-adds a COMMIT's contributions and compares the sum with the stored aggregate, byte for byte
- * (docs/log-format.md, "Auditing"). For every site the round's partial records list: its stored
- * contribution (`cohort-F-updates`, {@link contributionObjectName}) must hold the very manifest the
- * partial forwarded, and its blocks must verify under the site's key with that manifest's update
- * digest (`CONTRIBUTION_MISMATCH`, at the partial). The contributions are then added block-wise
- * with node-seal (no secret key: a sum of ciphertexts is public) and serialized as the coordinator
- * stores aggregates. A sum that differs is diagnosed: equal to the sum without one site
- * (`CONTRIBUTION_MISSING`), or with one site counted twice (`CONTRIBUTION_DUPLICATE`), else
- * `AGGREGATE_RECOMPUTE_MISMATCH`; all at the COMMIT. Modular addition of ciphertexts is exact and
- * commutative, so the order of the partial sums does not change the bytes.
+ * (docs/log-format.md, "Auditing"). Every site the round's partial records list must have its
+ * contribution stored, under the aggregator its RoundOpen assigned it to (the contributions
+ * stream, `contributionName`): one that is not there is `CONTRIBUTION_NOT_STORED` and one written
+ * twice `CONTRIBUTION_OVERWRITTEN`, at the partial, naming round, site and aggregator. A stored one
+ * must hold the very manifest the partial forwarded, and its blocks must verify under the site's
+ * key with that manifest's update digest (`CONTRIBUTION_MISMATCH`, at the partial). The
+ * contributions are then added block-wise with node-seal (no secret key: a sum of ciphertexts is
+ * public) and serialized as the coordinator stores aggregates. A sum that differs is diagnosed:
+ * equal to the sum without one site (`CONTRIBUTION_MISSING`), or with one site counted twice
+ * (`CONTRIBUTION_DUPLICATE`), else `AGGREGATE_RECOMPUTE_MISMATCH`; all at the COMMIT. Modular
+ * addition of ciphertexts is exact and commutative, so the order of the partial sums does not
+ * change the bytes.
  *
- * A contribution that cannot be read (no access, a bundle without contributions, past its
- * retention) leaves the round unchecked (`CONTRIBUTIONS_UNAVAILABLE`), never a problem.
+ * Not problems, listed: contributions that could not be read (no access, a bundle exported without
+ * them, a timeout: `CONTRIBUTIONS_UNAVAILABLE`, which makes the audit incomplete), that are gone
+ * past the retention (`CONTRIBUTIONS_EXPIRED`), or skipped on request (`CONTRIBUTIONS_SKIPPED`).
  */
 export async function recomputeAggregate(input: RecomputeInput): Promise<RecomputeCheck> {
   const { sequence, open, info } = input;
@@ -103,6 +118,19 @@ export async function recomputeAggregate(input: RecomputeInput): Promise<Recompu
       ],
     };
   }
+  if (input.skipContributions === true) {
+    return {
+      contributions: 0,
+      problems: [],
+      unchecked: [
+        {
+          sequence,
+          code: 'CONTRIBUTIONS_SKIPPED',
+          message: `round ${open.round}: its aggregate was not re-added (contributions skipped on request)`,
+        },
+      ],
+    };
+  }
   // A plain-mode block names the plain id of the same parameters.
   const plain = input.ckksParams.find((p) => bytesEqual(plainLanesId(p), info.encoding.ckksParamsId));
   const params = input.ckksParams.find((p) => bytesEqual(ckksParamsId(p), info.encoding.ckksParamsId));
@@ -112,15 +140,20 @@ export async function recomputeAggregate(input: RecomputeInput): Promise<Recompu
     );
   }
   const ckks: LaneContext = plain === undefined ? await getCkksContext(params!) : new PlainLaneContext(plain);
-  const { verifier, maxBytes } = contributionReader({
+  const { verifier, maxBytes, maxFrames } = contributionReader({
     open,
     blocks: expectedAggregateBlocks(info),
     lanes: ckks,
     keys: input.siteKey,
     allowedAlgorithms: ALGORITHMS,
   });
+  const retention = input.retentionMs ?? 0;
+  const readAt = Math.min(input.source.readAtUnixMs?.() ?? Date.now(), Date.now());
+  const expired = retention > 0 && open.deadlineUnixMs + EXPIRY_SLACK_MS + retention < readAt;
+  const assigned = new Map(open.assignments.map((a) => [a.site, a.aggregator]));
   const problems: AuditProblem[] = [];
   const updates: VerifiedUpdate[] = [];
+  const gone: string[] = [];
   for (const { sequence: at, record } of input.partials) {
     let manifest: ReturnType<typeof decodeManifestBody>;
     try {
@@ -129,30 +162,46 @@ export async function recomputeAggregate(input: RecomputeInput): Promise<Recompu
       return unchecked(`the partial at entry ${at} does not decode`);
     }
     for (const [i, c] of manifest.contributorList.entries()) {
-      const name = contributionObjectName(open.round, record.attempt, c.site);
-      let read: AggregateRead;
+      const key: ContributionKey = {
+        aggregator: assigned.get(c.site) ?? record.aggregator,
+        round: open.round,
+        attempt: record.attempt,
+        site: c.site,
+      };
+      const name = contributionName(key);
+      let read: ContributionRead;
       try {
         read =
           input.source.contribution === undefined
             ? { status: 'unavailable', reason: 'this source holds no contributions' }
-            : await input.source.contribution(name, maxBytes);
+            : await input.source.contribution(key, maxBytes, maxFrames);
       } catch (err) {
         read = { status: 'unavailable', reason: (err as Error).message };
       }
-      if (read.status === 'unavailable')
+      if (read.status === 'unavailable') {
         return unchecked(`contribution ${JSON.stringify(name)}: ${read.reason}`);
+      }
+      const whose = `round ${open.round}: the contribution of ${c.site} stored by ${key.aggregator} (listed by ${record.aggregator}, ${JSON.stringify(name)})`;
       if (read.status === 'absent') {
-        return unchecked(
-          `contribution ${JSON.stringify(name)} is not in the updates store (past its retention, or removed)`,
-        );
+        if (expired) gone.push(c.site);
+        else {
+          problems.push({
+            sequence: at,
+            code: 'CONTRIBUTION_NOT_STORED',
+            message: `${whose} is not in the contributions stream${input.source.kind === 'bundle' ? ' (nor in the bundle)' : ''}`,
+          });
+        }
+        continue;
       }
       const mismatch = (why: string) =>
+        problems.push({ sequence: at, code: 'CONTRIBUTION_MISMATCH', message: `${whose}: ${why}` });
+      if (read.status === 'overwritten') {
         problems.push({
           sequence: at,
-          code: 'CONTRIBUTION_MISMATCH',
-          message: `contribution ${JSON.stringify(name)} of ${c.site} (listed by ${record.aggregator}): ${why}`,
+          code: 'CONTRIBUTION_OVERWRITTEN',
+          message: `${whose}: ${read.reason}`,
         });
-      if (read.status !== 'found') {
+      } else if (read.status !== 'found') {
         mismatch(read.reason);
         continue;
       }
@@ -165,6 +214,19 @@ export async function recomputeAggregate(input: RecomputeInput): Promise<Recompu
       if (typeof opened === 'string') mismatch(opened);
       else updates.push(opened);
     }
+  }
+  if (problems.length === 0 && gone.length > 0) {
+    return {
+      contributions: 0,
+      problems: [],
+      unchecked: [
+        {
+          sequence,
+          code: 'CONTRIBUTIONS_EXPIRED',
+          message: `round ${open.round}: the contributions of ${gone.join(', ')} are gone, the round ended more than the ${retention} ms retention before the evidence was read; its aggregate was not re-added`,
+        },
+      ],
+    };
   }
   if (problems.length > 0) return { contributions: 0, problems, unchecked: [] };
   const at = `aggregate ${JSON.stringify(info.object)} of round ${open.round}`;

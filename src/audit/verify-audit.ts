@@ -1,5 +1,6 @@
 import { type CkksParams, DEFAULT_CKKS_PARAMS } from '../../crypto/ckks/index.ts';
 import { bytesEqual, sha256 } from '../../crypto/digest/index.ts';
+import { assertInteger } from '../errors/index.ts';
 import type { ControlBodies, DecisionBody } from '../protocol/index.ts';
 import { openRegistryChange, type VerifiedRegistry } from '../registry/index.ts';
 import { decodeRoundParams, type RoundRobust } from '../services/coordinator/round-params.ts';
@@ -31,6 +32,7 @@ import {
   auditIncomplete,
 } from './audit-report.ts';
 import type { AuditSource } from './audit-source.ts';
+import type { BundleAuditSource } from './bundle-source.ts';
 import { openStoredEntry } from './open-entry.ts';
 import { PrivacyTrail } from './privacy-trail.ts';
 import { type LoggedPartialRecord, recomputeAggregate } from './recompute-check.ts';
@@ -47,6 +49,18 @@ export interface AuditTrust {
 export interface AuditOptions {
   /** Do not read aggregates (each is listed as `AGGREGATE_SKIPPED`, and not re-added); default false. */
   readonly skipAggregates?: boolean;
+  /**
+   * Do not read contributions (each aggregate is checked but not re-added, listed as
+   * `CONTRIBUTIONS_SKIPPED`); default false. Without it, contributions that cannot be read make
+   * the audit incomplete.
+   */
+  readonly skipContributions?: boolean;
+  /**
+   * The federation's `history.updateRetentionMs`: a contribution gone from a round that ended
+   * more than this before the evidence was read is listed as expired (`CONTRIBUTIONS_EXPIRED`).
+   * Absent or 0: every contribution the log lists must be there (`CONTRIBUTION_NOT_STORED`).
+   */
+  readonly contributionRetentionMs?: number;
   /**
    * CKKS parameter sets to re-add contributions with (the one whose id a decision's encoding names
    * is used); default: Cohort's default parameters. Pass the configuration's `crypto.ckks`.
@@ -95,8 +109,11 @@ type MutableCounts = { -readonly [K in keyof AuditCheckCounts]: number };
  * entry still gets checks 1–3 and 5 (a registry change its officer signature), so one audit lists
  * every forged, altered or misplaced entry; `historyThrough` says how far the rules went.
  *
- * @throws AuditError `AUDIT_TRUST_MISSING` when the registry lists no coordinator; a source's
- *   error when the log cannot be read.
+ * A bundle must hold no more than the log names: an object or a contribution no verified entry
+ * asks for, in an audit that found no problem, refuses the bundle (someone added it).
+ *
+ * @throws AuditError `AUDIT_TRUST_MISSING` when the registry lists no coordinator; `BUNDLE_INVALID`
+ *   for a bundle holding items the log names nowhere; a source's error when the log cannot be read.
  */
 export async function verifyAudit(
   source: AuditSource,
@@ -110,10 +127,36 @@ export async function verifyAudit(
   if (!verifyCommit(trust.genesis) || trust.genesis.kind !== 'genesis') {
     throw new AuditError('AUDIT_TRUST_MISMATCH', 'the trusted genesis is not a genesis commit');
   }
+  if (options.contributionRetentionMs !== undefined) {
+    assertInteger(
+      'options.contributionRetentionMs',
+      options.contributionRetentionMs,
+      0,
+      Number.MAX_SAFE_INTEGER,
+    );
+  }
   const run = new AuditRun(source, trust, coordinator, options);
   const last = await source.lastSequence();
   for await (const stored of source.entries(last)) await run.entry(stored.sequence, stored.bytes);
-  return run.finish(last);
+  const report = run.finish(last);
+  const extra = unrequestedItems(source, options);
+  if (report.problems.length === 0 && extra.length > 0) {
+    throw new AuditError(
+      'BUNDLE_INVALID',
+      `the bundle holds ${extra.length} item(s) no log entry names (${extra.slice(0, 3).join(', ')}${extra.length > 3 ? ', …' : ''})`,
+      { details: { items: extra.slice(0, 100) } },
+    );
+  }
+  return report;
+}
+
+/** A bundle's objects and contributions the audit did not ask for (of the kinds it read). */
+function unrequestedItems(source: AuditSource, options: AuditOptions): string[] {
+  if (source.kind !== 'bundle' || options.skipAggregates === true) return [];
+  const unrequested = (source as Partial<BundleAuditSource>).unrequested;
+  if (typeof unrequested !== 'function') return [];
+  const items = unrequested.call(source);
+  return options.skipContributions === true ? items.filter((i) => !i.startsWith('contribution ')) : items;
 }
 
 class AuditRun {
@@ -355,6 +398,10 @@ class AuditRun {
           siteKey: (id) => (view.role(id) === 'site' ? view.current(id) : undefined),
           ckksParams: this.#options.ckksParams ?? [DEFAULT_CKKS_PARAMS],
           ...robustRecordOf(d.params),
+          ...(this.#options.contributionRetentionMs === undefined
+            ? {}
+            : { retentionMs: this.#options.contributionRetentionMs }),
+          ...(this.#options.skipContributions === true ? { skipContributions: true } : {}),
         });
         if (recomputed.robust) this.#counts.robustAggregates++;
         this.#counts.contributions += recomputed.contributions;

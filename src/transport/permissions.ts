@@ -114,21 +114,25 @@ function streamWriterSubjects(stream: string): string[] {
  *   (`update.<self>.>`, `subpartial.<self>.*`) and answers them, and to the registry announcements;
  *   it publishes its partial (a request to the coordinator, `partial.<self>`, or to a parent
  *   aggregator, `subpartial.<parent>.<self>`: its own name is always the last token) and its
- *   heartbeat, may read the log stream (its registry changes), and writes the site
- *   updates it sums into the updates object store (`$O.cohort-F-updates.>`, with that store's
- *   stream info and get-message; never create, delete or purge);
+ *   heartbeat, may read the log stream (its registry changes), and stores the site updates it sums
+ *   on its own subjects of the contributions stream (`contribution.<self>.>`: a JetStream publish,
+ *   acknowledged to its inbox; no JetStream API right on that stream, so it can neither read
+ *   another aggregator's contributions nor delete, purge or roll up; the stream makes each subject
+ *   write-once and caps a message at one frame);
  * - the coordinator subscribes to the heartbeat, partial, vote, switched and snapshot subjects and
  *   the rollback and registry request subjects, and answers them; it publishes round.open, prepare,
  *   decision, the registry announcements and (as the operator's `cohort versions rollback` and
  *   `cohort registry enroll|rotate|revoke`) the admin requests, appends to the log
  *   subject, and uses the JetStream API of its own streams only: the log, the aggregate and
- *   snapshot object stores, the updates store (created with its retention; it writes no object
- *   there) and the lease bucket (create, info, get message; never delete, purge,
- *   update or consumers), plus `$KV.<lease>.>` and `$O.<bucket>.>` of its own buckets and
- *   `$JS.API.INFO` (the account check of `jetstreamManager`);
+ *   snapshot object stores, the contributions stream (created with its retention and write-once
+ *   subjects; it writes nothing there, it reads contributions back for a robust rule) and the
+ *   lease bucket (create, info, get message; never delete, purge, update or consumers), plus
+ *   `$KV.<lease>.>` and `$O.<bucket>.>` of its own buckets and `$JS.API.INFO` (the account check
+ *   of `jetstreamManager`);
  * - an auditor subscribes to its inbox and the registry announcements and may only read the log
- *   stream, the aggregate store and the updates store (to re-add each round's contributions;
- *   never snapshots or leases). Sites may not read the updates store (DESIGN §10).
+ *   stream, the aggregate store and the contributions stream (info and get-message: to re-add each
+ *   round's contributions; never snapshots or leases). Sites may not read the contributions
+ *   stream (DESIGN §10), nor may any role subscribe to its subjects.
  * Member ids must be unique across roles (they name heartbeat subjects and users).
  */
 export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
@@ -172,12 +176,11 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
   // `cohort.F.heartbeat.*` from `heartbeat(id)`: the subject with its last (member) token a wildcard.
   const anyMember = (subject: (id: string) => string) => `${subject('_').slice(0, -1)}*`;
   assertSubjectToken('coordinator.id', spec.coordinator?.id);
-  const updates = s.updatesBucket;
   const coordinatorStreams = [
     s.logStream,
     objectStreamName(s.aggregatesBucket),
     objectStreamName(s.snapshotsBucket),
-    objectStreamName(updates),
+    s.contributionsStream,
     `KV_${s.leaseBucket}`,
   ];
   add(
@@ -225,8 +228,8 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
           `cohort.${spec.federation}.subpartial.*.${a.id}`,
           s.heartbeat(a.id),
           ...readOnlyStreamSubjects(s.logStream),
-          ...readOnlyStreamSubjects(objectStreamName(updates)),
-          `$O.${updates}.>`,
+          // Its own contributions only: a JetStream publish needs no API right.
+          s.contributionsOf(a.id),
         ],
       },
       {
@@ -273,7 +276,7 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
         allow: [
           ...readOnlyStreamSubjects(s.logStream),
           ...readOnlyStreamSubjects(objectStreamName(s.aggregatesBucket)),
-          ...readOnlyStreamSubjects(objectStreamName(updates)),
+          ...readOnlyStreamSubjects(s.contributionsStream),
         ],
       },
       { allow: [s.registry, ownInbox(au.id)] },

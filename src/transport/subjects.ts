@@ -56,10 +56,28 @@ export interface FederationSubjects {
   /** `cohort-F-aggregates`: object store of each round's aggregate (stream `OBJ_cohort-F-aggregates`). */
   readonly aggregatesBucket: string;
   /**
-   * `cohort-F-updates`: object store where aggregators keep the site updates they sum, for the
-   * audit (stream `OBJ_cohort-F-updates`).
+   * `cohort-F-updates`: the object store where aggregators kept the site updates they summed
+   * before the contributions stream ({@link contributionsStream}) replaced it; no member writes or
+   * reads it any more.
    */
   readonly updatesBucket: string;
+  /**
+   * `COHORT_<F>_CONTRIBUTIONS`: the JetStream stream where each aggregator keeps the site updates it
+   * sums, for the audit (docs/log-format.md, "Contributions"): one message a frame, write-once.
+   */
+  readonly contributionsStream: string;
+  /** `cohort.F.contribution.>`: every subject of the contributions stream. */
+  readonly contributions: string;
+  /** `cohort.F.contribution.<aggregator>.>`: the contributions one aggregator may write. */
+  contributionsOf(aggregator: string): string;
+  /**
+   * `cohort.F.contribution.<aggregator>.<round>.<attempt>.<site>.<frame>`: frame `frame` (0 the
+   * site's manifest, then its blocks in block-index order) of the update `site` sent for `round`
+   * (its opening `attempt`, lowercase hex), as `aggregator` summed it.
+   */
+  contributionFrame(aggregator: string, round: number, attempt: string, site: string, frame: number): string;
+  /** `cohort.F.contribution.<aggregator>.<round>.<attempt>.<site>.*`: every frame of one contribution. */
+  contributionFrames(aggregator: string, round: number, attempt: string, site: string): string;
   /** `cohort-F-snapshots`: object store of encrypted model snapshots. */
   readonly snapshotsBucket: string;
   /** `cohort-F-lease`: KV bucket of the coordinator's lease. */
@@ -113,10 +131,30 @@ export function readOnlyStreamSubjects(stream: string): string[] {
   return [`$JS.API.STREAM.INFO.${stream}`, `$JS.API.STREAM.MSG.GET.${stream}`];
 }
 
+const ATTEMPT_HEX_RE = /^[0-9a-f]{2,128}$/;
+
+/** The round, attempt and site tokens of a contribution subject, validated. */
+function contributionTokens(aggregator: string, round: number, attempt: string, site: string): string {
+  assertSubjectToken('aggregator', aggregator);
+  if (!Number.isSafeInteger(round) || round < 1) {
+    throw new InvalidArgumentError(`round must be a positive integer, got ${String(round)}`, {
+      details: { name: 'round', value: String(round) },
+    });
+  }
+  if (typeof attempt !== 'string' || !ATTEMPT_HEX_RE.test(attempt)) {
+    throw new InvalidArgumentError('attempt must be 1-64 bytes as lowercase hex', {
+      details: { name: 'attempt' },
+    });
+  }
+  assertSubjectToken('site', site);
+  return `${aggregator}.${round}.${attempt}.${site}`;
+}
+
 /** Builds the {@link FederationSubjects} of `federation`; every token passed in is validated. */
 export function federationSubjects(federation: string): FederationSubjects {
   assertSubjectToken('federation', federation);
   const base = `cohort.${federation}`;
+  const logStream = `COHORT_${federation.toUpperCase().replace(/[^A-Z0-9_-]/g, '_')}`;
   return Object.freeze({
     federation,
     all: `${base}.>`,
@@ -158,9 +196,32 @@ export function federationSubjects(federation: string): FederationSubjects {
       return `${base}.switched.${site}`;
     },
     log: `${base}.log`,
-    logStream: `COHORT_${federation.toUpperCase().replace(/[^A-Z0-9_-]/g, '_')}`,
+    logStream,
     aggregatesBucket: `cohort-${federation}-aggregates`,
     updatesBucket: `cohort-${federation}-updates`,
+    contributionsStream: `${logStream}_CONTRIBUTIONS`,
+    contributions: `${base}.contribution.>`,
+    contributionsOf(aggregator: string): string {
+      assertSubjectToken('aggregator', aggregator);
+      return `${base}.contribution.${aggregator}.>`;
+    },
+    contributionFrame(
+      aggregator: string,
+      round: number,
+      attempt: string,
+      site: string,
+      frame: number,
+    ): string {
+      if (!Number.isSafeInteger(frame) || frame < 0) {
+        throw new InvalidArgumentError(`frame must be a non-negative integer, got ${String(frame)}`, {
+          details: { name: 'frame', value: String(frame) },
+        });
+      }
+      return `${base}.contribution.${contributionTokens(aggregator, round, attempt, site)}.${frame}`;
+    },
+    contributionFrames(aggregator: string, round: number, attempt: string, site: string): string {
+      return `${base}.contribution.${contributionTokens(aggregator, round, attempt, site)}.*`;
+    },
     snapshotsBucket: `cohort-${federation}-snapshots`,
     leaseBucket: `cohort-${federation}-lease`,
     snapshot(site: string): string {

@@ -11,7 +11,9 @@ import type { InboundMessage, TransportSubscription } from '../../transport/inde
 import { intakeLimits } from '../intake-limits.ts';
 import type { MemberContext } from '../member-context.ts';
 import { ChildPartialIntake } from './child-partial-intake.ts';
-import { contributionObjectName, updatesBucketName, updatesStoreWriter } from './contribution-store.ts';
+import { ContributionError } from './contribution-error.ts';
+import { decodeContribution } from './contribution-store.ts';
+import { contributionWriter } from './contribution-writer.ts';
 import type { AggregatorIntakeHost } from './frame-intake.ts';
 import { RoundCollector, type RoundOpenBody } from './round-collector.ts';
 import { SiteUpdateIntake } from './site-update-intake.ts';
@@ -71,7 +73,7 @@ export interface AggregatorStats {
   readonly transportDrops: Readonly<Record<string, number>>;
   readonly partialsSent: number;
   readonly partialsFailed: number;
-  /** Site updates kept in the updates store for the audit (`cohort-F-updates`). */
+  /** Site updates kept for the audit in the contributions stream (`COHORT_<F>_CONTRIBUTIONS`). */
   readonly contributionsStored: number;
   /** Site updates that could not be stored (their round's partial is then not sent). */
   readonly contributionsFailed: number;
@@ -146,13 +148,18 @@ export async function startAggregator(
     heartbeatsSent: 0,
   };
   let lastPartial: PartialReport | null = null;
-  const updatesStore = updatesStoreWriter(ctx.transport.connection, updatesBucketName(federation));
+  // Its own subjects of the contributions stream, write-once (docs/log-format.md, "Contributions").
+  const writeContribution = contributionWriter(ctx.transport.connection, federation, ctx.member, {
+    timeoutMs: ctx.config.nats.timeoutMs,
+  });
   /** Each round's contributions being stored: its partial is sent only once all are in the store. */
   const storing = new WeakMap<RoundCollector, Promise<void>[]>();
   const storeContribution = (round: RoundCollector, site: string, bytes: Uint8Array) => {
-    const name = contributionObjectName(round.round, round.open.attempt, site);
     const p = (async () => {
-      await (await updatesStore()).putBlob({ name }, bytes);
+      await writeContribution(
+        { round: round.round, attempt: round.open.attempt, site },
+        decodeContribution(bytes),
+      );
       n.contributionsStored++;
     })().catch((err: unknown) => {
       n.contributionsFailed++;
@@ -315,7 +322,7 @@ export async function startAggregator(
       try {
         await Promise.all(stored);
       } catch (err) {
-        throw new CohortError(
+        throw new ContributionError(
           'CONTRIBUTION_NOT_STORED',
           `a contribution of round ${round} was not stored: ${messageOf(err)}`,
           { cause: err },

@@ -1,6 +1,3 @@
-import { jetstream } from '@nats-io/jetstream';
-import { type ObjectStore, Objm, StorageType } from '@nats-io/obj';
-import type { NatsConnection } from '@nats-io/transport-node';
 import { bytesEqual } from '../../../crypto/digest/index.ts';
 import type { LaneContext } from '../../../crypto/lanes/index.ts';
 import type { PublicSigningKey, SignatureAlgorithm } from '../../../crypto/signature/index.ts';
@@ -11,37 +8,18 @@ import {
   type ControlBodies,
   type Encoding,
   maxBlockFrameBytes,
+  maxManifestFrameBytes,
   type VerifiedUpdate,
 } from '../../protocol/index.ts';
-import { federationSubjects } from '../../transport/index.ts';
-import { bytesToHex } from '../../versions/index.ts';
 
 /**
- * The object store where aggregators keep every site update they sum, for the audit
- * (docs/log-format.md, "Contributions"): `cohort-<F>-updates`, stream `OBJ_cohort-<F>-updates`.
- * Sites may not read it (DESIGN §10: updates stay off sites' subjects); auditors may. The name is
- * `FederationSubjects.updatesBucket` (one definition, shared with the NATS permissions).
+ * The largest frame a stored contribution holds under `maxCiphertextBytes`: a block frame (one
+ * ciphertext or plain payload with its header and Merkle path) or a site's own manifest, whichever
+ * is larger. The contributions stream caps each message at this (docs/log-format.md, "Contributions").
  */
-export function updatesBucketName(federation: string): string {
-  if (typeof federation !== 'string' || !/^[a-z0-9][a-z0-9-]{0,62}$/.test(federation)) {
-    throw new InvalidArgumentError('federation must be a federation id', { details: { name: 'federation' } });
-  }
-  return federationSubjects(federation).updatesBucket;
-}
-
-/**
- * Object name of the update `site` sent for `round` (its opening `attempt`): `round-<r>/<attempt
- * hex>/<site>`. An aborted round's attempt and its replay never share a name.
- */
-export function contributionObjectName(round: number, attempt: Uint8Array, site: string): string {
-  assertInteger('round', round, 1, Number.MAX_SAFE_INTEGER);
-  if (!(attempt instanceof Uint8Array) || attempt.length === 0 || attempt.length > 64) {
-    throw new InvalidArgumentError('attempt must be 1-64 bytes', { details: { name: 'attempt' } });
-  }
-  if (typeof site !== 'string' || !/^[A-Za-z0-9_-]{1,128}$/.test(site)) {
-    throw new InvalidArgumentError('site must be a member id', { details: { name: 'site' } });
-  }
-  return `round-${round}/${bytesToHex(attempt)}/${site}`;
+export function maxContributionFrameBytes(maxCiphertextBytes: number): number {
+  assertInteger('maxCiphertextBytes', maxCiphertextBytes, 1, 64 * 1024 * 1024);
+  return Math.max(maxBlockFrameBytes(maxCiphertextBytes), maxManifestFrameBytes(0));
 }
 
 /** A stored contribution: the site's framed, signed manifest and its framed blocks, as received. */
@@ -95,45 +73,6 @@ export function decodeContribution(bytes: Uint8Array): StoredContribution {
 }
 
 /**
- * Creates the updates store if it does not exist (the coordinator, before the first round): file
- * storage, `replicas`, and JetStream `max_age` = `retentionMs` (0: kept until removed). An existing
- * store keeps its settings.
- */
-export async function ensureUpdatesStore(
-  nc: NatsConnection,
-  bucket: string,
-  options: { readonly replicas: number; readonly retentionMs: number; readonly description: string },
-): Promise<void> {
-  assertInteger('options.retentionMs', options.retentionMs, 0, 100 * 86_400_000);
-  await new Objm(nc).create(bucket, {
-    storage: StorageType.File,
-    replicas: options.replicas,
-    description: options.description,
-    // Nanoseconds: 100 days is 8.64e15, below 2^53.
-    ttl: options.retentionMs * 1_000_000,
-  });
-}
-
-/**
- * An aggregator's handle on the updates store, opened on first use (stream info only: it may not
- * create streams), shared by later calls; a failed open is forgotten so the next call retries.
- */
-export function updatesStoreWriter(nc: NatsConnection, bucket: string): () => Promise<ObjectStore> {
-  let store: Promise<ObjectStore> | undefined;
-  return () => {
-    if (store === undefined) {
-      // No account check ($JS.API.INFO): the aggregator's user may not send it.
-      const opened = new Objm(jetstream(nc, { checkAPI: false })).open(bucket);
-      store = opened;
-      opened.catch(() => {
-        if (store === opened) store = undefined;
-      });
-    }
-    return store;
-  };
-}
-
-/**
  * Opens a stored contribution and checks it is the update a partial listed: the manifest it holds
  * is the one the partial forwarded (`forwardedManifest`), its blocks verify under `verifier` (the
  * site's signature, Merkle paths, CRCs, the round's pinned size and weight), and its signer and
@@ -174,12 +113,15 @@ export interface ContributionReaderInput {
 
 /**
  * The verifier of a round's site updates as its RoundOpen pins them (context, assigned sites and
- * their weights, size, participants) and the largest stored contribution of that round, for
+ * their weights and size) and the largest stored contribution of that round, for
  * {@link openContribution}: shared by the coordinator's robust step and the audit.
  */
 export function contributionReader(input: ContributionReaderInput): {
   verifier: BlockVerifier;
+  /** Most bytes of a stored contribution (its encoding, {@link encodeContribution}). */
   maxBytes: number;
+  /** Most frames of a stored contribution: its blocks and the manifest. */
+  maxFrames: number;
 } {
   const { open, lanes } = input;
   const weights = new Map(open.assignments.map((a) => [a.site, a.examples]));
@@ -196,8 +138,12 @@ export function contributionReader(input: ContributionReaderInput): {
     allowedAlgorithms: input.allowedAlgorithms,
     kind: 'site-update',
     maxCiphertextBytes: lanes.maxCiphertextBytes,
-    participants: open.assignments.length,
     pinned: { totalParams: open.totalParams, weightOf: (site) => weights.get(site) },
   });
-  return { verifier, maxBytes: 4 + (input.blocks + 1) * (4 + maxBlockFrameBytes(lanes.maxCiphertextBytes)) };
+  const maxFrames = input.blocks + 1;
+  return {
+    verifier,
+    maxBytes: 4 + maxFrames * (4 + maxContributionFrameBytes(lanes.maxCiphertextBytes)),
+    maxFrames,
+  };
 }

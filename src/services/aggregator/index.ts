@@ -7,16 +7,19 @@ export {
   startAggregator,
 } from './aggregator-service.ts';
 export {
+  CONTRIBUTION_ERROR_CODES,
+  ContributionError,
+  type ContributionErrorCode,
+} from './contribution-error.ts';
+export {
   type ContributionReaderInput,
-  contributionObjectName,
   contributionReader,
   decodeContribution,
   encodeContribution,
-  ensureUpdatesStore,
+  maxContributionFrameBytes,
   openContribution,
   type StoredContribution,
-  updatesBucketName,
-  updatesStoreWriter,
 } from './contribution-store.ts';
+export { type ContributionWriter, contributionWriter } from './contribution-writer.ts';
 export { type AcceptOutcome, RoundCollector, type RoundOpenBody } from './round-collector.ts';
 export { AGGREGATOR_ACK } from './site-update-intake.ts';

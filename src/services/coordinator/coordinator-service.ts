@@ -1,12 +1,13 @@
+import { jetstreamManager } from '@nats-io/jetstream';
 import type { ObjectStore } from '@nats-io/obj';
 import { CohortError } from '../../errors/index.ts';
 import type { TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
-import { ensureUpdatesStore, updatesBucketName } from '../aggregator/index.ts';
+import { maxContributionFrameBytes } from '../aggregator/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
 import { snapshotWriter } from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
-import { lazyObjectStore } from '../store/index.ts';
+import { CONTRIBUTION_HEADER_BYTES, ensureContributionStream, lazyObjectStore } from '../store/index.ts';
 import { adminControls } from './admin-control.ts';
 import { feedBreaker, reportBreakerChange } from './breaker-feed.ts';
 import { type BreakerTransition, CircuitBreaker, type RoundOutcome } from './circuit-breaker.ts';
@@ -216,18 +217,34 @@ class Coordinator implements IntakeHost {
     return this.#aggregates();
   }
 
+  /**
+   * Creates the contributions stream (`COHORT_<F>_CONTRIBUTIONS`, where aggregators keep each
+   * update they sum, write-once, for `history.updateRetentionMs`) or checks an existing one; a
+   * stream with weaker settings is refused (`STREAM_MISMATCH`), as is a frame cap above the
+   * server's `max_payload` (`CONTRIBUTION_FRAME_TOO_LARGE`: aggregators could not store a block).
+   */
   ensureUpdatesStore(): Promise<void> {
     if (this.#updatesStore === undefined) {
       const cfg = this.ctx.config;
-      const created = ensureUpdatesStore(
-        this.ctx.transport.connection,
-        updatesBucketName(cfg.federation.id),
-        {
+      const transport = this.ctx.transport;
+      const created = (async () => {
+        const maxFrameBytes = maxContributionFrameBytes(this.ctx.ckks.maxCiphertextBytes);
+        if (maxFrameBytes + CONTRIBUTION_HEADER_BYTES > transport.maxPayload) {
+          throw new CohortError(
+            'CONTRIBUTION_FRAME_TOO_LARGE',
+            `a contribution frame takes up to ${maxFrameBytes} bytes, above the server's max_payload ${transport.maxPayload}: raise max_payload`,
+          );
+        }
+        const jsm = await jetstreamManager(transport.connection, {
+          checkAPI: false,
+          timeout: cfg.nats.timeoutMs,
+        });
+        await ensureContributionStream(jsm, cfg.federation.id, {
           replicas: cfg.history.replicas,
           retentionMs: cfg.history.updateRetentionMs,
-          description: `Cohort ${cfg.federation.id}: site updates summed into each round, for the audit`,
-        },
-      );
+          maxFrameBytes,
+        });
+      })();
       this.#updatesStore = created;
       created.catch(() => {
         if (this.#updatesStore === created) this.#updatesStore = undefined;

@@ -1,15 +1,15 @@
 import { PlainLaneContext, PlainLaneKeyset } from '../../../crypto/lanes/index.ts';
 import type { RobustRule } from '../../../federation/index.ts';
 import { CohortError } from '../../errors/index.ts';
-import { type ControlBodies, type Encoding, encodedLaneCount } from '../../protocol/index.ts';
-import { contributionObjectName, contributionReader, openContribution } from '../aggregator/index.ts';
+import { type ControlBodies, type Encoding, updateLayout } from '../../protocol/index.ts';
+import { contributionReader, encodeContribution, openContribution } from '../aggregator/index.ts';
 import {
   applyRobustRule,
   plainUpdateDelta,
   type RobustRoundResult,
   robustDeltaObjectName,
 } from '../robust-plan.ts';
-import { readObject } from '../store/index.ts';
+import { readStoredContribution } from '../store/index.ts';
 import type { AcceptedPartial } from './partial-intake.ts';
 import type { RoundHost } from './round-host.ts';
 import type { RoundRobust } from './round-params.ts';
@@ -17,8 +17,12 @@ import type { RoundRobust } from './round-params.ts';
 /** Stable codes of {@link RobustRoundError}. */
 export type RobustRoundErrorCode =
   | 'PLAIN_MODE_REQUIRED'
+  /** The contribution is not in the contributions stream (or it could not be read). */
   | 'CONTRIBUTION_UNAVAILABLE'
-  | 'CONTRIBUTION_MISMATCH';
+  /** What is stored is not the update the partial listed and the site signed. */
+  | 'CONTRIBUTION_MISMATCH'
+  /** A frame of the contribution was written more than once (a stream weaker than write-once). */
+  | 'CONTRIBUTION_OVERWRITTEN';
 
 /** Why a robust round's inputs could not be read: the round then fails with this reason. */
 export class RobustRoundError extends CohortError {
@@ -39,10 +43,12 @@ export interface RobustRoundInput {
 
 /**
  * The robust aggregate of a `plain`-mode round (docs/security.md, "plain mode"): reads every
- * contribution the partials list from the updates store (the aggregators stored each before
- * sending their partial), checks it is the update the partial listed and the site signed, decodes
- * each site's Δ_k and applies the rule. Throws, naming the site, when an update cannot be read or
- * is not the listed one: the round then fails rather than commit an aggregate of other inputs.
+ * contribution the partials list from the contributions stream, under the aggregator the RoundOpen
+ * assigned the site to (each aggregator stores what it sums before sending its partial, write-once),
+ * checks it is the update the partial listed and the site signed, decodes each site's Δ_k and
+ * applies the rule. Throws, naming the site and the aggregator, when an update cannot be read, was
+ * written twice or is not the listed one: the round then fails rather than commit an aggregate of
+ * other inputs.
  */
 export async function robustRound(host: RoundHost, input: RobustRoundInput): Promise<RobustRoundResult> {
   const { ctx } = host;
@@ -52,41 +58,62 @@ export async function robustRound(host: RoundHost, input: RobustRoundInput): Pro
   }
   const keyset = new PlainLaneKeyset(lanes);
   const { open, encoding } = input;
-  const participants = open.assignments.map((a) => a.site);
-  const { verifier, maxBytes } = contributionReader({
+  const { verifier, maxBytes, maxFrames } = contributionReader({
     open,
-    blocks: Math.ceil(
-      encodedLaneCount(open.totalParams, encoding.bits, participants.length) / encoding.paramsPerBlock,
-    ),
+    blocks: updateLayout(open.totalParams, encoding).blocks,
     encoding,
     lanes,
     keys: ctx.keys,
     allowedAlgorithms: ctx.config.crypto.signature.allowed,
   });
+  const assigned = new Map(open.assignments.map((a) => [a.site, a.aggregator]));
   const updates: { site: string; delta: Float32Array }[] = [];
   for (const partial of input.partials) {
     for (const [i, listed] of partial.sites.entries()) {
-      const name = contributionObjectName(open.round, open.attempt, listed.site);
-      const bytes = await readObject(ctx.transport.connection, ctx.subjects.updatesBucket, name, {
-        maxBytes,
-        timeoutMs: ctx.config.nats.timeoutMs,
-      });
-      if (bytes === null) {
+      const aggregator = assigned.get(listed.site) ?? partial.aggregator;
+      const where = `the update of ${listed.site} (stored by ${aggregator})`;
+      let read: Awaited<ReturnType<typeof readStoredContribution>>;
+      try {
+        read = await readStoredContribution(
+          ctx.transport.connection,
+          ctx.config.federation.id,
+          { aggregator, round: open.round, attempt: open.attempt, site: listed.site },
+          { maxFrames, maxBytes, timeoutMs: ctx.config.nats.timeoutMs },
+        );
+      } catch (err) {
         throw new RobustRoundError(
           'CONTRIBUTION_UNAVAILABLE',
-          `the update of ${listed.site} is not in the updates store`,
+          `${where} cannot be read: ${(err as Error).message}`,
+          {
+            cause: err,
+          },
         );
       }
-      const opened = openContribution(bytes, partial.siteManifests[i] ?? new Uint8Array(0), listed, verifier);
+      if (read.status === 'absent') {
+        throw new RobustRoundError('CONTRIBUTION_UNAVAILABLE', `${where} is not in the contributions stream`);
+      }
+      if (read.status === 'overwritten') {
+        throw new RobustRoundError('CONTRIBUTION_OVERWRITTEN', `${where}: ${read.reason}`);
+      }
+      if (read.status !== 'found') {
+        throw new RobustRoundError('CONTRIBUTION_MISMATCH', `${where}: ${read.reason}`);
+      }
+      const [manifest, ...blocks] = read.frames;
+      const opened = openContribution(
+        encodeContribution({ manifest: manifest!, blocks }),
+        partial.siteManifests[i] ?? new Uint8Array(0),
+        listed,
+        verifier,
+      );
       if (typeof opened === 'string') {
         throw new RobustRoundError(
           'CONTRIBUTION_MISMATCH',
-          `the stored update of ${listed.site} (via ${partial.aggregator}): ${opened}`,
+          `the stored update of ${listed.site} (stored by ${aggregator}, listed by ${partial.aggregator}): ${opened}`,
         );
       }
       updates.push({
         site: listed.site,
-        delta: plainUpdateDelta(keyset, opened, open, participants, host.parameterCount),
+        delta: plainUpdateDelta(keyset, opened, host.parameterCount),
       });
     }
   }

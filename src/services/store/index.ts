@@ -1,5 +1,21 @@
+export {
+  assertContributionKey,
+  CONTRIBUTION_HEADER_BYTES,
+  type ContributionKey,
+  type ContributionStreamOptions,
+  contributionFrameSubject,
+  contributionFramesFilter,
+  contributionName,
+  contributionStreamSettings,
+  ensureContributionStream,
+} from './contribution-stream.ts';
 export { acquireLease, type Lease, type LeaseOptions } from './lease.ts';
 export { DEFAULT_STORE_TIMEOUT_MS, type ObjectReadLimits, readObject } from './object-reader.ts';
 export { lazyObjectStore } from './object-store.ts';
 export { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from './store-error.ts';
+export {
+  type ContributionReadLimits,
+  readStoredContribution,
+  type StoredContributionRead,
+} from './stored-contribution.ts';
 export { checkStreamSettings, type ExpectedStreamSettings } from './stream-settings.ts';

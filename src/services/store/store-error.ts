@@ -13,6 +13,12 @@ export const STORE_ERROR_CODES = [
   'OBJECT_UNSUPPORTED',
   /** The object store's stream (`OBJ_<bucket>`) does not exist. */
   'BUCKET_NOT_FOUND',
+  /**
+   * A stream exists with settings other than (weaker than) the ones its role needs: e.g. a
+   * contributions stream that allows rollups, deletes, purges or overwrites. `details.problems`
+   * lists every difference.
+   */
+  'STREAM_MISMATCH',
   /** JetStream could not be reached or answered with an error (timeout, permissions, API error); `cause` holds it. */
   'STORE_UNAVAILABLE',
   /** Another holder has a live lease (after waiting `waitMs` for it to expire). */

@@ -11,8 +11,11 @@ export interface ExpectedStreamSettings {
   readonly denyDelete: true;
   readonly denyPurge: true;
   readonly discard: 'new' | 'old';
-  /** Largest message age; 0 is "no limit", the only value accepted. */
-  readonly maxAgeMs: 0;
+  /**
+   * Largest message age, ms: exactly this (0 is "no limit", what the log needs; the contributions
+   * stream keeps them for the configured retention, after which the audit reads them as expired).
+   */
+  readonly maxAgeMs: number;
   readonly retention: 'limits';
   /**
    * Whether `Nats-Rollup` headers may be honoured; only `false` is accepted: a rollup message
@@ -20,11 +23,16 @@ export interface ExpectedStreamSettings {
    */
   readonly allowRollup: false;
   /**
-   * Largest count of messages kept per subject; -1 is "no limit", the only value accepted (an
-   * absent, 0 or negative limit counts as none). A limit drops the oldest messages of a subject
-   * even under discard-new, so it too would wipe history.
+   * Largest count of messages kept per subject: -1 is "no limit" (an absent, 0 or negative limit
+   * counts as none). A limit drops the oldest messages of a subject, which would wipe history,
+   * unless `discardNewPerSubject` refuses the new one instead: so a limit ≥ 1 is accepted only
+   * with `discardNewPerSubject` (1 with it makes each subject write-once).
    */
-  readonly maxMsgsPerSubject: -1;
+  readonly maxMsgsPerSubject: number;
+  /** With a per-subject limit: the server refuses a message beyond it (`discard_new_per_subject`). */
+  readonly discardNewPerSubject?: true;
+  /** Largest message, bytes (`max_msg_size`), when the stream must cap it; absent: not checked. */
+  readonly maxMsgSize?: number;
 }
 
 const show = (v: unknown): string =>
@@ -34,7 +42,8 @@ const show = (v: unknown): string =>
  * Every difference between an existing stream's configuration and `expected`, each a sentence
  * naming the setting, the actual and the expected value (`storage is memory, expected file`).
  * Empty when the stream matches. Subjects are compared as sets; an absent `deny_delete`,
- * `deny_purge` or `allow_rollup_hdrs` counts as false. Pure: it reads only `info.config`. Throws
+ * `deny_purge`, `allow_rollup_hdrs` or `discard_new_per_subject` counts as false. A stream that
+ * mirrors or sources another is always refused (those messages bypass subject permissions). Pure: it reads only `info.config`. Throws
  * `INVALID_ARGUMENT` when `info` has no `config` or `expected` is malformed.
  */
 export function checkStreamSettings(
@@ -62,13 +71,25 @@ export function checkStreamSettings(
     });
   }
   assertInteger('expected.replicas', expected.replicas, 1, 5);
-  assertInteger('expected.maxAgeMs', expected.maxAgeMs, 0, 0);
+  // 100 days in ms, the longest retention a federation may configure, well below 2^53 ns.
+  assertInteger('expected.maxAgeMs', expected.maxAgeMs, 0, 100 * 86_400_000);
   if (expected.allowRollup !== false) {
     throw new InvalidArgumentError('expected.allowRollup must be false', {
       details: { name: 'expected.allowRollup' },
     });
   }
-  assertInteger('expected.maxMsgsPerSubject', expected.maxMsgsPerSubject, -1, -1);
+  if (expected.maxMsgsPerSubject !== -1) {
+    assertInteger('expected.maxMsgsPerSubject', expected.maxMsgsPerSubject, 1, 1_000_000);
+    if (expected.discardNewPerSubject !== true) {
+      throw new InvalidArgumentError(
+        'expected.maxMsgsPerSubject must be -1 unless expected.discardNewPerSubject is true (a limit would drop old messages)',
+        { details: { name: 'expected.maxMsgsPerSubject' } },
+      );
+    }
+  }
+  if (expected.maxMsgSize !== undefined) {
+    assertInteger('expected.maxMsgSize', expected.maxMsgSize, 1, 64 * 1024 * 1024);
+  }
   const c = info.config as Partial<StreamInfo['config']>;
   const problems: string[] = [];
   const compare = (setting: string, actual: unknown, wanted: unknown) => {
@@ -90,14 +111,32 @@ export function checkStreamSettings(
   compare('discard', c.discard, expected.discard);
   const maxAgeNanos = c.max_age ?? 0;
   if (maxAgeNanos !== expected.maxAgeMs * 1_000_000) {
-    problems.push(`max_age is ${maxAgeNanos / 1_000_000} ms, expected ${expected.maxAgeMs} (no limit)`);
+    problems.push(
+      `max_age is ${maxAgeNanos / 1_000_000} ms, expected ${expected.maxAgeMs}${expected.maxAgeMs === 0 ? ' (no limit)' : ''}`,
+    );
   }
   compare('retention', c.retention, expected.retention);
   compare('allow_rollup_hdrs', c.allow_rollup_hdrs ?? false, expected.allowRollup);
   const perSubject =
     typeof c.max_msgs_per_subject === 'number' && c.max_msgs_per_subject > 0 ? c.max_msgs_per_subject : -1;
   if (perSubject !== expected.maxMsgsPerSubject) {
-    problems.push(`max_msgs_per_subject is ${perSubject}, expected ${expected.maxMsgsPerSubject} (no limit)`);
+    problems.push(
+      `max_msgs_per_subject is ${perSubject}, expected ${expected.maxMsgsPerSubject}${expected.maxMsgsPerSubject === -1 ? ' (no limit)' : ''}`,
+    );
+  }
+  if (expected.discardNewPerSubject === true) {
+    compare('discard_new_per_subject', c.discard_new_per_subject ?? false, true);
+  }
+  if (expected.maxMsgSize !== undefined) {
+    const size = typeof c.max_msg_size === 'number' && c.max_msg_size > 0 ? c.max_msg_size : -1;
+    if (size !== expected.maxMsgSize) {
+      problems.push(`max_msg_size is ${size}, expected ${expected.maxMsgSize}`);
+    }
+  }
+  // A mirror or a source writes messages into the stream on any subject, past every permission.
+  if (c.mirror != null) problems.push('the stream mirrors another stream, expected none');
+  if (Array.isArray(c.sources) && c.sources.length > 0) {
+    problems.push(`the stream sources ${c.sources.length} other stream(s), expected none`);
   }
   return problems;
 }
