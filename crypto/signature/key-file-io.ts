@@ -4,10 +4,14 @@ import {
   fchmodSync,
   fstatSync,
   fsyncSync,
+  lstatSync,
   openSync,
   readFileSync,
+  realpathSync,
+  statSync,
   writeSync,
 } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { CryptoError } from '../../src/errors/index.ts';
 
 /** Mode of every file holding secret key material: owner read/write only. */
@@ -45,12 +49,15 @@ export function writeKeyFile(path: string, bytes: Uint8Array, secret: boolean): 
 }
 
 /**
- * Reads a key file. For a secret file, refuses one that group or others may read or write
- * (checked on the open descriptor, so the file checked is the file read). The mode check is
- * skipped on Windows, where POSIX mode bits are not meaningful.
+ * Reads a key file. For a secret file, refuses (see {@link assertSecretFileSafe}) one that group
+ * or others may read or write, one owned by another user than this process's (or root), and one
+ * whose folder group or others may write (they could replace it) or another user owns. The file's
+ * mode and owner are checked on the open descriptor, so the file checked is the file read. The
+ * checks are skipped on Windows, where POSIX modes and owners are not meaningful.
  *
  * @returns the file's bytes; the caller owns (and for a secret file, wipes) them.
- * @throws CryptoError `KEY_FILE_UNREADABLE` (cause attached) or `KEY_FILE_PERMISSIONS`.
+ * @throws CryptoError `KEY_FILE_UNREADABLE` (cause attached), `KEY_FILE_PERMISSIONS`,
+ *   `KEY_FILE_OWNER` or `KEY_FOLDER_PERMISSIONS`, each naming the path and what is wrong.
  */
 export function readKeyFile(path: string, secret: boolean): Uint8Array {
   let fd: number;
@@ -64,16 +71,7 @@ export function readKeyFile(path: string, secret: boolean): Uint8Array {
     });
   }
   try {
-    if (secret && process.platform !== 'win32') {
-      const mode = fstatSync(fd).mode & 0o777;
-      if ((mode & 0o077) !== 0) {
-        throw new CryptoError(
-          'KEY_FILE_PERMISSIONS',
-          `secret key file ${path} has mode 0o${mode.toString(8)}; it must not be accessible to group or others (chmod 600)`,
-          { details: { path, mode: `0o${mode.toString(8)}` } },
-        );
-      }
-    }
+    if (secret) assertSecretFileSafe(path, fd);
     try {
       const buffer = readFileSync(fd);
       return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength);
@@ -85,5 +83,74 @@ export function readKeyFile(path: string, secret: boolean): Uint8Array {
     }
   } finally {
     closeSync(fd);
+  }
+}
+
+/** Whether `uid` may own a secret or its folder: this process's user, or root. */
+function trustedOwner(uid: number): boolean {
+  return uid === 0 || uid === process.getuid?.();
+}
+
+/**
+ * The secret-file rules, on the open descriptor `fd` of `path` (POSIX only; nothing on Windows):
+ * 1. the file's mode gives group and others nothing (`KEY_FILE_PERMISSIONS`: chmod 600);
+ * 2. its owner is this process's user or root (`KEY_FILE_OWNER`): another user could rewrite it;
+ * 3. its folder (and, for a symlink, the folder of the file it points to) is owned by this
+ *    process's user or root and not writable by group or others (`KEY_FOLDER_PERMISSIONS`):
+ *    whoever may write the folder can replace the file by another of their making. The sticky
+ *    bit is not an exception (a shared /tmp is no place for a key).
+ * Each error names the path and the mode or owner found.
+ *
+ * @throws CryptoError as listed.
+ */
+export function assertSecretFileSafe(path: string, fd: number): void {
+  if (process.platform === 'win32') return;
+  const stat = fstatSync(fd);
+  const mode = stat.mode & 0o777;
+  if ((mode & 0o077) !== 0) {
+    throw new CryptoError(
+      'KEY_FILE_PERMISSIONS',
+      `secret key file ${path} has mode 0o${mode.toString(8)}; it must not be accessible to group or others (chmod 600)`,
+      { details: { path, mode: `0o${mode.toString(8)}` } },
+    );
+  }
+  if (!trustedOwner(stat.uid)) {
+    throw new CryptoError(
+      'KEY_FILE_OWNER',
+      `secret key file ${path} is owned by uid ${stat.uid}, not by this process's user (uid ${process.getuid?.()}) or root: another user could rewrite it (chown it)`,
+      { details: { path, uid: stat.uid } },
+    );
+  }
+  const folders = new Set([dirname(resolve(path))]);
+  try {
+    if (lstatSync(path).isSymbolicLink()) folders.add(dirname(realpathSync(path)));
+  } catch {
+    // Gone since it was opened: the descriptor's file is the one read; its folder as named is checked.
+  }
+  for (const folder of folders) {
+    let info: ReturnType<typeof statSync>;
+    try {
+      info = statSync(folder);
+    } catch (cause) {
+      throw new CryptoError('KEY_FILE_UNREADABLE', `cannot check the folder ${folder} of key file ${path}`, {
+        cause,
+        details: { path, folder },
+      });
+    }
+    const folderMode = info.mode & 0o7777;
+    if ((folderMode & 0o022) !== 0) {
+      throw new CryptoError(
+        'KEY_FOLDER_PERMISSIONS',
+        `secret key file ${path} is in folder ${folder} of mode 0o${folderMode.toString(8)}: group or others may write it and replace the file (chmod go-w ${folder}, or keep keys in a 0700 folder)`,
+        { details: { path, folder, mode: `0o${folderMode.toString(8)}` } },
+      );
+    }
+    if (!trustedOwner(info.uid)) {
+      throw new CryptoError(
+        'KEY_FOLDER_PERMISSIONS',
+        `secret key file ${path} is in folder ${folder} owned by uid ${info.uid}, not by this process's user (uid ${process.getuid?.()}) or root: its owner could replace the file`,
+        { details: { path, folder, uid: info.uid } },
+      );
+    }
   }
 }

@@ -75,7 +75,12 @@ export function assertServerUrls(servers: readonly string[], tls: boolean): void
   }
 }
 
-/** Reads `path` as a secret: owner-only, else `KEY_FILE_PERMISSIONS` naming it and its mode. */
+/**
+ * Reads `path` as a secret through the secret-file check (`readKeyFile`): refused, naming the path
+ * and what is wrong, when group or others may access it (`KEY_FILE_PERMISSIONS`), when another
+ * user than this process's (or root) owns it (`KEY_FILE_OWNER`), or when its folder is writable by
+ * group or others or owned by another user (`KEY_FOLDER_PERMISSIONS`).
+ */
 function readSecret(path: string): Uint8Array {
   return readKeyFile(path, true);
 }
@@ -83,12 +88,14 @@ function readSecret(path: string): Uint8Array {
 /**
  * Builds the TLS and authenticator options of a NATS connection from files. The NKEY seed, the
  * TLS private key and the creds file are read through the secret-file check: a file that group or
- * others may read is refused (`KEY_FILE_PERMISSIONS`, naming the path and its mode). With `tls`,
+ * others may read (`KEY_FILE_PERMISSIONS`), that another user owns (`KEY_FILE_OWNER`) or whose
+ * folder others may write (`KEY_FOLDER_PERMISSIONS`) is refused, naming the path. With `tls`,
  * the client requires TLS of the server (nats.js refuses a server that does not offer it) and
  * verifies its certificate against `tls.ca`.
  *
  * @throws InvalidArgumentError for inconsistent options or a malformed seed; CryptoError
- *   `KEY_FILE_UNREADABLE` or `KEY_FILE_PERMISSIONS` for a file.
+ *   `KEY_FILE_UNREADABLE`, `KEY_FILE_PERMISSIONS`, `KEY_FILE_OWNER` or `KEY_FOLDER_PERMISSIONS`
+ *   for a file.
  */
 export function natsAuthOptions(files: NatsAuthFiles): NatsAuthOptions {
   const out: { -readonly [K in keyof NatsAuthOptions]: NatsAuthOptions[K] } = {};

@@ -1,5 +1,15 @@
 import { createHash } from 'node:crypto';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { falcon512 } from '@noble/post-quantum/falcon.js';
@@ -39,6 +49,16 @@ function codeOf(fn: () => unknown): string | undefined {
     fn();
   } catch (error) {
     return error instanceof CohortError ? error.code : `not a CohortError: ${String(error)}`;
+  }
+  return undefined;
+}
+
+function errorOf(fn: () => unknown): CohortError | undefined {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof CohortError) return error;
+    throw error;
   }
   return undefined;
 }
@@ -284,6 +304,48 @@ describe.each(ALGORITHMS)('key files (%s)', (alg) => {
       expect(codeOf(() => loadSigningKeyPair(path))).toBe('KEY_FILE_PERMISSIONS');
     }
   });
+
+  it.skipIf(!posix)(
+    'refuses a secret key file in a folder group or others may write, also through a symlink',
+    () => {
+      const folder = join(dir, `${alg}-shared`);
+      mkdirSync(folder);
+      const path = join(folder, 'k.key');
+      saveSigningKeyPair(path, a);
+      for (const mode of [0o777, 0o770, 0o1777, 0o722]) {
+        chmodSync(folder, mode);
+        const error = errorOf(() => loadSigningKeyPair(path));
+        expect(error?.code).toBe('KEY_FOLDER_PERMISSIONS');
+        expect(error?.message).toContain(folder);
+        expect(error?.message).toContain(`0o${mode.toString(8)}`);
+      }
+      chmodSync(folder, 0o755);
+      expect(loadSigningKeyPair(path).keyId).toBe(a.keyId);
+      // A link in a tight folder to a key in a loose one: the target's folder is checked too.
+      chmodSync(folder, 0o777);
+      const tight = join(dir, `${alg}-tight`);
+      mkdirSync(tight, { mode: 0o700 });
+      symlinkSync(path, join(tight, 'link.key'));
+      expect(codeOf(() => loadSigningKeyPair(join(tight, 'link.key')))).toBe('KEY_FOLDER_PERMISSIONS');
+    },
+  );
+
+  it.skipIf(!posix || process.getuid?.() !== 0)(
+    'refuses a secret key file, or its folder, owned by another user',
+    () => {
+      const folder = join(dir, `${alg}-owned`);
+      mkdirSync(folder, { mode: 0o700 });
+      const path = join(folder, 'k.key');
+      saveSigningKeyPair(path, a);
+      chownSync(path, 65534, 65534);
+      const error = errorOf(() => loadSigningKeyPair(path));
+      expect(error?.code).toBe('KEY_FILE_OWNER');
+      expect(error?.message).toContain('uid 65534');
+      chownSync(path, 0, 0);
+      chownSync(folder, 65534, 65534);
+      expect(codeOf(() => loadSigningKeyPair(path))).toBe('KEY_FOLDER_PERMISSIONS');
+    },
+  );
 
   it('refuses a key pair whose public key belongs to another secret key', () => {
     const path = join(dir, `${alg}-mismatch.key`);
