@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import type { CohortConfig } from '../config/index.ts';
+import { type CohortConfig, plaintextAdminProblem } from '../config/index.ts';
 import { ConfigError } from '../errors/index.ts';
 import type { AdminDeps } from './admin-deps.ts';
 import { buildAdminApi } from './build-admin-api.ts';
@@ -30,13 +30,29 @@ function readPem(path: string, field: string): Buffer {
 
 /**
  * Builds the API from the configuration's `admin` section (tokens, rate limits, TLS files,
- * metrics scope) over `deps` and listens on `admin.host:admin.port`.
+ * metrics scope) over `deps` and listens on `admin.host:admin.port`. Plain HTTP (no `admin.tls`)
+ * listens only on a loopback host, unless `admin.insecurePlaintextOnNetwork` says otherwise (then
+ * `logger` warns at start): the configuration refuses it already, and so does this function for a
+ * section built by hand.
+ *
+ * @throws ConfigError `CONFIG_INVALID` naming `admin.tls` for plain HTTP on a non-loopback host;
+ *   `CONFIG_UNREADABLE` naming `admin.tls.cert` or `admin.tls.key` for a file it cannot read.
  */
 export async function serveAdminApi(
   admin: NonNullable<CohortConfig['admin']>,
   deps: AdminDeps,
   logger?: FastifyBaseLogger,
 ): Promise<ServedAdminApi> {
+  const clear = plaintextAdminProblem(admin);
+  if (clear !== null) {
+    throw new ConfigError('CONFIG_INVALID', `admin.tls: ${clear}`, { details: { path: 'admin.tls' } });
+  }
+  if (admin.tls === undefined && admin.insecurePlaintextOnNetwork === true) {
+    logger?.warn(
+      { host: admin.host, field: 'admin.insecurePlaintextOnNetwork' },
+      'admin API in plain HTTP on a network address: bearer tokens and answers cross the network in clear',
+    );
+  }
   const tls =
     admin.tls === undefined
       ? undefined

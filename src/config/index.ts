@@ -1,3 +1,4 @@
+export { type AdminListenSettings, isLoopbackHost, plaintextAdminProblem } from './admin-listen.ts';
 export { type ConfigIssue, configErrorMap } from './config-issues.ts';
 export {
   classText,
@@ -26,6 +27,7 @@ export { type ConfigOverride, ENV_PREFIX, envOverrides, flagOverrides } from './
 export { type ParseConfigOptions, parseConfig, parseWithSchema } from './parse-config.ts';
 export { renderConfig } from './render-config.ts';
 export {
+  bootstrapConfigSchema,
   CODEC_BITS,
   type CohortConfig,
   type CohortConfigData,

@@ -5,7 +5,7 @@ import { ConfigError } from '../errors/index.ts';
 import { type ConfigIssue, configInvalid } from './config-issues.ts';
 import { applyOverrides, envOverrides, flagOverrides } from './overrides.ts';
 import { parseWithSchema } from './parse-config.ts';
-import { type CohortConfig, cohortConfigSchema, type DeepReadonly } from './schema.ts';
+import { bootstrapConfigSchema, type CohortConfig, cohortConfigSchema, type DeepReadonly } from './schema.ts';
 
 /** Options of {@link loadConfig}. */
 export interface LoadConfigOptions {
@@ -19,6 +19,11 @@ export interface LoadConfigOptions {
    * (command-line flags). String values are parsed as YAML scalars unless the field is a string.
    */
   overrides?: Readonly<Record<string, unknown>>;
+  /**
+   * Accept a members section without `members.registry` (`bootstrapConfigSchema`): only for
+   * `cohort registry create`, which makes the registry the pin will name. Default false.
+   */
+  unpinnedRegistry?: boolean;
 }
 
 /**
@@ -31,7 +36,8 @@ export interface LoadConfigOptions {
  *   naming an unknown field, or any schema violation; the message lists `path: problem` per line.
  */
 export function loadConfig(path: string, options: LoadConfigOptions = {}): CohortConfig {
-  return loadYamlConfig(path, cohortConfigSchema, options, 'COHORT__');
+  const schema = options.unpinnedRegistry === true ? bootstrapConfigSchema : cohortConfigSchema;
+  return loadYamlConfig(path, schema, options, 'COHORT__');
 }
 
 /**

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { type ConfigIssue, configErrorMap, configInvalid, toConfigIssues } from './config-issues.ts';
 import { deepFreeze } from './deep-freeze.ts';
-import { type CohortConfig, cohortConfigSchema, type DeepReadonly } from './schema.ts';
+import { bootstrapConfigSchema, type CohortConfig, cohortConfigSchema, type DeepReadonly } from './schema.ts';
 
 /** Options of {@link parseConfig}. */
 export interface ParseConfigOptions {
@@ -9,6 +9,11 @@ export interface ParseConfigOptions {
   source?: string;
   /** Issues found before validation (e.g. bad override paths), reported together with the schema's. */
   priorIssues?: readonly ConfigIssue[];
+  /**
+   * Accept a members section without `members.registry` ({@link bootstrapConfigSchema}): only for
+   * `cohort registry create`, which makes the registry the pin will name. Default false.
+   */
+  unpinnedRegistry?: boolean;
 }
 
 /**
@@ -19,7 +24,11 @@ export interface ParseConfigOptions {
  *   `crypto.ckks.coeffModulus[1]: must be ≤ 60`; `details.issues` is `[{ path, message }]`.
  */
 export function parseConfig(input: unknown, options: ParseConfigOptions = {}): CohortConfig {
-  return parseWithSchema(cohortConfigSchema, input, options);
+  return parseWithSchema(
+    options.unpinnedRegistry === true ? bootstrapConfigSchema : cohortConfigSchema,
+    input,
+    options,
+  );
 }
 
 /** {@link parseConfig} for any schema: same error format, deeply frozen result. */

@@ -2,6 +2,7 @@ import { z } from 'zod';
 // The noise rule alone, not crypto/ckks's index: loading the configuration must not load SEAL.
 import { LANE_SUM_TOLERANCE, minScaleBits, slotNoiseSigma } from '../../crypto/ckks/ckks-noise.ts';
 import { LOG_LEVELS } from '../log/index.ts';
+import { plaintextAdminProblem } from './admin-listen.ts';
 import { checkAggregation, robustRuleSchema } from './aggregation-schema.ts';
 import { dataContractSchema } from './data-contract-schema.ts';
 import { layersSchema, MODEL_KINDS } from './model-schema.ts';
@@ -139,6 +140,9 @@ const memberId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, {
   error: 'must be 1-64 characters of A-Z, a-z, 0-9, "_" and "-" (it becomes a NATS subject token)',
 });
 
+/** A SHA-256 in hex (upper case accepted; compared in lower case). */
+const sha256Hex = z.string().regex(/^[0-9a-fA-F]{64}$/, { error: 'must be 64 hex characters (SHA-256)' });
+
 /** Who takes part: the coordinator, the aggregators (with capacity weights) and the sites. */
 const membersSchema = z.strictObject({
   coordinator: memberId.default('coordinator'),
@@ -148,19 +152,33 @@ const membersSchema = z.strictObject({
   auditors: z.array(z.strictObject({ id: memberId })).default(() => []),
   /**
    * Keys folder: this member's own keys in `<keysDir>/<member>/` (or `keysDir` itself), public files
-   * and envelopes in `<keysDir>/public/` (or `keysDir`); see docs/key-ceremony.md. Without
-   * `registry`, every `<id>.pub` there is the registry all members trust (older deployments).
+   * and envelopes in `<keysDir>/public/` (or `keysDir`); see docs/key-ceremony.md.
    */
   keysDir: z.string().min(1).default('keys'),
   /**
    * The signed member registry (`cohort registry create`), pinned by the SHA-256 of its file: a
    * member refuses to start on a file with another hash or a signature that does not verify, and
-   * takes every member's public keys from it (and from the registry changes in the log).
+   * takes every member's public keys from it (and from the registry changes in the log). Required
+   * ({@link cohortConfigSchema}); only `cohort registry create` reads a configuration without it.
    */
   registry: z
     .strictObject({
       path: z.string().min(1),
       sha256: z.string().regex(/^[0-9a-fA-F]{64}$/, { error: 'must be 64 hex characters (SHA-256)' }),
+    })
+    .optional(),
+  /**
+   * Fingerprints of the secrets every site shares (`cohort keys ckks create` and `cohort keys data
+   * create` print them; docs/key-ceremony.md): a site refuses an envelope whose secret has another
+   * fingerprint, even one a registered site signed. Absent: a site checks only that a registered
+   * site made and signed its envelope.
+   */
+  keyFingerprints: z
+    .strictObject({
+      /** Of the CKKS secret key (`<site>.ckks.env`). */
+      ckks: sha256Hex.optional(),
+      /** Of the federation data key (`<site>.data.env`). */
+      data: sha256Hex.optional(),
     })
     .optional(),
 });
@@ -378,8 +396,17 @@ const adminSchema = z
     /** Listen port (0: any free port; the coordinator prints the bound address). */
     port: z.int().min(0).max(65_535).default(8640),
     tokens: z.array(adminTokenSchema).default(() => []),
-    /** HTTPS with this PEM certificate and key (files); plain HTTP without. */
+    /**
+     * HTTPS with this PEM certificate and key (files); plain HTTP without, which is allowed only on
+     * a loopback `host` (127.0.0.0/8, ::1, localhost) unless `insecurePlaintextOnNetwork` is set.
+     */
     tls: z.strictObject({ cert: z.string().min(1), key: z.string().min(1) }).optional(),
+    /**
+     * Serve plain HTTP on a non-loopback `host`: bearer tokens and answers then cross the network
+     * in clear. Off by default; for a host reached only through a TLS-terminating proxy on a
+     * trusted link. The coordinator logs a warning at every start with it.
+     */
+    insecurePlaintextOnNetwork: z.boolean().default(false),
     /** Serve `GET /metrics` without a token (for a Prometheus on a trusted network); default: operator scope. */
     metricsPublic: z.boolean().default(false),
     /** A site's model store readable on the coordinator's host, for `GET /v1/versions/{ref}/export`. */
@@ -395,6 +422,8 @@ const adminSchema = z
       .prefault({}),
   })
   .superRefine((admin, ctx) => {
+    const clear = plaintextAdminProblem(admin);
+    if (clear !== null) ctx.addIssue({ code: 'custom', path: ['tls'], message: clear });
     if (!Array.isArray(admin.tokens)) return;
     const ids = new Set<string>();
     const hashes = new Set<string>();
@@ -417,14 +446,11 @@ const logSchema = z.strictObject({
 });
 
 /**
- * Schema of a federation configuration file. Every object is strict (an unknown key is an
- * error, so typos are caught); every field but `federation.id` has a default. Cross-field
- * checks: the CKKS coefficient modulus fits the 128-bit security limit of its degree, the
- * signature algorithm is among the allowed ones, a lane of `codec.bits` summed over
- * `codec.maxContributors` sites fits `crypto.ckks.exactBits`, and the scale keeps the noise of
- * that many summed ciphertexts within what a lane sum tolerates (`minScaleBits`).
+ * {@link cohortConfigSchema} without its one bootstrap rule (a members section pins the signed
+ * registry): what `cohort registry create` reads, before the registry it makes exists. Nothing that
+ * runs a member may use it.
  */
-export const cohortConfigSchema = z
+export const bootstrapConfigSchema = z
   .strictObject({
     federation: federationSchema,
     crypto: cryptoSchema.prefault({}),
@@ -478,6 +504,29 @@ export const cohortConfigSchema = z
       }
     }
   });
+
+/**
+ * Schema of a federation configuration file. Every object is strict (an unknown key is an
+ * error, so typos are caught); every field but `federation.id` has a default. Cross-field
+ * checks: the CKKS coefficient modulus fits the 128-bit security limit of its degree, the
+ * signature algorithm is among the allowed ones, a lane of `codec.bits` summed over
+ * `codec.maxContributors` sites fits `crypto.ckks.exactBits`, the scale keeps the noise of
+ * that many summed ciphertexts within what a lane sum tolerates (`minScaleBits`), the admin API
+ * serves plain HTTP on a loopback host only, and a members section pins the signed member registry
+ * (`members.registry`): without the pin a member would trust whatever public key files lie in its
+ * keys folder.
+ */
+export const cohortConfigSchema = bootstrapConfigSchema.superRefine((cfg, ctx) => {
+  const members = cfg.members as { registry?: unknown } | undefined;
+  if (typeof members === 'object' && members !== null && members.registry === undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['members', 'registry'],
+      message:
+        'required: pin the signed member registry ({ path, sha256 }: `cohort registry create` prints both); without the pin a member would trust any public key file in its keys folder',
+    });
+  }
+});
 
 /** A validated configuration as plain, mutable data (the type zod infers from {@link cohortConfigSchema}). */
 export type CohortConfigData = z.output<typeof cohortConfigSchema>;
