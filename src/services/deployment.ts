@@ -45,7 +45,7 @@ export interface LocalDeployment {
  * credentials in `dir/keys/<id>/`, public files, envelopes and the signed registry in
  * `dir/keys/public/`, the officer's key in `dir/keys/officer/`, the federation CA key and
  * nats-server's certificate in `dir/nats`; see `runKeyCeremony`), pins the registry's SHA-256 in the
- * config (`members.registry`),
+ * config (`members.registry`) and the shared secrets' fingerprints (`members.keyFingerprints`),
  * starts nats-server (JetStream on, free port, TLS required with client certificates of the
  * federation CA, the members' NKEY users and permissions), and writes `federation.yaml` pointing at
  * it with a `tls://` URL (each member's TLS and NKEY files default from `members.keysDir`).
@@ -83,7 +83,7 @@ export async function createLocalDeployment(options: {
     (id) => !(options.unenrolled ?? []).includes(id),
   );
   const signingKeys = await generateSigningKeyPairs('falcon-512', enrolled.length);
-  const { users, tls, registry, officer } = runKeyCeremony({
+  const { users, tls, registry, officer, keyFingerprints } = runKeyCeremony({
     signingKeys,
     dir: keysDir,
     federation,
@@ -131,6 +131,7 @@ export async function createLocalDeployment(options: {
       auditors: auditors.map((id) => ({ id })),
       keysDir,
       registry: { path: registry.path, sha256: registry.sha256 },
+      keyFingerprints,
     },
     paths: { dataDir: join(options.dir, 'data') },
   };

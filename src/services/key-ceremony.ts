@@ -3,14 +3,19 @@ import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 
 import { basename, join } from 'node:path';
 import { CkksContext, CkksKeyset } from '../../crypto/ckks/index.ts';
 import {
+  type EnvelopeMaker,
   generateKemKeyPair,
   loadKemKeyPair,
   loadKemPublicKey,
+  openSealedEnvelope,
+  readSealedEnvelope,
+  SEALED_ENVELOPE_MAGIC,
   saveKemKeyPair,
   saveKemPublicKey,
+  sealEnvelope,
+  secretFingerprint,
   unwrapSecret,
   wipeKemKeyPair,
-  wrapSecret,
 } from '../../crypto/kem/index.ts';
 import {
   type LaneContext,
@@ -20,6 +25,7 @@ import {
 } from '../../crypto/lanes/index.ts';
 import {
   generateSigningKeyPair,
+  loadSigningKeyPair,
   type SignatureAlgorithm,
   type SigningKeyPair,
   savePublicKey,
@@ -49,6 +55,7 @@ import {
   type NatsUser,
 } from '../transport/index.ts';
 import { DATA_KEY_BYTES } from '../versions/snapshot-cipher.ts';
+import { CKKS_KEY_PURPOSE, DATA_KEY_PURPOSE, type EnvelopeTrust } from './envelope-trust.ts';
 import {
   createFederationTls,
   generateMemberNatsKeys,
@@ -56,14 +63,13 @@ import {
   memberNatsPaths,
 } from './nats-credentials.ts';
 
-/** Purpose bound into the envelope that carries the CKKS secret key to a site. */
-export const CKKS_KEY_PURPOSE = 'ckks-secret-key';
-
-/**
- * Purpose bound into the envelope that carries the federation data key (32 bytes, AES-256 key of
- * model snapshots; held by sites only) to a site.
- */
-export const DATA_KEY_PURPOSE = 'federation-data-key';
+export {
+  CKKS_KEY_PURPOSE,
+  DATA_KEY_PURPOSE,
+  type EnvelopeTrust,
+  envelopeTrust,
+  registryEnvelopeMakers,
+} from './envelope-trust.ts';
 
 /** What the ceremony is run for. */
 export interface CeremonyInput {
@@ -115,6 +121,11 @@ export interface CeremonyResult {
   readonly registry: RegistryPin;
   /** The registry officer's key pair file (`<dir>/officer/officer.key`, 0600) and its public key. */
   readonly officer: { readonly key: string; readonly pub: string };
+  /**
+   * Fingerprints of the CKKS secret key and the data key (`secretFingerprint`): the config's
+   * `members.keyFingerprints`, which every site checks its envelopes against.
+   */
+  readonly keyFingerprints: { readonly ckks: string; readonly data: string };
 }
 
 /** Folder mode of a member's own keys folder: owner only. */
@@ -148,13 +159,15 @@ function handOver(file: string, publicDir: string): void {
  *    files and signs it: `<dir>/public/registry.bin`, pinned by its SHA-256;
  * 4. one site (`keySite`, default the first) creates the CKKS secret key and the federation data
  *    key (32 random bytes) and wraps both for each site's ML-KEM-768 key as the signed registry
- *    lists it: `<dir>/public/<site>.ckks.env` and `<site>.data.env` (purposes
- *    {@link CKKS_KEY_PURPOSE}, {@link DATA_KEY_PURPOSE}; 0600). Neither secret is ever written in
- *    the clear; both are wiped before returning.
+ *    lists it, sealing each envelope with its own registered signing key (`sealEnvelope`):
+ *    `<dir>/public/<site>.ckks.env` and `<site>.data.env` (purposes {@link CKKS_KEY_PURPOSE},
+ *    {@link DATA_KEY_PURPOSE}; 0600). Neither secret is ever written in the clear; both are wiped
+ *    before returning, and their fingerprints returned for the configuration to pin.
  *
  * No password is written anywhere: members authenticate with their NKEY over mutual TLS.
- * Returns the NATS users, their `authorization` block, nats-server's TLS files, the registry pin
- * and the officer's key files.
+ * Returns the NATS users (every member's, the `unenrolled` ones' included: they are configured
+ * and get keys later), their `authorization` block, nats-server's TLS files, the registry pin, the
+ * officer's key files and the secrets' fingerprints.
  */
 export function runKeyCeremony(input: CeremonyInput): CeremonyResult {
   const unenrolled = new Set(input.unenrolled ?? []);
@@ -220,15 +233,22 @@ export function runKeyCeremony(input: CeremonyInput): CeremonyResult {
   const keyset = CkksKeyset.create(input.ckks);
   const secret = keyset.exportSecretKey();
   const dataKey = randomBytes(DATA_KEY_BYTES);
+  const maker = { id: keySite, key: loadSigningKeyPair(join(input.dir, keySite, `${keySite}.key`)) };
+  let keyFingerprints: CeremonyResult['keyFingerprints'];
   try {
     for (const site of enrolledSites) {
       const kemKey = registry.members.find((m) => m.id === site)!.kemKey!;
-      wrapForSite(publicDir, input.federation, site, kemKey, secret, dataKey);
+      wrapForSite(publicDir, input.federation, site, kemKey, secret, dataKey, maker);
     }
+    keyFingerprints = {
+      ckks: secretFingerprint(CKKS_KEY_PURPOSE, secret),
+      data: secretFingerprint(DATA_KEY_PURPOSE, dataKey),
+    };
   } finally {
     secret.fill(0);
     dataKey.fill(0);
     keyset.delete();
+    wipeSigningKeyPair(maker.key);
   }
   const spec = { federation: input.federation, coordinator, aggregators, sites, auditors };
   return {
@@ -237,6 +257,7 @@ export function runKeyCeremony(input: CeremonyInput): CeremonyResult {
     tls: server,
     registry: pin,
     officer,
+    keyFingerprints,
   };
 }
 
@@ -276,7 +297,10 @@ function generateMemberKeys(
   handOver(join(own, `${id}.kem.pub`), publicDir);
 }
 
-/** Wraps the CKKS secret and the data key for `site` under its KEM public key, into `dir`. */
+/**
+ * Wraps the CKKS secret and the data key for `site` under its KEM public key, into `dir`, each
+ * envelope sealed by `maker` (a registered site holding both secrets).
+ */
 function wrapForSite(
   dir: string,
   federation: string,
@@ -284,11 +308,12 @@ function wrapForSite(
   kemPublicKey: Uint8Array,
   secret: Uint8Array,
   dataKey: Uint8Array,
+  maker: EnvelopeMaker,
 ): void {
   const wrapFor = (bytes: Uint8Array, purpose: string, suffix: string) =>
     writeEnvelope(
       join(dir, `${site}.${suffix}`),
-      wrapSecret(kemPublicKey, bytes, { federation, recipient: site, purpose }),
+      sealEnvelope(maker, kemPublicKey, bytes, { federation, recipient: site, purpose }),
     );
   wrapFor(secret, CKKS_KEY_PURPOSE, 'ckks.env');
   wrapFor(dataKey, DATA_KEY_PURPOSE, 'data.env');
@@ -299,12 +324,21 @@ export interface EnrollInput {
   /** The keys folder of the federation (as the ceremony wrote it). */
   readonly dir: string;
   readonly federation: string;
-  /** An enrolled site whose envelopes the enrollment opens (the ceremony runs at a site: DESIGN §4). */
+  /**
+   * An enrolled site whose envelopes the enrollment opens and whose signing key
+   * (`<dir>/<sponsor>/<sponsor>.key`) seals the new site's envelopes (the ceremony runs at a site:
+   * DESIGN §4).
+   */
   readonly sponsor: string;
   /** The new site: it must be in the federation's `members.sites` and have a NATS user. */
   readonly site: string;
   readonly algorithm: SignatureAlgorithm;
   readonly ckks: CkksContext;
+  /**
+   * What the sponsor checks its own envelopes against ({@link envelopeTrust} of the sponsor);
+   * without it they are opened unchecked (deprecated, as for {@link loadSiteDataKey}).
+   */
+  readonly trust?: EnvelopeTrust;
 }
 
 /** The new site's public files, for `cohort registry enroll`. */
@@ -319,27 +353,35 @@ export interface EnrolledSiteFiles {
  * Enrolls a site into a running federation (the demo's and the tests' one-machine ceremony): the
  * new site creates its signing and ML-KEM-768 keys in its own folder (`<dir>/<site>/`, or `dir`
  * itself in an older flat folder) and hands over the public files; the sponsor site opens its CKKS
- * secret key and federation data key and wraps both for the new site alone (envelopes in the
- * shared folder). Without a signed registry, members pick the new `<site>.pub` up on first use; with
- * one, the officer must then log the enrollment (`cohort registry enroll`, docs/key-ceremony.md).
- * The new site then starts with an empty store and joins from the latest snapshot.
+ * secret key and federation data key and wraps the same bytes for the new site alone, sealed with
+ * its own signing key (envelopes in the shared folder; the new site accepts them once the sponsor
+ * is a registered site of its view, and their fingerprints are the federation's). The officer must
+ * then log the enrollment (`cohort registry enroll`, docs/key-ceremony.md). The new site then starts
+ * with an empty store and joins from the latest snapshot.
  *
  * @returns the paths of the new site's public files.
  */
 export function enrollSite(input: EnrollInput): EnrolledSiteFiles {
   const publicDir = publicKeyDir(input.dir);
   const own = publicDir === input.dir ? input.dir : makeDir(join(input.dir, input.site), OWN_DIR_MODE);
-  const keyset = loadSiteCkks(input.ckks, input.dir, input.sponsor, input.federation);
-  const secret = keyset.exportSecretKey();
-  const dataKey = loadSiteDataKey(input.dir, input.sponsor, input.federation);
+  const trust = input.trust ?? input.federation;
+  const secret = unwrapSiteEnvelope(input.dir, input.sponsor, trust, 'ckks.env', CKKS_KEY_PURPOSE);
+  let dataKey: Uint8Array | undefined;
+  let maker: EnvelopeMaker | undefined;
   try {
+    CkksKeyset.import(input.ckks, secret).delete();
+    dataKey = loadSiteDataKey(input.dir, input.sponsor, trust);
+    maker = {
+      id: input.sponsor,
+      key: loadSigningKeyPair(join(memberKeyDir(input.dir, input.sponsor), `${input.sponsor}.key`)),
+    };
     generateMemberKeys(own, input.site, 'site', input.algorithm, publicDir);
     const kemPublicKey = loadKemPublicKey(join(own, `${input.site}.kem.pub`));
-    wrapForSite(publicDir, input.federation, input.site, kemPublicKey, secret, dataKey);
+    wrapForSite(publicDir, input.federation, input.site, kemPublicKey, secret, dataKey, maker);
   } finally {
     secret.fill(0);
-    dataKey.fill(0);
-    keyset.delete();
+    dataKey?.fill(0);
+    if (maker !== undefined) wipeSigningKeyPair(maker.key);
   }
   return {
     signingPublicKey: join(publicDir, `${input.site}.pub`),
@@ -348,13 +390,22 @@ export function enrollSite(input: EnrollInput): EnrolledSiteFiles {
 }
 
 /**
- * A site's CKKS keyset: unwraps `<site>.ckks.env` (in `<dir>/public/`, else the site's folder)
- * with `<site>.kem` of the site's own folder (`<dir>/<site>/`, else `dir`), bound to the
- * federation and the site, and loads it under `ckks`. Errors: `UNWRAP_FAILED` (another site's
- * envelope, tampering), `CKKS_PARAMS_MISMATCH`, `KEY_FILE_UNREADABLE`.
+ * A site's CKKS keyset: opens `<site>.ckks.env` (in `<dir>/public/`, else the site's folder)
+ * with `<site>.kem` of the site's own folder (`<dir>/<site>/`, else `dir`), checked against
+ * `trust` ({@link openSiteEnvelope}), and loads it under `ckks`. Errors: those of
+ * {@link loadSiteDataKey}, and `CKKS_PARAMS_MISMATCH`.
+ *
+ * @param trust - the site's {@link EnvelopeTrust} ({@link envelopeTrust} of its member context). A
+ *   federation id alone is the deprecated, unchecked form: anyone who knows the site's public KEM
+ *   key could have made what it opens.
  */
-export function loadSiteCkks(ckks: CkksContext, dir: string, site: string, federation: string): CkksKeyset {
-  const secret = unwrapSiteEnvelope(dir, site, federation, 'ckks.env', CKKS_KEY_PURPOSE);
+export function loadSiteCkks(
+  ckks: CkksContext,
+  dir: string,
+  site: string,
+  trust: EnvelopeTrust | string,
+): CkksKeyset {
+  const secret = unwrapSiteEnvelope(dir, site, trust, 'ckks.env', CKKS_KEY_PURPOSE);
   try {
     return CkksKeyset.import(ckks, secret);
   } finally {
@@ -364,30 +415,36 @@ export function loadSiteCkks(ckks: CkksContext, dir: string, site: string, feder
 
 /**
  * The keyset a site encodes and reads slot payloads with: in `he` mode its CKKS keyset
- * ({@link loadSiteCkks}); in `plain` mode there is no secret, and no envelope is read.
+ * ({@link loadSiteCkks}, checked against `trust`); in `plain` mode there is no secret, and no
+ * envelope is read.
  */
 export function loadSiteKeyset(
   lanes: LaneContext,
   dir: string,
   site: string,
-  federation: string,
+  trust: EnvelopeTrust | string,
 ): LaneKeyset {
   if (lanes instanceof PlainLaneContext) return new PlainLaneKeyset(lanes);
-  if (lanes instanceof CkksContext) return loadSiteCkks(lanes, dir, site, federation);
+  if (lanes instanceof CkksContext) return loadSiteCkks(lanes, dir, site, trust);
   throw new InvalidArgumentError(`unknown slot cipher of mode ${String(lanes.mode)}`);
 }
 
 /**
- * A site's federation data key: unwraps `<site>.data.env` with `<site>.kem` (folders as in
- * {@link loadSiteCkks}; bound to the federation, the site and {@link DATA_KEY_PURPOSE}).
+ * A site's federation data key: opens `<site>.data.env` with `<site>.kem` (folders as in
+ * {@link loadSiteCkks}; bound to the federation, the site and {@link DATA_KEY_PURPOSE}), checked
+ * against `trust` ({@link openSiteEnvelope}).
  *
+ * @param trust - as for {@link loadSiteCkks}.
  * @returns the 32-byte data key; the caller owns and wipes it.
  * @throws CryptoError `KEY_FILE_UNREADABLE` (missing envelope or KEM key), `KEY_FILE_PERMISSIONS`,
- *   `ENVELOPE_MALFORMED`, `UNWRAP_FAILED` (another site's envelope, another federation, tampering)
- *   or `KEY_INVALID` (an envelope that opens but does not hold 32 bytes); InvalidArgumentError for
- *   an empty `site` or `federation`.
+ *   `ENVELOPE_MALFORMED`, `ENVELOPE_UNSIGNED`, `ENVELOPE_CONTEXT_MISMATCH`, `ENVELOPE_MAKER_REFUSED`,
+ *   `ENVELOPE_SIGNATURE_INVALID`, `KEY_FINGERPRINT_MISMATCH` (each naming the envelope file),
+ *   `UNWRAP_FAILED` (another site's envelope, another federation, tampering) or `KEY_INVALID` (an
+ *   envelope that opens but does not hold 32 bytes); InvalidArgumentError for an empty `site` or
+ *   `federation`.
  */
-export function loadSiteDataKey(dir: string, site: string, federation: string): Uint8Array {
+export function loadSiteDataKey(dir: string, site: string, trust: EnvelopeTrust | string): Uint8Array {
+  const federation = typeof trust === 'string' ? trust : trust?.federation;
   for (const [name, value] of [
     ['dir', dir],
     ['site', site],
@@ -397,7 +454,7 @@ export function loadSiteDataKey(dir: string, site: string, federation: string): 
       throw new InvalidArgumentError(`${name} must be a non-empty string`, { details: { name } });
     }
   }
-  const key = unwrapSiteEnvelope(dir, site, federation, 'data.env', DATA_KEY_PURPOSE);
+  const key = unwrapSiteEnvelope(dir, site, trust, 'data.env', DATA_KEY_PURPOSE);
   if (key.length !== DATA_KEY_BYTES) {
     key.fill(0);
     throw new CryptoError(
@@ -416,16 +473,65 @@ function writeEnvelope(path: string, envelope: Uint8Array): void {
 }
 
 /**
+ * Opens the envelope bytes read from `path` for `site`: with an {@link EnvelopeTrust}, a sealed
+ * envelope whose maker `trust.makers` admits, whose signature verifies and whose secret has the
+ * stated (and pinned, when `trust.fingerprints` names one) fingerprint (`openSealedEnvelope`).
+ * With a bare federation id (deprecated), the envelope is opened without asking who made it.
+ * Every refusal names `path`.
+ */
+export function openSiteEnvelope(
+  kemSecretKey: Uint8Array,
+  envelope: Uint8Array,
+  path: string,
+  site: string,
+  trust: EnvelopeTrust | string,
+  purpose: string,
+): Uint8Array {
+  const federation = typeof trust === 'string' ? trust : trust.federation;
+  const ctx = { federation, recipient: site, purpose };
+  try {
+    if (typeof trust !== 'string') {
+      return openSealedEnvelope(kemSecretKey, envelope, ctx, {
+        makers: trust.makers,
+        fingerprint: trust.fingerprints[purpose],
+      }).secret;
+    }
+    const sealed = String.fromCharCode(...envelope.subarray(0, 4)) === SEALED_ENVELOPE_MAGIC;
+    return unwrapSecret(kemSecretKey, sealed ? readSealedEnvelope(envelope).inner : envelope, ctx);
+  } catch (cause) {
+    if (cause instanceof CryptoError) {
+      throw new CryptoError(cause.code, `${path}: ${cause.message}`, {
+        cause,
+        details: { ...cause.details, path },
+      });
+    }
+    throw cause;
+  }
+}
+
+/**
  * Opens `<site>.<suffix>` (the shared folder of `dir`, else the site's own) with `<site>.kem` of
- * the site's own folder; the KEM secret is wiped on every path.
+ * the site's own folder, checked against `trust` ({@link openSiteEnvelope}); the KEM secret is
+ * wiped on every path.
  */
 function unwrapSiteEnvelope(
   dir: string,
   site: string,
-  federation: string,
+  trust: EnvelopeTrust | string,
   suffix: string,
   purpose: string,
 ): Uint8Array {
+  if (
+    typeof trust !== 'string' &&
+    (typeof trust?.makers !== 'function' || trust.fingerprints === undefined)
+  ) {
+    throw new InvalidArgumentError(
+      'trust must be an EnvelopeTrust (envelopeTrust(member)) or a federation id',
+      {
+        details: { name: 'trust' },
+      },
+    );
+  }
   const kem = loadKemKeyPair(join(memberKeyDir(dir, site), `${site}.kem`));
   try {
     const path = publicFile(dir, `${site}.${suffix}`, site);
@@ -438,7 +544,7 @@ function unwrapSiteEnvelope(
         details: { path },
       });
     }
-    return unwrapSecret(kem.secretKey, envelope, { federation, recipient: site, purpose });
+    return openSiteEnvelope(kem.secretKey, envelope, path, site, trust, purpose);
   } finally {
     wipeKemKeyPair(kem);
   }

@@ -1,9 +1,16 @@
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { loadKemKeyPair, unwrapSecret } from '../../crypto/kem/index.ts';
-import { DATA_KEY_PURPOSE, loadSiteDataKey } from '../../src/services/key-ceremony.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  loadKemKeyPair,
+  readSealedEnvelope,
+  secretFingerprint,
+  unwrapSecret,
+} from '../../crypto/kem/index.ts';
+import { loadPublicKey } from '../../crypto/signature/index.ts';
+import { DATA_KEY_PURPOSE, type EnvelopeTrust, loadSiteDataKey } from '../../src/services/key-ceremony.ts';
+import { errorCode } from '../helpers/error-code.ts';
 import { cohort } from '../helpers/run-cli.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'cohort-keys-data-'));
@@ -12,6 +19,20 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const path = (name: string) => join(dir, name);
 const mode = (file: string) => statSync(file).mode & 0o777;
 const fed = ['--federation', 'demo-federation'];
+/** The site that seals the envelopes (`signer.key`), and a recipient trusting its public key. */
+const sealedBy = () => ['--signer', 'site-s', '--signing-key', path('signer.key')];
+function trustSigner(federation = 'demo-federation'): EnvelopeTrust {
+  const key = loadPublicKey(path('signer.pub'));
+  return {
+    federation,
+    makers: (maker, keyId) => (maker === 'site-s' && keyId === key.keyId ? key : `${maker} is not site-s`),
+    fingerprints: {},
+  };
+}
+
+beforeAll(async () => {
+  await ok('keys', 'signing', 'generate', '--out', path('signer'));
+});
 
 /** `cohort ...args`, expecting success. */
 async function ok(...args: string[]) {
@@ -33,6 +54,7 @@ function wrap(key: string, recipient: string, kemPub: string, out: string, ...ex
     '--kem-pub',
     kemPub,
     ...fed,
+    ...sealedBy(),
     '--out',
     out,
     ...extra,
@@ -48,8 +70,11 @@ describe('cohort keys data create', () => {
     expect(bytes.subarray(0, 4).toString('latin1')).toBe('CDK1');
     expect(mode(path('fed.data'))).toBe(0o600);
     expect(readFileSync(path('fed2.data')).equals(bytes)).toBe(false);
-    expect(out).toBe(`federation data key (32 bytes): ${path('fed.data')} (0600)\n`);
     const key = bytes.subarray(4);
+    expect(out).toBe(
+      `federation data key (32 bytes): ${path('fed.data')} (0600)\n` +
+        `fingerprint: ${secretFingerprint(DATA_KEY_PURPOSE, key)} (members.keyFingerprints.data)\n`,
+    );
     expect(out).not.toContain(key.toString('hex').slice(0, 16));
     expect(out).not.toContain(key.toString('base64').slice(0, 12));
   });
@@ -84,20 +109,22 @@ describe('cohort keys data wrap', () => {
       '--kem-pub',
       path('site-a.kem.pub'),
       ...fed,
+      ...sealedBy(),
       '--out',
       path('site-a.data.env'),
     );
     expect(out).toContain('wrapped federation data key for site site-a of federation demo-federation\n');
     expect(out).toMatch(/recipient kem key: [0-9a-f]{64}\n/);
-    expect(out).toMatch(/envelope: .*site-a\.data\.env \(1152 bytes, 0600\)\n$/);
+    expect(out).toMatch(/envelope: .*site-a\.data\.env \(\d+ bytes, 0600\)\n$/);
+    expect(out).toContain('sealed by: site-s (key id ');
     expect(mode(path('site-a.data.env'))).toBe(0o600);
-    const key = loadSiteDataKey(dir, 'site-a', 'demo-federation');
+    const key = loadSiteDataKey(dir, 'site-a', trustSigner());
     expect(Buffer.from(key).equals(readFileSync(path('w.data')).subarray(4))).toBe(true);
 
     // Bound to recipient and federation: another site's key or name does not open it.
     await ok('keys', 'kem', 'generate', '--out', path('site-b'));
     const kemB = loadKemKeyPair(path('site-b.kem'));
-    const envelope = readFileSync(path('site-a.data.env'));
+    const envelope = readSealedEnvelope(readFileSync(path('site-a.data.env'))).inner;
     expect(() =>
       unwrapSecret(kemB.secretKey, envelope, {
         federation: 'demo-federation',
@@ -105,7 +132,9 @@ describe('cohort keys data wrap', () => {
         purpose: DATA_KEY_PURPOSE,
       }),
     ).toThrow(/could not be opened/);
-    expect(() => loadSiteDataKey(dir, 'site-a', 'other')).toThrow(/could not be opened/);
+    expect(errorCode(() => loadSiteDataKey(dir, 'site-a', trustSigner('other')))).toBe(
+      'ENVELOPE_CONTEXT_MISMATCH',
+    );
   });
 
   it('refuses a file that is not a data key, a key others can read, a missing key and --out = --key', async () => {
@@ -157,6 +186,7 @@ describe('cohort keys data wrap', () => {
         path('o.kem.pub'),
       ],
       ...fed,
+      ...sealedBy(),
       '--out',
       path('o.env'),
     );

@@ -2,8 +2,8 @@ import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { loadKemKeyPair, loadKemPublicKey } from '../../crypto/kem/index.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadKemKeyPair, loadKemPublicKey, wrapSecret } from '../../crypto/kem/index.ts';
 import { loadPublicKey, loadSigningKeyPair } from '../../crypto/signature/index.ts';
 import { cohort } from '../helpers/run-cli.ts';
 
@@ -94,6 +94,16 @@ describe('cohort keys kem generate', () => {
   });
 });
 
+/** The site that seals envelopes in these tests: its id and signing key (`signer.key`, `signer.pub`). */
+const sealedBy = () => ['--signer', 'site-s', '--signing-key', path('signer.key')];
+/** The unwrapping site trusts the signer's public key, read out of band. */
+const trusting = () => ['--signer-pub', path('signer.pub')];
+
+beforeAll(async () => {
+  await ok('keys', 'signing', 'generate', '--out', path('signer'));
+  await ok('keys', 'signing', 'generate', '--out', path('other-signer'));
+});
+
 describe('cohort keys ckks create / wrap / unwrap', () => {
   const fed = ['--federation', 'demo-federation'];
 
@@ -112,6 +122,7 @@ describe('cohort keys ckks create / wrap / unwrap', () => {
       '--kem-pub',
       path(`${name}-site-a.kem.pub`),
       ...fed,
+      ...sealedBy(),
       '--out',
       path(`${name}.env`),
     );
@@ -134,9 +145,16 @@ describe('cohort keys ckks create / wrap / unwrap', () => {
       '--kem-pub',
       path('fed-site-a.kem.pub'),
       ...fed,
+      ...sealedBy(),
       '--out',
       path('fed.env'),
     );
+    expect(wrapped).toContain('sealed by: site-s (key id ');
+    const fingerprint = /^fingerprint: ([0-9a-f]{64}) \(members\.keyFingerprints\.ckks\)$/m.exec(
+      created,
+    )?.[1];
+    expect(fingerprint).toBeDefined();
+    expect(wrapped).toContain(`fingerprint: ${fingerprint}\n`);
     const paramsId = /^params id: ([0-9a-f]{16})$/m.exec(created)?.[1];
     expect(wrapped).toContain(`params id ${paramsId}`);
     expect(mode(path('fed.env'))).toBe(0o600);
@@ -151,17 +169,25 @@ describe('cohort keys ckks create / wrap / unwrap', () => {
       '--recipient',
       'site-a',
       ...fed,
+      ...trusting(),
       '--out',
       path('fed-at-a.ckks'),
     );
     expect(unwrapped).toContain(`params id ${paramsId}`);
+    expect(unwrapped).toContain(`sealed by: site-s\nfingerprint: ${fingerprint}\n`);
     expect(mode(path('fed-at-a.ckks'))).toBe(0o600);
     expect(readFileSync(path('fed-at-a.ckks')).equals(readFileSync(path('fed.ckks')))).toBe(true);
   });
 
-  it('exits 2 with UNWRAP_FAILED for a wrong recipient, kem key, federation or a tampered envelope', async () => {
+  it('exits 2 naming why for a wrong recipient, kem key, federation, maker or a tampered envelope', async () => {
     await setup('bad');
-    const unwrap = (kem: string, recipient: string, envelope = path('bad.env'), federation = fed) =>
+    const unwrap = (
+      kem: string,
+      recipient: string,
+      envelope = path('bad.env'),
+      federation = fed,
+      trust = trusting(),
+    ) =>
       cohort(
         'keys',
         'ckks',
@@ -173,23 +199,40 @@ describe('cohort keys ckks create / wrap / unwrap', () => {
         '--recipient',
         recipient,
         ...federation,
+        ...trust,
         '--out',
         path('bad-out.ckks'),
       );
     const tampered = Buffer.from(readFileSync(path('bad.env')));
     tampered[tampered.length - 100]! ^= 1;
     writeFileSync(path('bad-tampered.env'), tampered, { mode: 0o600 });
-    for (const r of [
-      await unwrap('bad-site-a.kem', 'site-b'),
-      await unwrap('bad-site-b.kem', 'site-a'),
-      await unwrap('bad-site-a.kem', 'site-a', path('bad.env'), ['--federation', 'other']),
-      await unwrap('bad-site-a.kem', 'site-a', path('bad-tampered.env')),
-    ]) {
+    const bare = wrapSecret(loadKemPublicKey(path('bad-site-a.kem.pub')), readFileSync(path('bad.ckks')), {
+      federation: 'demo-federation',
+      recipient: 'site-a',
+      purpose: 'ckks-secret-key',
+    });
+    writeFileSync(path('bad-bare.env'), bare, { mode: 0o600 });
+    for (const [r, code] of [
+      [await unwrap('bad-site-a.kem', 'site-b'), 'ENVELOPE_CONTEXT_MISMATCH'],
+      [await unwrap('bad-site-b.kem', 'site-a'), 'UNWRAP_FAILED'],
+      [
+        await unwrap('bad-site-a.kem', 'site-a', path('bad.env'), ['--federation', 'other']),
+        'ENVELOPE_CONTEXT_MISMATCH',
+      ],
+      [await unwrap('bad-site-a.kem', 'site-a', path('bad-tampered.env')), 'ENVELOPE_SIGNATURE_INVALID'],
+      [await unwrap('bad-site-a.kem', 'site-a', path('bad-bare.env')), 'ENVELOPE_UNSIGNED'],
+      [
+        await unwrap('bad-site-a.kem', 'site-a', path('bad.env'), fed, [
+          '--signer-pub',
+          path('other-signer.pub'),
+        ]),
+        'ENVELOPE_MAKER_REFUSED',
+      ],
+      [await unwrap('bad-site-a.kem', 'site-a', path('bad.env'), fed, []), 'INVALID_ARGUMENT'],
+    ] as const) {
       expect(r.status).toBe(2);
       expect(r.stdout).toBe('');
-      expect(r.stderr).toBe(
-        'error [UNWRAP_FAILED]: envelope could not be opened with this key and context\n',
-      );
+      expect(r.stderr).toMatch(new RegExp(`^error \\[${code}\\]: `));
     }
     expect(existsSync(path('bad-out.ckks'))).toBe(false);
     await ok(
@@ -203,6 +246,7 @@ describe('cohort keys ckks create / wrap / unwrap', () => {
       '--recipient',
       'site-a',
       ...fed,
+      ...trusting(),
       '--out',
       path('bad-out.ckks'),
     );
@@ -225,6 +269,7 @@ describe('cohort keys ckks create / wrap / unwrap', () => {
       '--kem-pub',
       path('e40-site.kem.pub'),
       ...fed,
+      ...sealedBy(),
       '--out',
       path('e40.env'),
     );
@@ -239,6 +284,7 @@ describe('cohort keys ckks create / wrap / unwrap', () => {
       '--recipient',
       'site-a',
       ...fed,
+      ...trusting(),
       '--out',
       path('e40-out.ckks'),
     ];
@@ -263,6 +309,7 @@ describe('cohort keys ckks create / wrap / unwrap', () => {
       '--kem-pub',
       path('exists-site-a.kem.pub'),
       ...fed,
+      ...sealedBy(),
       '--out',
       path('nope.env'),
     );
@@ -294,6 +341,7 @@ describe('cohort keys ckks create / wrap / unwrap', () => {
       '--kem-pub',
       path('notckks.kem.pub'),
       ...fed,
+      ...sealedBy(),
       '--out',
       path('wrong.env'),
     );
@@ -320,6 +368,7 @@ describe('cohort keys show', () => {
       path('show.kem.pub'),
       '--federation',
       'f',
+      ...sealedBy(),
       '--out',
       path('show.env'),
     );
@@ -345,10 +394,12 @@ describe('cohort keys show', () => {
     expect(fingerprint).toBeDefined();
     expect(outputs.kem).toContain(`fingerprint: ${fingerprint}\n`);
     expect(outputs.ckks).toMatch(/kind: CKKS secret key \(secret\)\nparams id: [0-9a-f]{16}\n/);
-    expect(outputs.env).toContain('kind: wrapped secret envelope');
+    expect(outputs.env).toContain('kind: sealed secret envelope');
+    expect(outputs.env).toContain(`made by: site-s (key id ${loadPublicKey(path('signer.pub')).keyId})\n`);
+    expect(outputs.env).toMatch(/\nrecipient: site-a\npurpose: ckks-secret-key\n/);
 
     for (const text of Object.values(outputs)) {
-      expect(text.length).toBeLessThan(400);
+      expect(text.length).toBeLessThan(600);
       for (const secret of secrets) {
         const h = hex(secret);
         for (let i = 0; i + 16 <= 64; i += 16) expect(text).not.toContain(h.slice(i, i + 16));

@@ -9,9 +9,10 @@ export const CKKS_KEY_WRAP_PURPOSE = CKKS_KEY_PURPOSE;
 
 /**
  * `cohort keys ckks wrap --key <ckks-file> --recipient <site-id> --kem-pub <site.kem.pub>
- * --federation <id> --out <envelope> [--force]`: wraps the CKKS secret key for one site
- * (`wrapSecret`, purpose `ckks-secret-key`, bound to federation and recipient) and writes the
- * envelope with mode 0600. The key file must itself be owner-only.
+ * --federation <id> --signer <site-id> --signing-key <site.key> --out <envelope> [--force]`: wraps
+ * the CKKS secret key for one site and seals it with the signer's signing key (`sealEnvelope`,
+ * purpose `ckks-secret-key`, bound to federation and recipient) and writes the envelope with mode
+ * 0600. The key files must themselves be owner-only.
  */
 export function registerKeysCkksWrapCommand(ckks: Command, ctx: CliContext): void {
   registerWrapCommand(ckks, ctx, {

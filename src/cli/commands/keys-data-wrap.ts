@@ -6,9 +6,10 @@ import { registerWrapCommand } from './keys-wrap-command.ts';
 
 /**
  * `cohort keys data wrap --key <data-key-file> --recipient <site-id> --kem-pub <site.kem.pub>
- * --federation <id> --out <envelope> [--force]`: wraps the federation data key for one site
- * (`wrapSecret`, purpose `federation-data-key`, bound to federation and recipient) and writes the
- * envelope with mode 0600: the `<site>.data.env` that `loadSiteDataKey` opens. The key file must
+ * --federation <id> --signer <site-id> --signing-key <site.key> --out <envelope> [--force]`: wraps
+ * the federation data key for one site and seals it with the signer's signing key
+ * (`sealEnvelope`, purpose `federation-data-key`, bound to federation and recipient) and writes the
+ * envelope with mode 0600: the `<site>.data.env` that `loadSiteDataKey` opens. The key files must
  * be owner-only.
  */
 export function registerKeysDataWrapCommand(data: Command, ctx: CliContext): void {

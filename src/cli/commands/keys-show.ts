@@ -3,6 +3,7 @@ import {
   loadKemKeyPair,
   loadKemPublicKey,
   MIN_ENVELOPE_BYTES,
+  readSealedEnvelope,
   wipeKemKeyPair,
 } from '../../../crypto/kem/index.ts';
 import { loadPublicKey, loadSigningKeyPair, wipeSigningKeyPair } from '../../../crypto/signature/index.ts';
@@ -65,9 +66,23 @@ function describe(file: string): Facts {
         bytes.fill(0);
       }
     }
+    case 'CSE1': {
+      const bytes = readKeyFile(file, false);
+      const { statement: s, inner } = readSealedEnvelope(bytes);
+      return [
+        ['kind', 'sealed secret envelope (ML-KEM-768 + AES-256-GCM, signed by its maker; not verified here)'],
+        ['federation', s.federation],
+        ['recipient', s.recipient],
+        ['purpose', s.purpose],
+        ['made by', `${s.maker} (key id ${s.makerKeyId})`],
+        ['fingerprint', s.fingerprint],
+        ['bytes', size],
+        ['payload bytes', String(Math.max(0, inner.length - MIN_ENVELOPE_BYTES))],
+      ];
+    }
     case 'CWE1':
       return [
-        ['kind', 'wrapped secret envelope (ML-KEM-768 + AES-256-GCM)'],
+        ['kind', 'bare wrapped secret envelope (ML-KEM-768 + AES-256-GCM; unsigned: sites refuse it)'],
         ['bytes', size],
         ['payload bytes', String(Math.max(0, Number(size) - MIN_ENVELOPE_BYTES))],
       ];
