@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { createUser } from '@nats-io/nkeys';
 import { readKeyFile, writeKeyFile } from '../../crypto/signature/key-file-io.ts';
 import type { CohortConfig } from '../config/index.ts';
-import { ConfigError, CryptoError } from '../errors/index.ts';
-import { publicFile } from '../registry/index.ts';
+import { ConfigError, CryptoError, InvalidArgumentError } from '../errors/index.ts';
+import { publicFile, type RegistryRole, RegistryView } from '../registry/index.ts';
 import {
   assertUserNkey,
   type CertificateAuthority,
@@ -12,6 +12,7 @@ import {
   type FederationAuthorizationSpec,
   generateTlsKeyPair,
   issueCertificate,
+  type MemberCredential,
   type NatsServerTlsFiles,
 } from '../transport/index.ts';
 
@@ -93,7 +94,8 @@ export function generateMemberNatsKeys(
 ): { nkey: string; tlsPublicKeyPem: string } {
   const paths = memberNatsPaths(dir, id);
   refuseExisting([paths.seed, paths.nkey, paths.tlsKey, paths.tlsPublicKey], overwrite);
-  mkdirSync(dir, { recursive: true });
+  // A secret's folder must be writable by its owner alone (the secret-file check refuses it otherwise).
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const user = createUser();
   const seed = user.getSeed();
   const nkey = user.getPublicKey();
@@ -120,7 +122,7 @@ export function createFederationTls(
 ): { ca: CertificateAuthority; server: NatsServerTlsFiles } {
   const paths = federationTlsPaths(dir);
   refuseExisting(Object.values(paths), options.overwrite === true);
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const ca = createCertificateAuthority('cohort federation CA', Math.max(3650, options.days ?? 0));
   const server = generateTlsKeyPair();
   const serverCert = issueCertificate(ca, {
@@ -182,31 +184,96 @@ export function readMemberNkey(dir: string, id: string): string {
   return nkey;
 }
 
+/** A configured member left without a NATS user, and why. */
+export interface MemberWithoutUser {
+  readonly id: string;
+  readonly why: string;
+}
+
+/** The NATS users of a federation: the spec to render, and who gets none. */
+export interface FederationUsersPlan {
+  readonly spec: FederationAuthorizationSpec;
+  /** Configured members, or members of the registry, that get no user (not enrolled, revoked, not configured). */
+  readonly without: readonly MemberWithoutUser[];
+}
+
 /**
- * The authorization spec of `config`'s members, their public NKEYs read from `<id>.nk.pub` of the
- * keys folder ({@link readMemberNkey}).
+ * The authorization spec of a federation from its member registry as `registry` sees it (the
+ * pinned registry, with the log's enrollments, rotations and revocations folded in:
+ * `readLoggedRegistry`), not from the configuration alone: a member gets a user when the registry
+ * lists it, it is not revoked, and the configuration gives it the registry's role. Its NKEY is the
+ * registry's (an enrollment without one: `<id>.nk.pub` of the keys folder, {@link readMemberNkey}).
+ * A revoked member, a configured member not enrolled yet, and a registry member the configuration
+ * does not name get no user; {@link FederationUsersPlan.without} says who and why.
  *
- * @throws ConfigError without a members section; CryptoError `KEY_FILE_UNREADABLE` naming a missing
- *   `.nk.pub`.
+ * @throws ConfigError without a members section, when the coordinator has no user, or when the
+ *   registry and the configuration give a member different roles; CryptoError
+ *   `KEY_FILE_UNREADABLE` naming a missing `.nk.pub`.
  */
 export function federationAuthorizationSpec(
   config: CohortConfig,
+  registry: RegistryView,
   keysDir?: string,
-): FederationAuthorizationSpec {
+): FederationUsersPlan {
   const members = config.members;
   if (!members) {
     throw new ConfigError('CONFIG_INVALID', 'members: the NATS users are made from the members section', {
       details: { path: 'members' },
     });
   }
+  if (!(registry instanceof RegistryView)) {
+    throw new InvalidArgumentError('registry must be a RegistryView', { details: { name: 'registry' } });
+  }
   const dir = keysDir ?? members.keysDir;
-  const member = (id: string) => ({ id, nkey: readMemberNkey(dir, id) });
-  return {
+  const without: MemberWithoutUser[] = [];
+  const configured = new Map<string, RegistryRole>([
+    [members.coordinator, 'coordinator'],
+    ...members.aggregators.map((a) => [a.id, 'aggregator'] as const),
+    ...members.sites.map((s) => [s.id, 'site'] as const),
+    ...members.auditors.map((a) => [a.id, 'auditor'] as const),
+  ]);
+  const users = (role: RegistryRole): MemberCredential[] => {
+    const out: MemberCredential[] = [];
+    for (const [id, configuredRole] of configured) {
+      if (configuredRole !== role) continue;
+      const m = registry.member(id);
+      if (m === undefined) {
+        without.push({ id, why: 'not in the member registry (not enrolled)' });
+        continue;
+      }
+      if (m.role !== role) {
+        throw new ConfigError(
+          'CONFIG_INVALID',
+          `members: ${id} is configured as ${role}, the member registry lists it as ${m.role}`,
+          { details: { path: 'members', member: id } },
+        );
+      }
+      if (m.revokedFrom !== undefined) {
+        without.push({ id, why: `revoked from round ${m.revokedFrom}` });
+        continue;
+      }
+      out.push({ id, nkey: m.nkey ?? readMemberNkey(dir, id) });
+    }
+    return out;
+  };
+  const coordinator = users('coordinator')[0];
+  if (coordinator === undefined) {
+    throw new ConfigError(
+      'CONFIG_INVALID',
+      `members.coordinator: ${members.coordinator} is not a member of the registry, so it would have no NATS user`,
+      { details: { path: 'members.coordinator' } },
+    );
+  }
+  const spec: FederationAuthorizationSpec = {
     federation: config.federation.id,
-    coordinator: member(members.coordinator),
-    aggregators: members.aggregators.map((a) => member(a.id)),
-    sites: members.sites.map((s) => member(s.id)),
-    auditors: members.auditors.map((a) => member(a.id)),
+    coordinator,
+    aggregators: users('aggregator'),
+    sites: users('site'),
+    auditors: users('auditor'),
     responseExpiresMs: Math.max(60_000, 2 * config.nats.timeoutMs),
   };
+  for (const id of registry.ids()) {
+    if (!configured.has(id)) without.push({ id, why: 'in the member registry, not in the configuration' });
+  }
+  return { spec, without };
 }

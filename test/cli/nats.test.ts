@@ -1,13 +1,17 @@
-// A deployment by hand with `cohort nats`: each member generates its keys, the operator creates the
-// CA, certifies the members and writes nats.conf; a real nats-server runs that file, and members
-// connect with mutual TLS and their NKEY while plaintext and unknown clients are refused.
+// A deployment by hand with `cohort nats`: each member generates its keys, the officer signs the
+// registry, the operator creates the CA, certifies the members and writes nats.conf from the
+// registry; a real nats-server runs that file, and members connect with mutual TLS and their NKEY
+// while plaintext and unknown clients, and a configured member the registry does not list, are
+// refused.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
+import { loadPublicKey, loadSigningKeyPair } from '../../crypto/signature/index.ts';
 import { loadConfig } from '../../src/config/index.ts';
+import { registryFromPublicFiles, signRegistry, writeRegistry } from '../../src/registry/index.ts';
 import { memberNatsFiles } from '../../src/services/index.ts';
 import { connectTransport, federationSubjects } from '../../src/transport/index.ts';
 import { findNatsServer, freePort } from '../helpers/nats-server.ts';
@@ -16,7 +20,9 @@ import { cohort } from '../helpers/run-cli.ts';
 const dir = mkdtempSync(join(tmpdir(), 'cohort-nats-cli-'));
 const keys = join(dir, 'keys');
 const tlsDir = join(dir, 'tls');
-const MEMBERS = ['coordinator', 'agg-1', 'site-1', 'site-2'];
+const MEMBERS = ['coordinator', 'agg-1', 'site-1', 'site-2', 'site-3'];
+/** Configured, but left out of the registry (to be enrolled later): it gets no NATS user. */
+const UNENROLLED = 'site-3';
 const mode = (file: string) => statSync(file).mode & 0o777;
 let port: number;
 let server: ChildProcess | undefined;
@@ -29,9 +35,8 @@ async function ok(...args: string[]) {
   return r.stdout;
 }
 
-beforeAll(async () => {
-  port = await freePort();
-  mkdirSync(keys);
+/** federation.yaml of the by-hand federation, with `registry` pinned once the officer made it. */
+function writeFederationConfig(registry?: { path: string; sha256: string }): void {
   writeFileSync(
     join(dir, 'federation.yaml'),
     stringify({
@@ -40,11 +45,18 @@ beforeAll(async () => {
       members: {
         coordinator: 'coordinator',
         aggregators: [{ id: 'agg-1' }],
-        sites: [{ id: 'site-1' }, { id: 'site-2' }],
+        sites: [{ id: 'site-1' }, { id: 'site-2' }, { id: UNENROLLED }],
         keysDir: keys,
+        ...(registry === undefined ? {} : { registry }),
       },
     }),
   );
+}
+
+beforeAll(async () => {
+  port = await freePort();
+  mkdirSync(keys);
+  writeFederationConfig();
 });
 
 afterAll(async () => {
@@ -93,9 +105,40 @@ describe('cohort nats', () => {
     writeFileSync(join(keys, 'ca.crt'), readFileSync(join(tlsDir, 'ca.crt')));
   });
 
-  it('config: writes nats.conf that nats-server runs; members connect with mTLS + NKEY only', async () => {
+  it('config: refuses a configuration that pins no registry', async () => {
+    const r = await cohort('nats', 'config', '--config', join(dir, 'federation.yaml'), '--tls-dir', tlsDir);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/members\.registry: required/);
+  });
+
+  it('config: writes nats.conf from the registry that nats-server runs; members connect with mTLS + NKEY only', async () => {
+    // Each member's signing key (a site's KEM key); the officer signs the registry of all but site-3.
+    for (const id of MEMBERS) {
+      await ok('keys', 'signing', 'generate', '--out', join(keys, id));
+      if (id.startsWith('site-')) await ok('keys', 'kem', 'generate', '--out', join(keys, id));
+    }
+    await ok('keys', 'signing', 'generate', '--out', join(dir, 'officer'));
+    const officer = loadSigningKeyPair(join(dir, 'officer.key'));
+    const pin = writeRegistry(
+      join(keys, 'registry.bin'),
+      signRegistry(
+        registryFromPublicFiles({
+          federation: 'byhand',
+          members: [
+            { id: 'coordinator', role: 'coordinator' },
+            { id: 'agg-1', role: 'aggregator' },
+            { id: 'site-1', role: 'site' },
+            { id: 'site-2', role: 'site' },
+          ],
+          dir: keys,
+          officerKey: loadPublicKey(join(dir, 'officer.pub')),
+        }),
+        officer,
+      ),
+    );
+    writeFederationConfig(pin);
     const conf = join(dir, 'nats.conf');
-    await ok(
+    const written = await cohort(
       'nats',
       'config',
       '--config',
@@ -109,7 +152,12 @@ describe('cohort nats', () => {
       '--store-dir',
       join(dir, 'js'),
     );
+    expect(written.status, written.stderr).toBe(0);
+    expect(written.stdout).toContain('nats-server --signal reload');
+    expect(written.stderr).toContain('users from the pinned registry alone');
+    expect(written.stderr).toContain(`no user for ${UNENROLLED}: not in the member registry (not enrolled)`);
     const text = readFileSync(conf, 'utf8');
+    expect(text).not.toContain(readFileSync(join(keys, `${UNENROLLED}.nk.pub`), 'utf8').trim());
     expect(text).toContain('verify: true');
     expect(text).toContain(`nkey: "${readFileSync(join(keys, 'site-1.nk.pub'), 'utf8').trim()}"`);
     expect(text).toMatch(/allow_responses: \{ max: 1, expires: "60000ms" \}/);
@@ -138,6 +186,16 @@ describe('cohort nats', () => {
     };
     const agg = await as('agg-1');
     const site = await as('site-1');
+    // The configured member the registry does not list has no user.
+    await expect(
+      connectTransport({
+        servers: [...config.nats.servers],
+        name: UNENROLLED,
+        timeoutMs: 2000,
+        maxRetry: 1,
+        ...memberNatsFiles(config, UNENROLLED),
+      }),
+    ).rejects.toMatchObject({ code: 'TRANSPORT_CONNECT' });
     try {
       const sub = agg.subscribe(S.updatesFor('agg-1'), async () => new TextEncoder().encode('ack'));
       await sub.ready();
