@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LaneKeyset } from '../../crypto/lanes/index.ts';
 import { loadSigningKeyPair, type SigningKeyPair } from '../../crypto/signature/index.ts';
@@ -25,11 +26,8 @@ import {
 } from '../../src/protocol/index.ts';
 import {
   type AggregatorService,
-  contributionObjectName,
-  decodeContribution,
-  ensureUpdatesStore,
+  maxContributionFrameBytes,
   startAggregator,
-  updatesBucketName,
 } from '../../src/services/aggregator/index.ts';
 import {
   createLocalDeployment,
@@ -38,7 +36,7 @@ import {
   type MemberContext,
   openMember,
 } from '../../src/services/index.ts';
-import { readObject } from '../../src/services/store/index.ts';
+import { ensureContributionStream, readStoredContribution } from '../../src/services/store/index.ts';
 import { TransportError } from '../../src/transport/index.ts';
 
 const CODEC: CodecOptions = { bits: 8, clip: 0.05, maxContributors: 32, crcChunkBytes: 16_384 };
@@ -208,12 +206,16 @@ beforeAll(async () => {
   });
   const keysDir = dep.config.members!.keysDir;
   coordinator = await openMember(dep.config, dep.coordinator);
-  // The coordinator creates the store where aggregators keep the updates they sum (for the audit).
-  await ensureUpdatesStore(coordinator.transport.connection, updatesBucketName(dep.config.federation.id), {
-    replicas: 1,
-    retentionMs: 3_600_000,
-    description: 'test',
-  });
+  // The coordinator creates the stream where aggregators keep the updates they sum (for the audit).
+  await ensureContributionStream(
+    await jetstreamManager(coordinator.transport.connection),
+    dep.config.federation.id,
+    {
+      replicas: 1,
+      retentionMs: 3_600_000,
+      maxFrameBytes: maxContributionFrameBytes(coordinator.ckks.maxCiphertextBytes),
+    },
+  );
   coordinatorKey = loadSigningKeyPair(join(keysDir, dep.coordinator, `${dep.coordinator}.key`));
   for (const id of dep.sites) {
     const site = await openMember(dep.config, id);
@@ -283,19 +285,21 @@ describe('aggregator service over NATS', () => {
     // Each summed update is kept for the audit, its manifest and blocks exactly as the site sent them.
     expect(s.contributionsStored).toBe(3);
     for (const [i, site] of ['site-1', 'site-2', 'site-3'].entries()) {
-      const name = contributionObjectName(1, new Uint8Array(16).fill(1), site);
-      const bytes = await readObject(
+      const key = { aggregator: 'agg-1', round: 1, attempt: new Uint8Array(16).fill(1), site };
+      const read = await readStoredContribution(
         coordinator.transport.connection,
-        updatesBucketName(dep.config.federation.id),
-        name,
+        dep.config.federation.id,
+        key,
         {
+          maxFrames: 64,
           maxBytes: 64 << 20,
           timeoutMs: 3000,
         },
       );
-      const stored = decodeContribution(bytes!);
-      expect(Buffer.from(stored.manifest).equals(Buffer.from(round1[i]!.manifest))).toBe(true);
-      expect(stored.blocks.map((b) => Buffer.from(b).toString('hex'))).toEqual(
+      if (read.status !== 'found') throw new Error(`contribution of ${site}: ${read.status}`);
+      const [manifest, ...blocks] = read.frames;
+      expect(Buffer.from(manifest!).equals(Buffer.from(round1[i]!.manifest))).toBe(true);
+      expect(blocks.map((b) => Buffer.from(b).toString('hex'))).toEqual(
         round1[i]!.blocks.map((b) => Buffer.from(b).toString('hex')),
       );
     }

@@ -15,10 +15,11 @@ import { recomputeAggregate } from '../../src/audit/recompute-check.ts';
 import { decodeManifestBody, FRAME_KIND, openControl, unframe } from '../../src/protocol/index.ts';
 import { type AgentService, startAgent } from '../../src/services/agent/index.ts';
 import {
-  contributionObjectName,
   contributionReader,
+  contributionWriter,
+  decodeContribution,
+  encodeContribution,
   openContribution,
-  updatesStoreWriter,
 } from '../../src/services/aggregator/index.ts';
 import {
   decodeAggregateObject,
@@ -36,7 +37,7 @@ import {
   plainUpdateDelta,
   robustDeltaObjectName,
 } from '../../src/services/robust-plan.ts';
-import { readObject } from '../../src/services/store/index.ts';
+import { type ContributionKey, readObject, readStoredContribution } from '../../src/services/store/index.ts';
 import { e2eOverrides } from '../helpers/e2e-overrides.ts';
 import { expectSingleChain, Federation, hex, waitFor } from '../helpers/federation.ts';
 import { auditLive } from '../helpers/run-cli.ts';
@@ -50,6 +51,17 @@ const OVERRIDES = e2eOverrides(
   { trainLimit: 2400 },
   { federation: { id: 'e2eplain', mode: 'plain', aggregation: { name: 'multi-krum', byzantine: 1 } } },
 );
+
+/** A stored contribution, as the coordinator reads it back (its encoding, `encodeContribution`). */
+async function storedContribution(f: Federation, key: ContributionKey): Promise<Uint8Array> {
+  const read = await readStoredContribution(f.coord.transport.connection, f.dep.config.federation.id, key, {
+    maxFrames: 64,
+    maxBytes: 64 << 20,
+  });
+  if (read.status !== 'found') throw new Error(`contribution of ${key.site}: ${read.status}`);
+  const [manifest, ...blocks] = read.frames;
+  return encodeContribution({ manifest: manifest!, blocks });
+}
 
 /** Trains like any site, then sends `factor` times its update (the scaling attack, sign flipped). */
 function hostileEngine(factor: number): TrainingEngine {
@@ -128,7 +140,6 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
       );
       expect(sha256(stored!)).toEqual(record.delta);
       const delta = decodeRobustDelta(stored!, record.parameters);
-      const participants = open.assignments.map((a) => a.site);
       const updates = new Map<string, Float32Array>();
       const { verifier } = contributionReader({
         open,
@@ -142,15 +153,19 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
       )) {
         const units = decodeManifestBody(unframe(partial.manifest, FRAME_KIND.manifest));
         for (const [i, listed] of units.contributorList.entries()) {
-          const bytes = await readObject(
-            nc,
-            f.coord.subjects.updatesBucket,
-            contributionObjectName(decision.round, open.attempt, listed.site),
-            { maxBytes: 64 << 20 },
+          const update = openContribution(
+            await storedContribution(f, {
+              aggregator: open.assignments.find((a) => a.site === listed.site)!.aggregator,
+              round: decision.round,
+              attempt: open.attempt,
+              site: listed.site,
+            }),
+            units.siteManifests[i]!,
+            listed,
+            verifier,
           );
-          const update = openContribution(bytes!, units.siteManifests[i]!, listed, verifier);
           if (typeof update === 'string') throw new Error(update);
-          updates.set(listed.site, plainUpdateDelta(keyset, update, open, participants, record.parameters));
+          updates.set(listed.site, plainUpdateDelta(keyset, update, record.parameters));
         }
       }
       expect([...updates.keys()].sort()).toEqual([...honest, HOSTILE].sort());
@@ -310,22 +325,41 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
       open: { ...open, attempt: new Uint8Array(16).fill(7) },
     });
     expect('failed' in missing && missing.failed).toMatch(
-      /^robust aggregation \(multi-krum\) \[CONTRIBUTION_UNAVAILABLE\]: the update of site-\d is not in the updates store$/,
+      /^robust aggregation \(multi-krum\) \[CONTRIBUTION_UNAVAILABLE\]: the update of site-\d \(stored by agg-\d\) is not in the contributions stream$/,
     );
-    // An aggregator overwrites site-1's stored update with site-2's: not the update site-1 signed.
-    const agg = await f.member(f.dep.aggregators[0]!);
-    const store = await updatesStoreWriter(agg.transport.connection, agg.subjects.updatesBucket)();
-    const name = (site: string) => contributionObjectName(2, open.attempt, site);
-    const bytes = await readObject(
-      f.coord.transport.connection,
-      f.coord.subjects.updatesBucket,
-      name('site-2'),
-      {
-        maxBytes: 64 << 20,
-      },
-    );
-    await store.putBlob({ name: name('site-1') }, bytes!);
-    await expect(robustRound(host, input)).rejects.toMatchObject({
+    // An aggregator tries to overwrite site-1's stored update with site-2's: each subject is
+    // write-once (and an aggregator may write only its own), so the round still reads what was summed.
+    const keyOf = (site: string): ContributionKey => ({
+      aggregator: open.assignments.find((a) => a.site === site)!.aggregator,
+      round: 2,
+      attempt: open.attempt,
+      site,
+    });
+    const owner = keyOf('site-1').aggregator;
+    const agg = await f.member(owner);
+    const write = contributionWriter(agg.transport.connection, agg.config.federation.id, owner);
+    const { manifest, blocks } = decodeContribution(await storedContribution(f, keyOf('site-2')));
+    await expect(write(keyOf('site-1'), { manifest, blocks })).rejects.toMatchObject({
+      code: 'CONTRIBUTION_NOT_STORED',
+      // The writer expects an empty subject; without that header the stream refuses it anyway.
+      message: expect.stringMatching(/wrong last sequence|maximum messages per subject exceeded/),
+    });
+    expect((await robustRound(host, input)).digest).toEqual(again.digest);
+    // Under a fresh attempt (subjects nobody wrote), the aggregator stores site-2's update as
+    // site-1's: the robust step finds it is not the update site-1 signed.
+    const fresh = new Uint8Array(16).fill(9);
+    await write({ ...keyOf('site-1'), attempt: fresh }, { manifest, blocks });
+    const ownPartials = partials.filter((p) => p.aggregator === owner);
+    for (const { site } of ownPartials.flatMap((p) => p.sites)) {
+      if (site === 'site-1') continue;
+      await write(
+        { ...keyOf(site), attempt: fresh },
+        decodeContribution(await storedContribution(f, keyOf(site))),
+      );
+    }
+    await expect(
+      robustRound(host, { ...input, partials: ownPartials, open: { ...open, attempt: fresh } }),
+    ).rejects.toMatchObject({
       code: 'CONTRIBUTION_MISMATCH',
       message: expect.stringContaining('the stored update of site-1'),
     });

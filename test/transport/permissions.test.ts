@@ -9,13 +9,7 @@ import { createUser } from '@nats-io/nkeys';
 import { connect, type NatsConnection, nkeyAuthenticator } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CohortError } from '../../src/errors/index.ts';
-import {
-  contributionObjectName,
-  encodeContribution,
-  ensureUpdatesStore,
-  updatesBucketName,
-  updatesStoreWriter,
-} from '../../src/services/aggregator/index.ts';
+import { contributionWriter } from '../../src/services/aggregator/index.ts';
 import { ensureLogStream } from '../../src/services/federation-log/index.ts';
 import {
   createFederationTls,
@@ -23,7 +17,7 @@ import {
   issueMemberCertificate,
   memberNatsPaths,
 } from '../../src/services/index.ts';
-import { readObject } from '../../src/services/store/index.ts';
+import { ensureContributionStream, readStoredContribution } from '../../src/services/store/index.ts';
 import {
   connectTransport,
   federationAuthorization,
@@ -113,14 +107,14 @@ describe('federationUsers', () => {
       '$JS.API.STREAM.MSG.GET.COHORT_F1',
       '$JS.API.STREAM.INFO.OBJ_cohort-f1-aggregates',
       '$JS.API.STREAM.MSG.GET.OBJ_cohort-f1-aggregates',
-      '$JS.API.STREAM.INFO.OBJ_cohort-f1-updates',
-      '$JS.API.STREAM.MSG.GET.OBJ_cohort-f1-updates',
+      '$JS.API.STREAM.INFO.COHORT_F1_CONTRIBUTIONS',
+      '$JS.API.STREAM.MSG.GET.COHORT_F1_CONTRIBUTIONS',
     ]);
-    // A site never reads the updates store (DESIGN §10).
-    for (const subject of site.publish.allow ?? []) expect(subject).not.toContain('updates');
+    // A site never reads or writes the stored contributions (DESIGN §10).
+    for (const subject of site.publish.allow ?? []) expect(subject).not.toMatch(/CONTRIBUTIONS|contribution/);
   });
 
-  it('lets an aggregator write the site updates it sums to the updates store, and nothing else of JetStream', () => {
+  it('lets an aggregator store only its own contributions, and read nothing of them', () => {
     expect(user('agg1').publish.allow).toEqual([
       'cohort.f1.partial.agg1',
       // Its partial to whichever aggregator a round's tree makes its parent.
@@ -128,10 +122,14 @@ describe('federationUsers', () => {
       'cohort.f1.heartbeat.agg1',
       '$JS.API.STREAM.INFO.COHORT_F1',
       '$JS.API.STREAM.MSG.GET.COHORT_F1',
-      '$JS.API.STREAM.INFO.OBJ_cohort-f1-updates',
-      '$JS.API.STREAM.MSG.GET.OBJ_cohort-f1-updates',
-      '$O.cohort-f1-updates.>',
+      // A JetStream publish on its own contribution subjects: no API right on that stream.
+      'cohort.f1.contribution.agg1.>',
     ]);
+    for (const u of users) {
+      // Nobody may listen on the contribution subjects as they are written.
+      for (const subject of u.subscribe.allow ?? [])
+        expect(subject).not.toMatch(/contribution|^cohort\.f1\.>$/);
+    }
   });
 
   it('lets no role publish on _INBOX.>: responders answer through allow_responses', () => {
@@ -162,9 +160,11 @@ describe('federationUsers', () => {
     expect(publish).toContain('cohort.f1.log');
     expect(publish).toContain('$KV.cohort-f1-lease.>');
     expect(publish).toContain('$O.cohort-f1-aggregates.>');
-    // It creates the updates store (with its retention) but writes nothing there.
-    expect(publish).toContain('$JS.API.STREAM.CREATE.OBJ_cohort-f1-updates');
-    expect(publish).not.toContain('$O.cohort-f1-updates.>');
+    // It creates the contributions stream (with its retention) and reads it back, but writes nothing there.
+    expect(publish).toContain('$JS.API.STREAM.CREATE.COHORT_F1_CONTRIBUTIONS');
+    expect(publish).toContain('$JS.API.STREAM.MSG.GET.COHORT_F1_CONTRIBUTIONS');
+    expect(publish.filter((p) => p.includes('contribution.'))).toEqual([]);
+    expect(publish.filter((p) => p.includes('updates'))).toEqual([]);
     for (const subject of publish) {
       expect(subject).not.toMatch(
         /DELETE\.(COHORT|OBJ|KV)_[^.]*$|PURGE|MSG\.DELETE|^\$JS\.>|^\$KV\.>|^\$O\.>/,
@@ -369,32 +369,44 @@ describe('NATS permissions of a federation over mutual TLS', () => {
     }
   });
 
-  it('lets the aggregator store a contribution and the auditor read it, never a site', async () => {
-    const bucket = updatesBucketName(F);
+  it('lets the aggregator store its own contributions and the auditor read them, never a site', async () => {
     const coord = await raw('coordinator');
     const agg = await raw('agg1');
     const site = await raw('site-a');
     const auditor = await raw('auditor');
     try {
-      await ensureUpdatesStore(coord, bucket, { replicas: 1, retentionMs: 3_600_000, description: 'test' });
-      const name = contributionObjectName(1, new Uint8Array(16).fill(7), 'site-a');
-      const stored = encodeContribution({ manifest: bytes('manifest'), blocks: [bytes('block-0')] });
-      await (await updatesStoreWriter(agg, bucket)()).putBlob({ name }, stored);
-      const got = await readObject(auditor, bucket, name, { maxBytes: 1 << 20, timeoutMs: 2000 });
-      expect(got).toEqual(stored);
-      // The store keeps updates for the configured retention (JetStream max_age, nanoseconds).
       const jsm = await jetstreamManager(coord, { timeout: 2000 });
-      expect((await jsm.streams.info(`OBJ_${bucket}`)).config.max_age).toBe(3_600_000 * 1_000_000);
-      // A site's user may not read it, nor may it write there.
-      await expect(readObject(site, bucket, name, { maxBytes: 1 << 20, timeoutMs: 1000 })).rejects.toThrow();
-      await expect(
-        site.request(`$JS.API.STREAM.MSG.GET.OBJ_${bucket}`, '{"seq":1}', { timeout: 1000 }),
-      ).rejects.toThrow(/permission/i);
+      await ensureContributionStream(jsm, F, { replicas: 1, retentionMs: 3_600_000, maxFrameBytes: 4096 });
+      const key = { aggregator: 'agg1', round: 1, attempt: new Uint8Array(16).fill(7), site: 'site-a' };
+      const stored = { manifest: bytes('manifest'), blocks: [bytes('block-0')] };
+      await contributionWriter(agg, F, 'agg1')(key, stored);
+      const got = await readStoredContribution(auditor, F, key, {
+        maxFrames: 2,
+        maxBytes: 1 << 20,
+        timeoutMs: 2000,
+      });
+      expect(got).toEqual({ status: 'found', frames: [stored.manifest, stored.blocks[0]] });
+      // The stream keeps contributions for the configured retention (JetStream max_age, nanoseconds).
+      expect((await jsm.streams.info(S.contributionsStream)).config.max_age).toBe(3_600_000 * 1_000_000);
+      // A site's user may not read it, nor may it write there; the aggregator may not read it either.
+      for (const nc of [site, agg]) {
+        await expect(
+          readStoredContribution(nc, F, key, { maxFrames: 2, maxBytes: 1 << 20, timeoutMs: 1000 }),
+        ).rejects.toThrow(/permission/i);
+      }
+      await expect(contributionWriter(site, F, 'agg1')({ ...key, round: 2 }, stored)).rejects.toMatchObject({
+        code: 'CONTRIBUTION_NOT_STORED',
+        message: expect.stringMatching(/permission/i),
+      });
+      // The aggregator may write only its own subjects: another aggregator's are refused.
+      await expect(contributionWriter(agg, F, 'agg2')({ ...key, round: 2 }, stored)).rejects.toThrow(
+        /permission/i,
+      );
       // Neither the aggregator nor the auditor may delete or purge it.
       for (const nc of [agg, auditor]) {
-        await expect(nc.request(`$JS.API.STREAM.PURGE.OBJ_${bucket}`, '', { timeout: 1000 })).rejects.toThrow(
-          /permission/i,
-        );
+        await expect(
+          nc.request(`$JS.API.STREAM.PURGE.${S.contributionsStream}`, '', { timeout: 1000 }),
+        ).rejects.toThrow(/permission/i);
       }
     } finally {
       for (const nc of [coord, agg, site, auditor]) await nc.close();

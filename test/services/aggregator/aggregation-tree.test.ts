@@ -16,18 +16,14 @@ import {
   type DecisionBody,
   RoundTree,
 } from '../../../src/protocol/index.ts';
-import {
-  type AggregatorService,
-  contributionObjectName,
-  decodeContribution,
-} from '../../../src/services/aggregator/index.ts';
+import type { AggregatorService } from '../../../src/services/aggregator/index.ts';
 import { buildAggregationTree } from '../../../src/services/coordinator/aggregation-tree.ts';
 import {
   type CoordinatorEvent,
   type CoordinatorSummary,
   encodeAggregateObject,
 } from '../../../src/services/coordinator/index.ts';
-import { readObject } from '../../../src/services/store/index.ts';
+import { readObject, readStoredContribution } from '../../../src/services/store/index.ts';
 import { TransportError } from '../../../src/transport/index.ts';
 import { expectSingleChain, Federation, hex } from '../../helpers/federation.ts';
 import { auditLive } from '../../helpers/run-cli.ts';
@@ -132,13 +128,17 @@ describe('a two-level aggregation tree over real NATS (he mode)', () => {
       const builder = new AggregateBuilder(f.coord.ckks);
       try {
         for (const site of contributorsOf(round)) {
-          const bytes = await readObject(
+          // Stored by the leaf the round assigned the site to, under its own subjects.
+          const aggregator = open.assignments.find((a) => a.site === site)!.aggregator;
+          const read = await readStoredContribution(
             nc,
-            f.coord.subjects.updatesBucket,
-            contributionObjectName(round, open.attempt, site),
-            { maxBytes: 64 << 20, timeoutMs: 5000 },
+            f.dep.config.federation.id,
+            { aggregator, round, attempt: open.attempt, site },
+            { maxFrames: 1024, maxBytes: 64 << 20, timeoutMs: 5000 },
           );
-          builder.add(verifier.verifyUpdate(decodeContribution(bytes!)));
+          if (read.status !== 'found') throw new Error(`contribution of ${site}: ${read.status}`);
+          const [manifest, ...blocks] = read.frames;
+          builder.add(verifier.verifyUpdate({ manifest: manifest!, blocks }));
         }
         const oneLevel = encodeAggregateObject(builder.finish().ciphertexts);
         const stored = await readObject(nc, f.coord.subjects.aggregatesBucket, d.aggregate!.object, {

@@ -91,14 +91,65 @@ describe('checkStreamSettings', () => {
     expect(() => checkStreamSettings(info(), { ...expected, name: '' })).toThrow(/expected\.name/);
     expect(() => checkStreamSettings(info(), { ...expected, subjects: [] })).toThrow(/expected\.subjects/);
     expect(() => checkStreamSettings(info(), { ...expected, replicas: 0 })).toThrow(/expected\.replicas/);
-    expect(() => checkStreamSettings(info(), { ...expected, maxAgeMs: 5 as 0 })).toThrow(
-      /expected\.maxAgeMs/,
-    );
+    expect(() => checkStreamSettings(info(), { ...expected, maxAgeMs: -5 })).toThrow(/expected\.maxAgeMs/);
     expect(() => checkStreamSettings(info(), { ...expected, allowRollup: true as false })).toThrow(
       /expected\.allowRollup/,
     );
-    expect(() => checkStreamSettings(info(), { ...expected, maxMsgsPerSubject: 1 as -1 })).toThrow(
+    // A per-subject limit drops old messages unless the new one is refused instead.
+    expect(() => checkStreamSettings(info(), { ...expected, maxMsgsPerSubject: 1 })).toThrow(
       /expected\.maxMsgsPerSubject/,
     );
+    expect(() => checkStreamSettings(info(), { ...expected, maxMsgSize: 0 })).toThrow(/expected\.maxMsgSize/);
+  });
+});
+
+describe('checkStreamSettings of a write-once stream (the contributions stream)', () => {
+  const writeOnce: ExpectedStreamSettings = {
+    ...expected,
+    maxAgeMs: 60_000,
+    maxMsgsPerSubject: 1,
+    discardNewPerSubject: true,
+    maxMsgSize: 4096,
+  };
+  const goodOnce: Partial<StreamConfig> = {
+    ...good,
+    max_age: 60_000 * 1_000_000,
+    max_msgs_per_subject: 1,
+    discard_new_per_subject: true,
+    max_msg_size: 4096,
+  };
+  const once = (over: Partial<StreamConfig> = {}) =>
+    ({ config: { ...goodOnce, ...over } }) as unknown as StreamInfo;
+
+  it('accepts the stream with every setting as expected', () => {
+    expect(checkStreamSettings(once(), writeOnce)).toEqual([]);
+  });
+
+  it('refuses each weaker setting, naming it', () => {
+    const cases: [Partial<StreamConfig>, string][] = [
+      // Subjects not write-once: a second message would be kept (or the first dropped).
+      [{ discard_new_per_subject: false }, 'discard_new_per_subject is false, expected true'],
+      [{ max_msgs_per_subject: -1 }, 'max_msgs_per_subject is -1, expected 1'],
+      [{ max_msgs_per_subject: 5 }, 'max_msgs_per_subject is 5, expected 1'],
+      // Messages larger than one frame, or no cap.
+      [{ max_msg_size: -1 }, 'max_msg_size is -1, expected 4096'],
+      [{ max_msg_size: 1 << 20 }, 'max_msg_size is 1048576, expected 4096'],
+      [{ max_age: 0 }, 'max_age is 0 ms, expected 60000'],
+      [{ allow_rollup_hdrs: true }, 'allow_rollup_hdrs is true, expected false'],
+      [{ deny_delete: false }, 'deny_delete is false, expected true'],
+      [{ deny_purge: false }, 'deny_purge is false, expected true'],
+      // Messages that come from another stream pass no subject permission.
+      [
+        { mirror: { name: 'OTHER' } } as Partial<StreamConfig>,
+        'the stream mirrors another stream, expected none',
+      ],
+      [
+        { sources: [{ name: 'A' }, { name: 'B' }] } as Partial<StreamConfig>,
+        'the stream sources 2 other stream(s), expected none',
+      ],
+    ];
+    for (const [over, message] of cases) {
+      expect(checkStreamSettings(once(over), writeOnce), message).toEqual([message]);
+    }
   });
 });
