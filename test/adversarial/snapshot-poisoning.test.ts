@@ -7,8 +7,6 @@
 // refuses one whose content is not the commit's, names the site that signed it, and joins from the
 // snapshot below. A snapshot offer larger than the model's is dropped on its first chunk.
 // Everything runs over a real nats-server with the federation's TLS, NKEY users and permissions.
-import { renameSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bytesEqual, sha256 } from '../../crypto/digest/index.ts';
 import type { CohortConfigInput } from '../../src/config/index.ts';
@@ -143,14 +141,14 @@ describe('snapshot poisoning by a site with valid credentials', () => {
 
   beforeAll(async () => {
     f = await Federation.create(F, { aggregators: 1, sites: 5, overrides: OVERRIDES });
-    const keysDir = f.dep.config.members!.keysDir;
-    // Site-5 keeps the data key to itself: its agent runs without it (so it never writes an honest
-    // snapshot), and the hostile code below uses it.
-    dataKey = loadSiteDataKey(keysDir, HOSTILE, F);
-    renameSync(join(keysDir, 'public', `${HOSTILE}.data.env`), join(keysDir, `${HOSTILE}.data.env.kept`));
+    // Site-5's own agent trains and votes, but never hands in its snapshot (failpoint
+    // `agent.snapshot-offer:skip`): the hostile code below hands in a wrong one in its name, with
+    // its signing key and the federation data key.
+    dataKey = loadSiteDataKey(f.dep.config.members!.keysDir, HOSTILE, F);
     hostile = await f.member(HOSTILE);
     await f.startAggregator('agg-1');
-    for (const site of ['site-1', 'site-2', 'site-3', HOSTILE]) await f.startAgent(site);
+    for (const site of ['site-1', 'site-2', 'site-3']) await f.startAgent(site);
+    f.spawn('agent', HOSTILE, [], { COHORT_FAILPOINT: 'agent.snapshot-offer:skip' });
     coordinator = f.startCoordinator({
       rounds: 10_000,
       idle: true,

@@ -1,5 +1,6 @@
 import type { DecisionBody } from '../../protocol/index.ts';
 import { type Commit, encodeSnapshot } from '../../versions/index.ts';
+import { failpoint } from '../failpoint.ts';
 import { snapshotWriter } from '../federation-log/index.ts';
 import type { AgentCore } from './agent-core.ts';
 
@@ -7,7 +8,9 @@ import type { AgentCore } from './agent-core.ts';
  * Writes the snapshot of `head` (committed by the log entry `logSequence`) when this site is its
  * writer: model and strategy state encrypted under the federation data key, signed by the site,
  * handed to the coordinator, which stores it and logs it. Failures are logged, never fatal: a
- * later snapshot or replay from an earlier one serves joiners meanwhile.
+ * later snapshot or replay from an earlier one serves joiners meanwhile. Failpoint
+ * `agent.snapshot-offer` (round: the commit's) with `skip`: a writer that never hands in its
+ * snapshot (the adversarial suite's hostile writer hands in its own instead).
  */
 export async function maybeWriteSnapshot(
   core: AgentCore,
@@ -17,6 +20,7 @@ export async function maybeWriteSnapshot(
 ): Promise<void> {
   const every = core.ctx.config.history.snapshotEvery;
   if (core.dataKey === null || snapshotWriter(decision, head.height, every) !== core.member) return;
+  if (failpoint('agent.snapshot-offer', head.round) === 'skip') return;
   try {
     const parameters = core.store.readModel(head);
     const bytes = encodeSnapshot({
