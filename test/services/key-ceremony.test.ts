@@ -29,6 +29,7 @@ import {
   CKKS_KEY_PURPOSE,
   DATA_KEY_PURPOSE,
   type EnvelopeTrust,
+  enrollSite,
   loadSiteCkks,
   loadSiteDataKey,
   registryEnvelopeMakers,
@@ -177,6 +178,27 @@ describe('runKeyCeremony: federation data key', () => {
   it('leaves the CKKS envelope loadable', () => {
     const keyset = loadSiteCkks(ckks, dir, 'site-c', trust);
     keyset.delete();
+  });
+});
+
+describe('enrollSite', () => {
+  it('seals the same secrets for the new site with the sponsor\u2019s key: the pinned fingerprints hold', () => {
+    const keys = scratch('enroll');
+    enrollSite({
+      dir: keys,
+      federation: FED,
+      sponsor: 'site-b',
+      site: 'site-d',
+      algorithm: 'falcon-512',
+      ckks,
+      trust,
+    });
+    for (const file of ['site-d.ckks.env', 'site-d.data.env']) {
+      expect(readSealedEnvelope(readFileSync(pub(keys, file))).statement.maker).toBe('site-b');
+    }
+    expect(hex(loadSiteDataKey(keys, 'site-d', trust))).toBe(hex(loadSiteDataKey(dir, 'site-a', trust)));
+    loadSiteCkks(ckks, keys, 'site-d', trust).delete();
+    expect(mode(own(keys, 'site-d', 'site-d.key'))).toBe(0o600);
   });
 });
 
