@@ -36,6 +36,13 @@ export const BUNDLE_ITEM = Object.freeze({
   trailer: 0xff,
 } as const);
 
+/** The one name each single item of a bundle has. */
+const FIXED_NAMES: Readonly<Record<number, string>> = {
+  [BUNDLE_ITEM.meta]: 'meta',
+  [BUNDLE_ITEM.registry]: 'registry.bin',
+  [BUNDLE_ITEM.genesis]: 'genesis',
+};
+
 /** Longest item name, in UTF-8 bytes. */
 const MAX_NAME_BYTES = 1024;
 const HEADER_BYTES = AUDIT_BUNDLE_MAGIC.length + 4;
@@ -304,7 +311,7 @@ export function decodeAuditBundle(bytes: Uint8Array, source = 'bundle'): AuditBu
     throw invalid(source, "the trailer's SHA-256 is not that of the bytes before it (corrupted in transit?)");
   }
   const [first, ...rest] = items;
-  if (first === undefined || first.type !== BUNDLE_ITEM.meta)
+  if (first === undefined || first.type !== BUNDLE_ITEM.meta || first.name !== 'meta')
     throw invalid(source, 'does not start with its meta');
   const meta = decodeMeta(source, first.data, decoder, version);
   let registry: Uint8Array | null = null;
@@ -339,6 +346,10 @@ export function decodeAuditBundle(bytes: Uint8Array, source = 'bundle'): AuditBu
     }
     if (r !== rank) lastName = '';
     rank = r;
+    const fixed = FIXED_NAMES[item.type];
+    if (fixed !== undefined && item.name !== fixed) {
+      throw invalid(source, `item ${JSON.stringify(item.name)} of type ${item.type} must be named ${fixed}`);
+    }
     if (item.type === BUNDLE_ITEM.registry) {
       registry = new Uint8Array(item.data);
     } else if (item.type === BUNDLE_ITEM.genesis) {

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Objm } from '@nats-io/obj';
-import { headers as natsHeaders, type NatsConnection } from '@nats-io/transport-node';
+import { type NatsConnection, headers as natsHeaders } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AuditBundle,
@@ -62,7 +62,7 @@ const oldNameOf = (round: number, attempt: Uint8Array, site: string) =>
 
 const ledger = new AttackLedger('evidence', [
   'Issue 22 item',
-  'Attack by a member with an aggregator’s credentials (agg-2)',
+  'Attack with an aggregator’s own credentials (agg-2), or on an exported bundle',
   'Outcome',
 ]);
 
@@ -77,9 +77,6 @@ async function attempt(p: Promise<unknown>): Promise<string> {
 }
 
 const refusedByServer = (answer: string) => /permissions violation|permission denied/i.test(answer);
-const debug = (...args: unknown[]) => {
-  if (process.env['EVIDENCE_DEBUG'] === '1') console.log('EVIDENCE', ...args);
-};
 
 describe('a hostile aggregator against the stored contributions (issue 22, break 3)', () => {
   let f: Federation;
@@ -184,7 +181,6 @@ describe('a hostile aggregator against the stored contributions (issue 22, break
     // Listening on the contribution subjects as they are written.
     const listen = hostile.transport.subscribe(`cohort.${F}.contribution.>`, async () => undefined);
     answers.push(await attempt(listen.ready()));
-    debug('read', answers);
     ledger.record(
       3,
       "read agg-1's sites' contributions: the store's messages, its subject list, or listen as they are written",
@@ -235,7 +231,6 @@ describe('a hostile aggregator against the stored contributions (issue 22, break
     const contributions = new Map(bundle.contributions!);
     contributions.delete(name);
     const { status, report } = await verifyFile({ ...bundle, contributions });
-    debug('bundle', name, status, report?.problems, report?.unchecked);
     const problem = report?.problems.find((p) => (p.code as string) === 'CONTRIBUTION_NOT_STORED');
     ledger.record(3, 'audit an exported bundle with one contribution item removed (trailer recomputed)', [
       refusedAs('CONTRIBUTION_NOT_STORED', problem?.code, 'the audit'),
@@ -269,7 +264,6 @@ describe('a hostile aggregator against the stored contributions (issue 22, break
     const report = await verifyAudit(bundleAuditSource(decoded), trust, {
       ckksParams: [ckksParamsOf(f.dep.config)],
     });
-    debug('skipped', report.verified, report.unchecked);
     ledger.record(3, 'audit a bundle with every contribution removed and its meta saying they were skipped', [
       holds('the report is not verified: every re-addition is listed as not made', !report.verified),
     ]);
@@ -295,7 +289,6 @@ describe('a hostile aggregator against the stored contributions (issue 22, break
         await attempt(nc.request(`$JS.API.${api}.${STREAM}`, JSON.stringify({ seq: 1 }), { timeout: 3000 })),
       );
     }
-    debug('hide', answers, await liveAudit().then((a) => [a.status, a.report.checked, a.report.unchecked]));
     ledger.record(
       3,
       "hide one of agg-1's contributions (a delete marker), overwrite it, or delete or purge messages",
@@ -325,7 +318,6 @@ describe('a hostile aggregator against the stored contributions (issue 22, break
     ];
     const os = new Objm(js).open(OLD_BUCKET);
     const old = await attempt(os.then((s) => s.putBlob({ name: 'junk' }, big)));
-    debug('oversize', answers, old);
     ledger.record(
       3,
       'store a 900 KB message on its own contribution subjects (one block frame is far smaller)',
@@ -348,7 +340,6 @@ describe('a hostile aggregator against the stored contributions (issue 22, break
       js.publish(`$O.${OLD_BUCKET}.M.cm9sbHVw`, new Uint8Array(8), { headers: rollup }),
     );
     const after = await storedMessages();
-    debug('rollup', answers, old, before, after);
     ledger.record(3, 'publish with `Nats-Rollup: all` (one such message cut the old store to itself)', [
       refusedAs('rollup not permitted', answers[0], 'the stream'),
       holds('the old store’s subjects are refused (permissions violation)', refusedByServer(old)),

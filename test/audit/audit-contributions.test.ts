@@ -1,6 +1,6 @@
 // `cohort audit` re-adds every aggregate from the stored contributions (issue 10): a real federation
 // (two aggregators, three sites, a real nats-server with the members' NKEY users) leaves partial and
-// vote records in its log and each site update in `cohort-F-updates`; the bundle exported by the
+// vote records in its log and each site update in its contributions stream; the bundle exported by the
 // auditor's read-only user verifies with every aggregate recomputed byte-identical, and a forged
 // vote, a contribution left out of a sum and one counted twice are each found at their record.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -27,8 +27,9 @@ import {
   unframe,
   type VerifiedUpdate,
 } from '../../src/protocol/index.ts';
-import { contributionObjectName, decodeContribution } from '../../src/services/aggregator/index.ts';
+import { decodeContribution } from '../../src/services/aggregator/index.ts';
 import { encodeAggregateObject } from '../../src/services/coordinator/index.ts';
+import { contributionName } from '../../src/services/store/index.ts';
 import { createCommit } from '../../src/versions/index.ts';
 import { Federation } from '../helpers/federation.ts';
 import { cohort } from '../helpers/run-cli.ts';
@@ -115,7 +116,11 @@ function rewritten(
 
 /** A site's stored contribution of the round as a summable update (its ciphertexts in block order). */
 function contributionOf(round: number, attempt: Uint8Array, site: string): VerifiedUpdate {
-  const stored = decodeContribution(bundle.contributions!.get(contributionObjectName(round, attempt, site))!);
+  const open = [...records.values()].find((r) => r.roundOpen?.round === round)!.roundOpen!;
+  const aggregator = open.assignments.find((a) => a.site === site)!.aggregator;
+  const stored = decodeContribution(
+    bundle.contributions!.get(contributionName({ aggregator, round, attempt, site }))!,
+  );
   const manifest = decodeManifestBody(unframe(stored.manifest, FRAME_KIND.manifest));
   const blocks = stored.blocks.map((b) => decodeBlockBody(unframe(b, FRAME_KIND.block)));
   blocks.sort((a, b) => a.blockIndex - b.blockIndex);

@@ -1,7 +1,9 @@
 // `cohort audit` on the log of a short real federation (coordinator, aggregator and three agents in
 // this process, a real nats-server with the members' NKEY users and mutual TLS): a bundle exported
-// with a site's read-only user verifies clean; each tampered copy (one change per case) is found,
-// with its code, at the entry it concerns; the live log verifies as the auditor's read-only user.
+// with the auditor's read-only user verifies clean; each tampered copy (one change per case) is
+// found, with its code, at the entry it concerns; the live log verifies as the auditor's read-only
+// user. A site may not read the stored contributions: its bundle and its live audit check every
+// entry and aggregate but are incomplete (no sum re-added).
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,11 +12,17 @@ import { generateSigningKeyPair } from '../../crypto/signature/index.ts';
 import {
   type AuditBundle,
   type AuditReport,
+  bundleAuditSource,
   decodeAuditBundle,
   encodeAuditBundle,
+  resolveAuditTrust,
+  verifyAudit,
 } from '../../src/audit/index.ts';
+import { withLiveSource } from '../../src/cli/commands/audit-session.ts';
 import type { CohortConfigInput } from '../../src/config/index.ts';
 import { openControl, sealControl } from '../../src/protocol/index.ts';
+import { federationGenesis } from '../../src/services/agent/index.ts';
+import { ckksParamsOf } from '../../src/services/index.ts';
 import { Federation } from '../helpers/federation.ts';
 import { auditLive, cohort } from '../helpers/run-cli.ts';
 
@@ -39,18 +47,23 @@ beforeAll(async () => {
   expect(summary.committed).toBeGreaterThanOrEqual(1);
   dir = mkdtempSync(join(tmpdir(), 'cohort-audit-'));
   bundlePath = join(dir, 'audit.bin');
-  const r = await cohort(
-    'audit',
-    'export',
-    '--config',
-    f.dep.configPath,
-    '--member',
-    'site-1',
-    '--out',
-    bundlePath,
-  );
-  expect(r.stderr).toBe('');
-  expect(r.status).toBe(0);
+  for (const [member, path] of [
+    ['auditor-1', bundlePath],
+    ['site-1', join(dir, 'site.bin')],
+  ] as const) {
+    const r = await cohort(
+      'audit',
+      'export',
+      '--config',
+      f.dep.configPath,
+      '--member',
+      member,
+      '--out',
+      path,
+    );
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  }
   bundle = decodeAuditBundle(readFileSync(bundlePath));
   for (const e of await f.logEntries()) {
     if (e.record.decision?.commit) decisionAt.set(e.record.decision.round, e.sequence);
@@ -81,6 +94,18 @@ async function verify(b: AuditBundle, ...extra: string[]) {
 
 const withEntries = (entries: AuditBundle['entries']): AuditBundle => ({ ...bundle, entries });
 
+/** What the auditor trusts: the registry the configuration pins (its copy in `b`) and the genesis. */
+const trustOf = (b: AuditBundle) =>
+  resolveAuditTrust(
+    {
+      federation: f.dep.config.federation.id,
+      registryPin: f.dep.config.members!.registry!.sha256,
+      genesis: federationGenesis(f.dep.config).commit,
+    },
+    b,
+  );
+const ckksParams = () => [ckksParamsOf(f.dep.config)];
+
 describe('cohort audit on a real federation log', () => {
   it('the exported bundle verifies clean (exit 0): every entry, commit hash and aggregate checked', async () => {
     const { status, report, stderr } = await verify(bundle);
@@ -95,11 +120,31 @@ describe('cohort audit on a real federation log', () => {
     expect(report!.checked.commitHashes).toBe(decisionAt.size);
     expect(report!.checked.aggregates).toBe(decisionAt.size);
     expect(report!.head.height).toBe(decisionAt.size);
-    expect(report!.source).toMatchObject({ kind: 'bundle', member: 'site-1' });
+    expect(report!.source).toMatchObject({ kind: 'bundle', member: 'auditor-1' });
+    expect(report!.checked.recomputed).toBe(decisionAt.size);
 
     const text = await cohort('audit', 'verify', '--bundle', bundlePath, '--config', f.dep.configPath);
     expect(text.status).toBe(0);
     expect(text.stdout).toMatch(/^result +verified$/m);
+  });
+
+  it("a site's bundle holds no contribution: every entry and aggregate checks, the audit is incomplete", async () => {
+    const site = decodeAuditBundle(readFileSync(join(dir, 'site.bin')));
+    expect(site.meta).toMatchObject({ member: 'site-1', contributions: 'skipped' });
+    const report = await verifyAudit(bundleAuditSource(site), trustOf(site), { ckksParams: ckksParams() });
+    expect(report.problems).toEqual([]);
+    expect(report.checked.aggregates).toBe(decisionAt.size);
+    expect(report.unchecked.map((u) => u.code)).toEqual(
+      [...decisionAt].map(() => 'CONTRIBUTIONS_UNAVAILABLE'),
+    );
+    expect(report.verified).toBe(false);
+    // Unless the auditor chooses to skip them: then listed, and complete.
+    const skipped = await verifyAudit(bundleAuditSource(site), trustOf(site), {
+      ckksParams: ckksParams(),
+      skipContributions: true,
+    });
+    expect(skipped.unchecked.map((u) => u.code)).toEqual([...decisionAt].map(() => 'CONTRIBUTIONS_SKIPPED'));
+    expect(skipped.verified).toBe(true);
   });
 
   it('an altered aggregate in the object store: AGGREGATE_DIGEST_MISMATCH at its decision', async () => {
@@ -190,17 +235,14 @@ describe('cohort audit on a real federation log', () => {
     // Without --skip-aggregates: the auditor's user may read the aggregate store (and nothing
     // else of the object stores), so every aggregate is checked live.
     expect((await auditLive(f.dep.configPath)).checked.aggregates).toBe(decisionAt.size);
-    // A site's read-only user may also read the aggregate store: every aggregate is checked live.
-    const site = await cohort(
-      'audit',
-      'verify',
-      '--config',
-      f.dep.configPath,
-      '--member',
-      'site-2',
-      '--json',
+    // A site's read-only user may also read the aggregate store (every aggregate is checked live),
+    // not the contributions: nothing is re-added, so its audit is incomplete.
+    const site = await withLiveSource(f.dep.config, 'site-2', (source) =>
+      verifyAudit(source, trustOf(bundle), { ckksParams: ckksParams() }),
     );
-    expect(site.status).toBe(0);
-    expect((JSON.parse(site.stdout) as AuditReport).checked.aggregates).toBe(decisionAt.size);
+    expect(site.checked.aggregates).toBe(decisionAt.size);
+    expect(site.problems).toEqual([]);
+    expect(site.unchecked.map((u) => u.code)).toEqual([...decisionAt].map(() => 'CONTRIBUTIONS_UNAVAILABLE'));
+    expect(site.verified).toBe(false);
   });
 });

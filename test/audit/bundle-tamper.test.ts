@@ -1,0 +1,313 @@
+// Issue 22, acceptance 4: an audit bundle with any item removed, duplicated, reordered or altered,
+// and resealed (its trailer recomputed: anyone can), is refused or reported, never verified clean.
+// A real `plain`-mode federation (two aggregators, three sites, a real nats-server) runs two rounds;
+// the auditor exports a bundle (CLI). Each kind of item (meta, registry, genesis, log entry, aggregate
+// object, contribution) is removed, duplicated, moved and altered in turn, then a fast-check property
+// draws random sequences of such tamperings. The verdict is the library's (decode, trust, verify);
+// a few cases also go through `cohort audit verify` for the exit status.
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type AuditReport,
+  BUNDLE_ITEM,
+  bundleAuditSource,
+  decodeAuditBundle,
+  resolveAuditTrust,
+  verifyAudit,
+} from '../../src/audit/index.ts';
+import type { CohortConfigInput } from '../../src/config/index.ts';
+import { federationGenesis } from '../../src/services/agent/index.ts';
+import { ckksParamsOf } from '../../src/services/index.ts';
+import { Federation } from '../helpers/federation.ts';
+import { cohort } from '../helpers/run-cli.ts';
+
+const F = 'tamper';
+const OVERRIDES: Partial<CohortConfigInput> = {
+  federation: { id: F, mode: 'plain' },
+  round: { heartbeatMs: 200, missedHeartbeats: 5, deadlineMs: 8000, voteTimeoutMs: 8000, minContributors: 3 },
+  learning: { model: 'logreg', trainLimit: 600, testLimit: 100, epochs: 1, batchSize: 20 },
+  log: { level: 'error' },
+};
+
+/** One item of a bundle as it lies in the file. */
+interface Item {
+  readonly type: number;
+  readonly name: Uint8Array;
+  readonly data: Uint8Array;
+}
+
+const MAGIC_AND_VERSION = 16;
+
+/** The items of a bundle, trailer excluded (the bytes are taken as they are, nothing checked). */
+function itemsOf(bytes: Uint8Array): Item[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const items: Item[] = [];
+  let at = MAGIC_AND_VERSION;
+  while (at < bytes.length) {
+    const type = bytes[at]!;
+    const n = view.getUint32(at + 1, false);
+    const name = bytes.subarray(at + 5, at + 5 + n);
+    const d = view.getUint32(at + 5 + n, false);
+    const data = bytes.subarray(at + 9 + n, at + 9 + n + d);
+    at += 9 + n + d;
+    if (type !== BUNDLE_ITEM.trailer) items.push({ type, name, data });
+  }
+  return items;
+}
+
+/** The bytes of `items` after the original header, with a trailer recomputed over them: resealed. */
+function resealed(header: Uint8Array, items: readonly Item[]): Uint8Array {
+  const parts: Uint8Array[] = [header];
+  for (const item of items) {
+    const head = new Uint8Array(9 + item.name.length);
+    const view = new DataView(head.buffer);
+    head[0] = item.type;
+    view.setUint32(1, item.name.length, false);
+    head.set(item.name, 5);
+    view.setUint32(5 + item.name.length, item.data.length, false);
+    parts.push(head, item.data);
+  }
+  const body = Buffer.concat(parts);
+  const digest = createHash('sha256').update(body).digest();
+  const trailer = new Uint8Array(9 + 32);
+  trailer[0] = BUNDLE_ITEM.trailer;
+  trailer.set(digest, 9);
+  new DataView(trailer.buffer).setUint32(5, 32, false);
+  return new Uint8Array(Buffer.concat([body, trailer]));
+}
+
+/** A tampering of the item list. */
+type Tamper =
+  | { readonly op: 'remove'; readonly at: number }
+  | { readonly op: 'duplicate'; readonly at: number }
+  | { readonly op: 'swap'; readonly at: number; readonly with: number }
+  | {
+      readonly op: 'flip';
+      readonly at: number;
+      readonly byte: number;
+      readonly bit: number;
+      readonly inName: boolean;
+    };
+
+function apply(items: readonly Item[], t: Tamper): Item[] {
+  const out = [...items];
+  const i = t.at % out.length;
+  switch (t.op) {
+    case 'remove':
+      out.splice(i, 1);
+      return out;
+    case 'duplicate':
+      out.splice(i + 1, 0, out[i]!);
+      return out;
+    case 'swap': {
+      let j = t.with % out.length;
+      if (j === i) j = (i + 1) % out.length;
+      [out[i], out[j]] = [out[j]!, out[i]!];
+      return out;
+    }
+    case 'flip': {
+      const item = out[i]!;
+      const field = t.inName && item.name.length > 0 ? 'name' : item.data.length > 0 ? 'data' : 'name';
+      const bytes = item[field].slice();
+      if (bytes.length === 0) {
+        out.splice(i, 1, { ...item, data: new Uint8Array([1 << t.bit]) });
+        return out;
+      }
+      bytes[t.byte % bytes.length]! ^= 1 << t.bit;
+      out.splice(i, 1, { ...item, [field]: bytes });
+      return out;
+    }
+  }
+}
+
+let f: Federation;
+let dir: string;
+let original: Uint8Array;
+let header: Uint8Array;
+let items: Item[];
+
+/** The auditor's verdict on `bytes`: refused (decode, trust or verify throws), reported, or clean. */
+async function verdict(bytes: Uint8Array): Promise<{ kind: 'refused' | 'reported' | 'clean'; why: string }> {
+  try {
+    const b = decodeAuditBundle(bytes);
+    const trust = resolveAuditTrust(
+      {
+        federation: F,
+        registryPin: f.dep.config.members!.registry!.sha256,
+        genesis: federationGenesis(f.dep.config).commit,
+      },
+      b,
+    );
+    const report: AuditReport = await verifyAudit(bundleAuditSource(b), trust, {
+      ckksParams: [ckksParamsOf(f.dep.config)],
+      contributionRetentionMs: f.dep.config.history.updateRetentionMs,
+    });
+    if (report.verified) return { kind: 'clean', why: '' };
+    return {
+      kind: 'reported',
+      why: [...report.problems.map((p) => p.code), ...report.unchecked.map((u) => u.code)].join(','),
+    };
+  } catch (err) {
+    return { kind: 'refused', why: `${(err as { code?: string }).code ?? ''} ${(err as Error).message}` };
+  }
+}
+
+const TYPE_NAMES: Record<number, string> = {
+  [BUNDLE_ITEM.meta]: 'meta',
+  [BUNDLE_ITEM.registry]: 'registry',
+  [BUNDLE_ITEM.genesis]: 'genesis',
+  [BUNDLE_ITEM.entry]: 'entry',
+  [BUNDLE_ITEM.object]: 'object',
+  [BUNDLE_ITEM.contribution]: 'contribution',
+};
+
+beforeAll(async () => {
+  f = await Federation.create(F, { aggregators: 2, sites: 3, overrides: OVERRIDES });
+  for (const a of f.dep.aggregators) await f.startAggregator(a);
+  for (const s of f.dep.sites) await f.startAgent(s);
+  expect((await f.runCoordinator(2)).committed).toBe(2);
+  dir = mkdtempSync(join(tmpdir(), 'cohort-tamper-'));
+  const path = join(dir, 'audit.bin');
+  const r = await cohort(
+    'audit',
+    'export',
+    '--config',
+    f.dep.configPath,
+    '--member',
+    'auditor-1',
+    '--out',
+    path,
+  );
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0);
+  original = new Uint8Array(readFileSync(path));
+  header = original.subarray(0, MAGIC_AND_VERSION);
+  items = itemsOf(original);
+}, 180_000);
+
+afterAll(async () => {
+  await f?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('a tampered audit bundle is never verified clean', () => {
+  it('the bundle as exported verifies clean, and resealing it unchanged gives the same bytes', async () => {
+    expect(Buffer.from(resealed(header, items)).equals(Buffer.from(original))).toBe(true);
+    expect(await verdict(original)).toEqual({ kind: 'clean', why: '' });
+    // Every kind of item is there: meta, registry, genesis, entries, aggregates, contributions.
+    const kinds = new Set(items.map((i) => TYPE_NAMES[i.type]));
+    expect([...kinds].sort()).toEqual(['contribution', 'entry', 'genesis', 'meta', 'object', 'registry']);
+  });
+
+  it('each kind of item removed, duplicated, moved or altered (and resealed): refused or reported', async () => {
+    const seen: string[] = [];
+    for (const type of Object.keys(TYPE_NAMES).map(Number)) {
+      const at = items.findIndex((i) => i.type === type);
+      const last = items.findLastIndex((i) => i.type === type);
+      const tampers: [string, Tamper][] = [
+        ['removed', { op: 'remove', at }],
+        ['duplicated', { op: 'duplicate', at }],
+        ['moved before the previous item', { op: 'swap', at, with: at === 0 ? 1 : at - 1 }],
+        ['moved after the next item', { op: 'swap', at: last, with: last + 1 }],
+        // Among items of its own kind (entries, objects, contributions: each kind in name order).
+        ...(items[at + 1]?.type === type
+          ? ([['swapped with the next of its kind', { op: 'swap', at, with: at + 1 }]] as [string, Tamper][])
+          : []),
+        ['altered (a bit of its data)', { op: 'flip', at, byte: 7, bit: 0, inName: false }],
+        ['altered (a bit of its name)', { op: 'flip', at, byte: 0, bit: 1, inName: true }],
+      ];
+      for (const [how, t] of tampers) {
+        const v = await verdict(resealed(header, apply(items, t)));
+        seen.push(`${TYPE_NAMES[type]} ${how}: ${v.kind} ${v.why.slice(0, 80)}`);
+        expect(v.kind, `${TYPE_NAMES[type]} ${how}`).not.toBe('clean');
+      }
+    }
+    expect(seen.length).toBe(39);
+  }, 120_000);
+
+  it('random tamperings (fast-check): none verifies clean', async () => {
+    const tamper: fc.Arbitrary<Tamper> = fc.oneof(
+      fc.record({ op: fc.constant('remove' as const), at: fc.nat() }),
+      fc.record({ op: fc.constant('duplicate' as const), at: fc.nat() }),
+      fc.record({ op: fc.constant('swap' as const), at: fc.nat(), with: fc.nat() }),
+      fc.record({
+        op: fc.constant('flip' as const),
+        at: fc.nat(),
+        byte: fc.nat(),
+        bit: fc.integer({ min: 0, max: 7 }),
+        inName: fc.boolean(),
+      }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(tamper, { minLength: 1, maxLength: 3 }), async (tampers) => {
+        const changed = tampers.reduce(apply, items);
+        const bytes = resealed(header, changed);
+        // A sequence that undoes itself (a swap and its reverse) is no tampering.
+        fc.pre(!Buffer.from(bytes).equals(Buffer.from(original)));
+        const v = await verdict(bytes);
+        expect(v.kind, JSON.stringify(tampers)).not.toBe('clean');
+      }),
+      { numRuns: 120, seed: 22 },
+    );
+  }, 300_000);
+
+  it('the meta: each field the verdict rests on, altered, is refused or reported; the exporter’s name and clock are its claims', async () => {
+    const meta = JSON.parse(new TextDecoder().decode(items[0]!.data)) as Record<string, unknown>;
+    const withMeta = (over: Record<string, unknown>) =>
+      resealed(header, [
+        { ...items[0]!, data: new TextEncoder().encode(JSON.stringify({ ...meta, ...over })) },
+        ...items.slice(1),
+      ]);
+    const last = meta['lastSequence'] as number;
+    const cases: [Record<string, unknown>, 'refused' | 'reported'][] = [
+      [{ format: 'other' }, 'refused'],
+      [{ version: 1 }, 'refused'],
+      [{ federation: 'other' }, 'refused'],
+      [{ stream: 'COHORT_OTHER' }, 'refused'],
+      [{ lastSequence: last - 1 }, 'refused'],
+      [{ lastSequence: last + 1 }, 'reported'],
+      [{ aggregates: 'skipped' }, 'refused'],
+      [{ contributions: 'skipped' }, 'refused'],
+    ];
+    for (const [over, kind] of cases) {
+      expect((await verdict(withMeta(over))).kind, JSON.stringify(over)).toBe(kind);
+    }
+    // Who exported it and when are the exporter's statements (the bundle carries no signature of
+    // its exporter): the report repeats them as the bundle's, and no check rests on them but the
+    // retention bound, which never reaches past now.
+    const b = decodeAuditBundle(withMeta({ member: 'someone-else', exportedUnixMs: 1 }));
+    const trust = resolveAuditTrust(
+      {
+        federation: F,
+        registryPin: f.dep.config.members!.registry!.sha256,
+        genesis: federationGenesis(f.dep.config).commit,
+      },
+      b,
+    );
+    const report = await verifyAudit(bundleAuditSource(b), trust, {
+      ckksParams: [ckksParamsOf(f.dep.config)],
+    });
+    expect(report.source).toMatchObject({ member: 'someone-else', exportedUnixMs: 1 });
+  }, 60_000);
+
+  it('a removed contribution, or a contribution of another site in its place, fails `cohort audit verify` (exit 3)', async () => {
+    const at = items.findIndex((i) => i.type === BUNDLE_ITEM.contribution);
+    const other = items.findLastIndex((i) => i.type === BUNDLE_ITEM.contribution);
+    const cases: [Item[], string][] = [
+      [apply(items, { op: 'remove', at }), 'CONTRIBUTION_NOT_STORED'],
+      [items.map((i, k) => (k === at ? { ...i, data: items[other]!.data } : i)), 'CONTRIBUTION_MISMATCH'],
+    ];
+    for (const [changed, code] of cases) {
+      const path = join(dir, `t-${code}.bin`);
+      writeFileSync(path, resealed(header, changed));
+      const r = await cohort('audit', 'verify', '--bundle', path, '--config', f.dep.configPath, '--json');
+      expect(r.status).toBe(3);
+      const report = JSON.parse(r.stdout) as AuditReport;
+      expect(report.problems.map((p) => p.code)).toEqual([code]);
+    }
+  }, 60_000);
+});
