@@ -19,7 +19,7 @@ export interface BundleAuditSource extends AuditSource {
  * unreadable as the exporter found it; one the bundle does not hold although its meta says
  * contributions are included is `absent` (the exporter writes an item for every contribution the
  * log lists, so a missing one was removed); with contributions skipped, `unavailable`. The evidence
- * is read as of the bundle's export time, never later than now.
+ * was read at the bundle's export time (the audit never takes it as later than its own clock).
  */
 export function bundleAuditSource(bundle: AuditBundle): BundleAuditSource {
   const asked = new Set<string>();
@@ -31,7 +31,8 @@ export function bundleAuditSource(bundle: AuditBundle): BundleAuditSource {
     member: bundle.meta.member,
     exportedUnixMs: bundle.meta.exportedUnixMs,
     lastSequence: async () => bundle.meta.lastSequence,
-    readAtUnixMs: () => Math.min(bundle.meta.exportedUnixMs, Date.now()),
+    // The audit caps it at its own clock: a bundle from the future is read as of now.
+    readAtUnixMs: () => bundle.meta.exportedUnixMs,
     async *entries(until: number) {
       for (const e of bundle.entries) if (e.sequence <= until) yield e;
     },

@@ -1,5 +1,5 @@
-import { InvalidArgumentError } from '../errors/index.ts';
 import { bytesEqual } from '../../crypto/digest/index.ts';
+import { InvalidArgumentError } from '../errors/index.ts';
 import { type ControlBodies, decodeManifestBody, FRAME_KIND, unframe } from '../protocol/index.ts';
 import { RegistryView, type VerifiedRegistry } from '../registry/index.ts';
 import { openLogEntry } from '../services/federation-log/index.ts';

@@ -20,10 +20,10 @@ import {
 import { contributionReader, openContribution } from '../services/aggregator/index.ts';
 import { encodeAggregateObject, type RoundRobust } from '../services/coordinator/index.ts';
 import { applyRobustRule, plainUpdateDelta } from '../services/robust-plan.ts';
+import { type ContributionKey, contributionName } from '../services/store/index.ts';
 import { bytesToHex } from '../versions/index.ts';
 import { expectedAggregateBlocks } from './aggregate-check.ts';
 import type { AuditProblem, AuditUnchecked } from './audit-report.ts';
-import { type ContributionKey, contributionName } from '../services/store/index.ts';
 import type { AuditSource, ContributionRead } from './audit-source.ts';
 
 /** A partial record of the round, as logged (its content checked by the history rules). */
@@ -69,6 +69,8 @@ export interface RecomputeInput {
   readonly retentionMs?: number;
   /** Do not read the contributions (`CONTRIBUTIONS_SKIPPED`). */
   readonly skipContributions?: boolean;
+  /** The auditor's clock (default `Date.now`): the source's read time is capped at it. */
+  readonly now?: () => number;
 }
 
 /**
@@ -148,7 +150,8 @@ export async function recomputeAggregate(input: RecomputeInput): Promise<Recompu
     allowedAlgorithms: ALGORITHMS,
   });
   const retention = input.retentionMs ?? 0;
-  const readAt = Math.min(input.source.readAtUnixMs?.() ?? Date.now(), Date.now());
+  const now = (input.now ?? Date.now)();
+  const readAt = Math.min(input.source.readAtUnixMs?.() ?? now, now);
   const expired = retention > 0 && open.deadlineUnixMs + EXPIRY_SLACK_MS + retention < readAt;
   const assigned = new Map(open.assignments.map((a) => [a.site, a.aggregator]));
   const problems: AuditProblem[] = [];

@@ -66,6 +66,8 @@ export interface AuditOptions {
    * is used); default: Cohort's default parameters. Pass the configuration's `crypto.ckks`.
    */
   readonly ckksParams?: readonly CkksParams[];
+  /** The auditor's clock (default `Date.now`): evidence is never taken as read later than this. */
+  readonly now?: () => number;
 }
 
 /** The problem code of a history-rule refusal, by the kind of record refused. */
@@ -402,6 +404,7 @@ class AuditRun {
             ? {}
             : { retentionMs: this.#options.contributionRetentionMs }),
           ...(this.#options.skipContributions === true ? { skipContributions: true } : {}),
+          ...(this.#options.now === undefined ? {} : { now: this.#options.now }),
         });
         if (recomputed.robust) this.#counts.robustAggregates++;
         this.#counts.contributions += recomputed.contributions;

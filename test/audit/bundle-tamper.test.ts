@@ -294,6 +294,44 @@ describe('a tampered audit bundle is never verified clean', () => {
     expect(report.source).toMatchObject({ member: 'someone-else', exportedUnixMs: 1 });
   }, 60_000);
 
+  it('a contribution gone past the retention is listed as expired; within it, or without a retention, it is a problem', async () => {
+    const at = items.findIndex((i) => i.type === BUNDLE_ITEM.contribution);
+    const b = decodeAuditBundle(resealed(header, apply(items, { op: 'remove', at })));
+    const trust = resolveAuditTrust(
+      {
+        federation: F,
+        registryPin: f.dep.config.members!.registry!.sha256,
+        genesis: federationGenesis(f.dep.config).commit,
+      },
+      b,
+    );
+    const day = 86_400_000;
+    const audit = (retention: number | undefined, exported: number, now: number) =>
+      verifyAudit(bundleAuditSource({ ...b, meta: { ...b.meta, exportedUnixMs: exported } }), trust, {
+        ckksParams: [ckksParamsOf(f.dep.config)],
+        ...(retention === undefined ? {} : { contributionRetentionMs: retention }),
+        now: () => now,
+      });
+    const t = Date.now();
+    // Exported two days after the round, one day of retention: it may have aged out.
+    const aged = await audit(day, t + 2 * day, t + 2 * day);
+    expect(aged.problems).toEqual([]);
+    expect(aged.unchecked.map((u) => u.code)).toEqual(['CONTRIBUTIONS_EXPIRED']);
+    expect(aged.verified).toBe(true);
+    // Within the retention, without one, or with an export time past the auditor's clock: missing.
+    for (const [retention, exported, now] of [
+      [30 * day, t + 2 * day, t + 2 * day],
+      [undefined, t + 2 * day, t + 2 * day],
+      [day, t + 2 * day, t],
+    ] as const) {
+      const r = await audit(retention, exported, now);
+      expect(
+        r.problems.map((p) => p.code),
+        `${retention} ${exported - t} ${now - t}`,
+      ).toEqual(['CONTRIBUTION_NOT_STORED']);
+    }
+  }, 60_000);
+
   it('a removed contribution, or a contribution of another site in its place, fails `cohort audit verify` (exit 3)', async () => {
     const at = items.findIndex((i) => i.type === BUNDLE_ITEM.contribution);
     const other = items.findLastIndex((i) => i.type === BUNDLE_ITEM.contribution);
