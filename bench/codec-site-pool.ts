@@ -7,11 +7,14 @@ import {
   type CodecBits,
   type CodecOptions,
   codecEncoding,
-  encodedLaneCount,
+  macTag,
   type RoundContext,
+  type RoundMac,
   type SignedBlocks,
   type SiteCredentials,
   signBlocks,
+  updateLayout,
+  writeTagLimbs,
 } from '../src/protocol/index.ts';
 
 /** What each worker is started with: the update and residual live in shared memory. */
@@ -22,6 +25,9 @@ export interface SiteWorkerData {
   readonly codec: Omit<CodecOptions, 'bits'>;
   readonly update: SharedArrayBuffer;
   readonly residual: SharedArrayBuffer;
+  /** The aggregate MAC's key bytes and the round's nonce (the bench's own random key). */
+  readonly macKey: Uint8Array;
+  readonly macNonce: { readonly federation: string; readonly round: number; readonly attempt: Uint8Array };
 }
 
 /** One request to a worker: encode blocks [firstBlock, endBlock), or run the bare SEAL floor. */
@@ -42,6 +48,10 @@ export type SiteWorkerRequest =
 export interface SiteWorkerReply {
   readonly id: number;
   readonly ciphertexts?: Uint8Array[];
+  /** Blocks of the range that hold the tag's limbs, packed but not encrypted. */
+  readonly packed?: { readonly block: number; readonly slots: Float64Array }[];
+  /** The range's part of the tag's linear sum (mod p). */
+  readonly macPart?: bigint;
   readonly levels?: Uint8Array;
   readonly error?: string;
 }
@@ -91,6 +101,7 @@ export class SiteWorkerPool {
     update: Float32Array,
     context: RoundContext,
     codec: Omit<CodecOptions, 'bits'>,
+    mac: RoundMac,
   ): Promise<SiteWorkerPool> {
     if (!Number.isInteger(workers) || workers < 1) throw new Error(`workers ${workers}, expects ≥ 1`);
     const shared = new SharedArrayBuffer(update.byteLength);
@@ -104,6 +115,8 @@ export class SiteWorkerPool {
       codec,
       update: shared,
       residual: new SharedArrayBuffer(update.byteLength),
+      macKey: new Uint8Array(mac.key.bytes()),
+      macNonce: mac.nonce,
     };
     const threads: Worker[] = [];
     try {
@@ -133,13 +146,25 @@ export class SiteWorkerPool {
     const options: CodecOptions = { ...this.#codec, bits };
     const encoding = codecEncoding(this.#keyset.ctx, options);
     const totalParams = this.#update.length;
-    const blockCount = Math.ceil(encodedLaneCount(totalParams, bits) / encoding.paramsPerBlock);
+    const geometry = updateLayout(totalParams, encoding);
     const parts = await Promise.all(
-      split(blockCount, this.workers).map(([firstBlock, endBlock], i) =>
+      split(geometry.blocks, this.workers).map(([firstBlock, endBlock], i) =>
         this.#request(i, { id: 0, kind: 'encode', bits, seed, firstBlock, endBlock, returnLevels }),
       ),
     );
-    const ciphertexts = parts.flatMap((p) => p.ciphertexts!);
+    // The tag needs every range's part; the blocks holding its limbs are encrypted here.
+    const tag = macTag(
+      signer.mac,
+      signer.signer,
+      parts.reduce((a, p) => a + p.macPart!, 0n),
+    );
+    const ciphertexts = parts.flatMap((p) => [
+      ...p.ciphertexts!,
+      ...p.packed!.map(({ block, slots }) => {
+        writeTagLimbs(geometry, block, slots, tag);
+        return this.#keyset.encrypt(slots);
+      }),
+    ]);
     const signed = signBlocks(
       this.#context,
       signer.signer,

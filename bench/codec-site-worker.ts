@@ -2,15 +2,24 @@
  * Worker-thread side of {@link SiteWorkerPool}: one SEAL runtime per worker. For a range of an
  * update's blocks it does what `encodeUpdate` does for them before signing — quantize that slice
  * of the update (the counter-based rounding indexed from the slice's first parameter, so the
- * levels equal the whole update's), append the integrity lanes if the range holds them, pack and
- * encrypt each block — and hands the ciphertexts back (transferred); the residual is written into
- * the shared residual buffer. It also runs the bare SEAL encode+encrypt floor.
+ * levels equal the whole update's), pack each block, add its data slots to the range's part of the
+ * aggregate MAC's tag, and encrypt it — and hands the ciphertexts back (transferred), with the
+ * range's part of the tag; a block that holds the tag's limbs comes back packed, not encrypted
+ * (the limbs need every range's part). The residual is written into the shared residual buffer.
+ * It also runs the bare SEAL encode+encrypt floor.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { CkksKeyset, getCkksContext } from '../crypto/ckks/index.ts';
 import { laneLayout, packLanes } from '../crypto/lanes/index.ts';
+import { AggregateMacKey } from '../crypto/mac/index.ts';
 import { quantize } from '../federation/index.ts';
-import { codecEncoding, encodedLaneCount, integrityLevels } from '../src/protocol/index.ts';
+import {
+  codecEncoding,
+  holdsTagLimbs,
+  macBlockSum,
+  type RoundMac,
+  updateLayout,
+} from '../src/protocol/index.ts';
 import { bareEncryptor, benchSlots } from './codec-seal-floor.ts';
 import type { SiteWorkerData, SiteWorkerReply, SiteWorkerRequest } from './codec-site-pool.ts';
 
@@ -24,6 +33,7 @@ const bare = bareEncryptor(ctx);
 const bareSlots = benchSlots(ctx);
 const update = new Float32Array(data.update);
 const residual = new Float32Array(data.residual);
+const mac: RoundMac = { key: AggregateMacKey.fromBytes(data.macKey), nonce: data.macNonce };
 
 function encodeRange(req: Extract<SiteWorkerRequest, { kind: 'encode' }>): SiteWorkerReply {
   const options = { ...data.codec, bits: req.bits };
@@ -31,11 +41,11 @@ function encodeRange(req: Extract<SiteWorkerRequest, { kind: 'encode' }>): SiteW
   const layout = laneLayout(options.bits, options.maxContributors, ctx.params.exactBits);
   const perBlock = encoding.paramsPerBlock;
   const n = update.length;
-  const lanes = encodedLaneCount(n, req.bits);
+  const geometry = updateLayout(n, encoding);
   const p0 = req.firstBlock * perBlock;
-  const p1 = Math.min(req.endBlock * perBlock, lanes);
-  const levels = new Uint8Array(p1 - p0);
-  const paramEnd = Math.min(p1, n);
+  const p1 = Math.min(req.endBlock * perBlock, n);
+  const levels = new Uint8Array(Math.max(0, p1 - p0));
+  const paramEnd = p1;
   if (p0 < paramEnd) {
     quantize(
       update.subarray(p0, paramEnd),
@@ -44,19 +54,19 @@ function encodeRange(req: Extract<SiteWorkerRequest, { kind: 'encode' }>): SiteW
       { levels: levels.subarray(0, paramEnd - p0), residual: residual.subarray(p0, paramEnd) },
     );
   }
-  if (p1 > n) {
-    const start = Math.max(p0, n);
-    const integrity = integrityLevels(req.bits, data.context);
-    levels.set(integrity.subarray(start - n, p1 - n), start - p0);
-  }
-  const slots = new Float64Array(encoding.slots);
   const ciphertexts: Uint8Array[] = [];
+  const packed: { block: number; slots: Float64Array }[] = [];
+  let acc = 0n;
   for (let b = req.firstBlock; b < req.endBlock; b++) {
+    const slots = new Float64Array(encoding.slots);
     const offset = b * perBlock - p0;
-    packLanes(levels, offset, Math.min(perBlock, p1 - p0 - offset), layout, slots);
-    ciphertexts.push(keyset.encrypt(slots));
+    const count = Math.min(perBlock, levels.length - offset);
+    if (count > 0) packLanes(levels, offset, count, layout, slots);
+    acc = macBlockSum(mac, geometry, b, slots, acc);
+    if (holdsTagLimbs(geometry, b)) packed.push({ block: b, slots });
+    else ciphertexts.push(keyset.encrypt(slots));
   }
-  return { id: req.id, ciphertexts, levels: req.returnLevels ? levels : undefined };
+  return { id: req.id, ciphertexts, packed, macPart: acc, levels: req.returnLevels ? levels : undefined };
 }
 
 port.on('message', (req: SiteWorkerRequest) => {

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { CkksKeyset, DEFAULT_CKKS_PARAMS, getCkksContext } from '../crypto/ckks/index.ts';
+import { AggregateMacKey } from '../crypto/mac/index.ts';
 import { generateSigningKeyPair, type SignatureAlgorithm, sign, verify } from '../crypto/signature/index.ts';
 import type { QuantBits } from '../federation/index.ts';
 import { BlockRejectedError } from '../src/errors/index.ts';
@@ -10,11 +11,12 @@ import {
   codecEncoding,
   DEFAULT_CODEC_OPTIONS,
   type EncodedUpdate,
-  encodedLaneCount,
   encodeUpdate,
   ParallelBlockVerifier,
   type RoundContext,
+  type RoundMac,
   type SiteCredentials,
+  updateLayout,
   type VerifiedUpdate,
 } from '../src/protocol/index.ts';
 import { bareEncryptor, bareLoadAdd, benchSlots } from './codec-seal-floor.ts';
@@ -82,10 +84,15 @@ export async function runCodecBench(): Promise<BenchRow[]> {
   const ctx = await getCkksContext(DEFAULT_CKKS_PARAMS);
   const keyset = CkksKeyset.create(ctx);
   const context: RoundContext = { federation: 'bench', round: 1, version: 0, baseCommit: new Uint8Array(32) };
+  const mac: RoundMac = {
+    key: AggregateMacKey.random(),
+    nonce: { federation: 'bench', round: 1, attempt: new Uint8Array(0) },
+  };
   const sites: SiteCredentials[] = Array.from({ length: SITES }, (_, i) => ({
     signer: `site-${i}`,
     ckks: keyset,
     signing: generateSigningKeyPair('falcon-512'),
+    mac,
   }));
   const keys = new Map(sites.map((s) => [s.signer, s.signing]));
   const update = pseudoRandomUpdate(PARAMS, 1);
@@ -123,14 +130,12 @@ export async function runCodecBench(): Promise<BenchRow[]> {
   const siteRows: BenchRow[] = [];
   const bare = bareEncryptor(ctx);
   const slots = benchSlots(ctx);
-  const pool = await SiteWorkerPool.start(WORKERS, keyset, update, context, DEFAULT_CODEC_OPTIONS);
+  const pool = await SiteWorkerPool.start(WORKERS, keyset, update, context, DEFAULT_CODEC_OPTIONS, mac);
   try {
     for (const bits of [1, 2, 4, 8] as QuantBits[]) {
       const detail = SHOWN_BITS.includes(bits) ? {} : { detail: true as const };
       const options = { ...DEFAULT_CODEC_OPTIONS, bits };
-      const blockCount = Math.ceil(
-        encodedLaneCount(PARAMS, bits) / codecEncoding(ctx, options).paramsPerBlock,
-      );
+      const blockCount = updateLayout(PARAMS, codecEncoding(ctx, options)).blocks;
       const run = (s: number) =>
         encodeUpdate({ update, residual: null, credentials: sites[s]!, context, options, exampleWeight: 1 });
       const ms = timeIt(() => run(0), 1500, 2);

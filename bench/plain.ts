@@ -11,6 +11,7 @@
 //                    the unweighted mean of the same updates
 import { CkksKeyset, DEFAULT_CKKS_PARAMS, getCkksContext } from '../crypto/ckks/index.ts';
 import { type LaneKeyset, PlainLaneContext, PlainLaneKeyset } from '../crypto/lanes/index.ts';
+import { AggregateMacKey } from '../crypto/mac/index.ts';
 import { generateSigningKeyPair, type SigningKeyPair } from '../crypto/signature/index.ts';
 import { MNIST_2NN, parameterCount, type RobustRule } from '../federation/index.ts';
 import {
@@ -19,6 +20,7 @@ import {
   decodeAggregate,
   encodeUpdate,
   type RoundContext,
+  type RoundMac,
   type VerifiedUpdate,
 } from '../src/protocol/index.ts';
 import { applyRobustRule, plainUpdateDelta } from '../src/services/robust-plan.ts';
@@ -38,16 +40,19 @@ export async function runPlainBench(): Promise<void> {
   const sites = Array.from({ length: SITES }, (_, i) => `site-${String(i).padStart(2, '0')}`);
   const signers = new Map(sites.map((s) => [s, generateSigningKeyPair('falcon-512')]));
   const updates = sites.map(() => gaussianUpdate(d, 3e-3));
+  const mac: RoundMac = {
+    key: AggregateMacKey.random(),
+    nonce: { federation: 'bench', round: 1, attempt: new Uint8Array(0) },
+  };
   try {
     const encode = (keys: LaneKeyset, k: number) =>
       encodeUpdate({
         update: updates[k]!,
         residual: null,
-        credentials: { signer: sites[k]!, ckks: keys, signing: signers.get(sites[k]!)! },
+        credentials: { signer: sites[k]!, ckks: keys, signing: signers.get(sites[k]!)!, mac },
         context,
         options: OPTIONS,
         exampleWeight: 600,
-        position: { index: k, participants: SITES },
       });
     const bytesOf = (e: { manifest: Uint8Array; blocks: Uint8Array[] }) =>
       e.manifest.length + e.blocks.reduce((a, b) => a + b.length, 0);
@@ -60,7 +65,6 @@ export async function runPlainBench(): Promise<void> {
         keys: (s) => signers.get(s),
         allowedAlgorithms: ['falcon-512'],
         maxCiphertextBytes: keys.ctx.maxCiphertextBytes,
-        participants: SITES,
       });
       return sites.map((_, k) => {
         const e = encode(keys, k);
@@ -91,17 +95,16 @@ export async function runPlainBench(): Promise<void> {
             totalWeight: plainSum.totalWeight,
             ciphertexts: plainSum.ciphertexts,
           },
-          context,
-          sites,
+          mac,
         ),
       1000,
     );
     const readBackMs = timeIt(() => {
-      for (const u of plainUpdates) plainUpdateDelta(plainKeys, u, context, sites, d);
+      for (const u of plainUpdates) plainUpdateDelta(plainKeys, u, d);
     }, 1000);
     const deltas = plainUpdates.map((u) => ({
       site: u.signer,
-      delta: plainUpdateDelta(plainKeys, u, context, sites, d),
+      delta: plainUpdateDelta(plainKeys, u, d),
     }));
     const rules: [string, RobustRule][] = [
       ['coordinate-wise median', { name: 'median' }],
@@ -173,6 +176,7 @@ export async function runPlainBench(): Promise<void> {
     const path = writeResults('plain', rows, { parameters: d, sites: SITES, bits: OPTIONS.bits });
     console.log(`\nwrote ${path}`);
   } finally {
+    mac.key.delete();
     heKeys.delete();
   }
 }

@@ -11,6 +11,7 @@
 //   decode             `privateMean` of 10 contributions' digit sums, beside `dequantizeSum`
 //   accountant         calibrating the noise multiplier; one round's charge
 import { CkksKeyset, DEFAULT_CKKS_PARAMS, getCkksContext } from '../crypto/ckks/index.ts';
+import { AggregateMacKey } from '../crypto/mac/index.ts';
 import { generateSigningKeyPair } from '../crypto/signature/index.ts';
 import { dequantizeSum, MNIST_2NN, parameterCount } from '../federation/index.ts';
 import {
@@ -44,7 +45,15 @@ export async function runPrivacyBench(): Promise<void> {
   const { fieldBits } = privacy;
   const context: RoundContext = { federation: 'bench', round: 1, version: 0, baseCommit: new Uint8Array(32) };
   const framing = {
-    credentials: { signer: 'site-1', ckks: keyset, signing },
+    credentials: {
+      signer: 'site-1',
+      ckks: keyset,
+      signing,
+      mac: {
+        key: AggregateMacKey.random(),
+        nonce: { federation: 'bench', round: 1, attempt: new Uint8Array(0) },
+      },
+    },
     context,
     options: { bits: 8 as const, clip: 0.02, maxContributors: 32, crcChunkBytes: 16_384 },
     exampleWeight: 600,

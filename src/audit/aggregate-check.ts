@@ -1,6 +1,6 @@
 import { constants as bufferConstants } from 'node:buffer';
 import { bytesEqual, sha256 } from '../../crypto/digest/index.ts';
-import { type AggregateInfo, encodedLaneCount } from '../protocol/index.ts';
+import { type AggregateInfo, updateLayout } from '../protocol/index.ts';
 import { decodeAggregateObject } from '../services/coordinator/index.ts';
 import { bytesToHex } from '../versions/index.ts';
 import type { AuditAggregateStatus, AuditProblem, AuditUnchecked } from './audit-report.ts';
@@ -16,13 +16,12 @@ export interface AggregateCheck {
 }
 
 /**
- * Blocks a stored aggregate of `info` holds: one ciphertext per `paramsPerBlock` lanes of its
- * parameters and integrity lanes (one presence lane per participant, then the round tag), as every
- * hop's `BlockVerifier` counts them.
+ * Blocks a stored aggregate of `info` holds: one ciphertext per block of its slots (the
+ * parameters' slots, then the aggregate MAC's limbs: `updateLayout`), as every hop's
+ * `BlockVerifier` counts them.
  */
 export function expectedAggregateBlocks(info: AggregateInfo): number {
-  const lanes = encodedLaneCount(info.totalParams, info.encoding.bits, Math.max(1, info.participants));
-  return Math.ceil(lanes / info.encoding.paramsPerBlock);
+  return updateLayout(info.totalParams, info.encoding).blocks;
 }
 
 /**

@@ -37,11 +37,14 @@ export const BLOCK_REJECT_REASONS = [
   'OVERSIZE',
   /** A size or weight other than the round pinned in its RoundOpen. */
   'NOT_PINNED',
-  /**
-   * A decrypted aggregate's integrity lanes do not show exactly its listed contributions of this
-   * round: an aggregator added one twice, left one out, or substituted one of another round.
-   */
+  /** An aggregate's contributor list is not the round's: a listed site is no participant of it. */
   'INTEGRITY_MISMATCH',
+  /**
+   * A decrypted aggregate's MAC does not hold: it is not the exact sum of its listed contributions
+   * of this round (an aggregator or the coordinator added, left out, repeated or swapped
+   * something), or a contributor wrote a wrong tag. Every decrypting site finds the same.
+   */
+  'MAC_MISMATCH',
 ] as const;
 
 export type BlockRejectReason = (typeof BLOCK_REJECT_REASONS)[number];

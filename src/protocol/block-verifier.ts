@@ -8,7 +8,6 @@ import {
 } from '../../crypto/signature/index.ts';
 import { BlockRejectedError, InvalidArgumentError } from '../errors/index.ts';
 import { sameEncoding } from './codec-options.ts';
-import { encodedLaneCount, integrityLaneCount } from './integrity-lanes.ts';
 import {
   decodeBlockBody,
   decodeManifestBody,
@@ -19,6 +18,7 @@ import {
 } from './messages.ts';
 import { RejectionCounters } from './rejection-counters.ts';
 import { assertRoundContext, type RoundContext } from './round-context.ts';
+import { encodedLaneCount, updateLayout } from './update-layout.ts';
 import { blockLeaf, contributorsDigest, updateSignatureDomain, updateStatement } from './update-statement.ts';
 import { assembleUpdate, type VerifiedUpdate } from './verified-update.ts';
 import { FRAME_KIND, unframe } from './wire-frame.ts';
@@ -61,8 +61,6 @@ export interface BlockVerifierOptions {
   readonly maxCiphertextBytes?: number;
   /** What the round's RoundOpen pinned; a header that differs is `NOT_PINNED` before any signature work. */
   readonly pinned?: PinnedUpdate;
-  /** Presence lanes of the round (RoundOpen's assignments), which set the blocks' geometry; default 1. */
-  readonly participants?: number;
   /**
    * Called after each lattice verification actually run (not for one answered from the cache),
    * with its duration in milliseconds and whether it verified; for metrics. Errors it throws are
@@ -124,7 +122,6 @@ export class BlockVerifier {
   readonly #allowedIds: Set<number>;
   readonly #verified = new Map<string, true>();
   readonly #cacheSize: number;
-  readonly #participants: number;
 
   constructor(options: BlockVerifierOptions) {
     assertRoundContext(options.context);
@@ -135,7 +132,6 @@ export class BlockVerifier {
     this.counters = options.counters ?? new RejectionCounters();
     this.#allowedIds = new Set(options.allowedAlgorithms.map((a) => SIGNATURE_ALGORITHM_IDS[a]));
     this.#cacheSize = options.signatureCacheSize ?? 4096;
-    this.#participants = options.participants ?? 1;
   }
 
   /** Longest framed block accepted: one ciphertext plus header, CRC list and Merkle path. */
@@ -169,7 +165,7 @@ export class BlockVerifier {
         );
       }
       const per = block.encoding.paramsPerBlock;
-      const lanes = encodedLaneCount(block.totalParams, block.encoding.bits, this.#participants);
+      const lanes = encodedLaneCount(block.totalParams, block.encoding);
       const expectedCount = Math.min(per, lanes - block.blockIndex * per);
       if (block.paramOffset !== block.blockIndex * per || block.paramCount !== expectedCount) {
         throw new BlockRejectedError(
@@ -290,15 +286,10 @@ export class BlockVerifier {
     if (this.#opts.encoding && !sameEncoding(e, this.#opts.encoding)) {
       throw new BlockRejectedError('ENCODING_MISMATCH', `${what} encoding differs from the round's`);
     }
-    if (
-      h.blockCount < 1 ||
-      h.totalParams < 1 ||
-      Math.ceil(encodedLaneCount(h.totalParams, e.bits, this.#participants) / e.paramsPerBlock) !==
-        h.blockCount
-    ) {
+    if (h.blockCount < 1 || h.totalParams < 1 || updateLayout(h.totalParams, e).blocks !== h.blockCount) {
       throw new BlockRejectedError(
         'BLOCK_COUNT_MISMATCH',
-        `${what} declares ${h.blockCount} blocks for ${h.totalParams} parameters (and ${integrityLaneCount(e.bits, this.#participants)} integrity lanes) at ${e.paramsPerBlock} per block`,
+        `${what} declares ${h.blockCount} blocks for ${h.totalParams} parameters (and the aggregate MAC's ${updateLayout(h.totalParams, e).macSlots} slots) at ${e.paramsPerBlock} per block`,
       );
     }
     if (!Number.isFinite(h.exampleWeight) || h.exampleWeight < 0) {

@@ -1,33 +1,62 @@
-import { type LaneKeyset, laneLayout, unpackLaneSums } from '../../crypto/lanes/index.ts';
+import { clampLaneSums, type LaneKeyset, laneLayout, roundSlots } from '../../crypto/lanes/index.ts';
 import { dequantizeSum } from '../../federation/index.ts';
 import { BlockRejectedError } from '../errors/index.ts';
 import type { Aggregate } from './aggregate.ts';
+import { AggregateMacCheck, dataSlotsOfBlock, type RoundMac } from './aggregate-mac.ts';
 import { type CryptoTimingObserver, reportCkks } from './crypto-observer.ts';
-import { checkIntegrityLanes, encodedLaneCount } from './integrity-lanes.ts';
-import type { RoundContext } from './round-context.ts';
+import { updateLayout } from './update-layout.ts';
 
 /** Decoded aggregate: integer lane sums and their float value. */
 export interface DecodedAggregate {
   /** Σ over contributors of dequantized updates (float32), length totalParams. */
   readonly sum: Float32Array;
-  /** Exact integer lane sums Σ_k ℓ_k per parameter (what CKKS added). */
+  /** Exact integer lane sums Σ_k ℓ_k per parameter (what CKKS added, clamped to the honest range). */
   readonly laneSums: Float64Array;
   readonly contributors: number;
   readonly totalWeight: number;
+  /**
+   * Slots and lanes a contribution pushed outside the honest range (not an integer, negative, a
+   * lane above K · (2^bits − 1)): clamped, not refused (`clampLaneSums`). 0 for honest updates.
+   */
+  readonly clamped: number;
 }
 
 /**
- * Decrypts an aggregate of `context`'s round with the federation's CKKS keyset, unpacks the lanes
- * (refusing any lane beyond K · (2^bits − 1): `LANE_OVERFLOW`), checks the integrity lanes (exactly
- * K contributions of this round: `INTEGRITY_MISMATCH`), and dequantizes the sum:
- * Σ_k value(ℓ_k) = −K·clip + S·Δ. Dividing by the weight is the strategy's job. `timings`
- * reports each block's decryption (`decrypt`).
+ * Decrypts an aggregate of the round `mac` is bound to with the federation's keyset, checks its
+ * MAC against the listed contributors (`MAC_MISMATCH`: not their exact sum; see
+ * {@link AggregateMacCheck}), unpacks the lanes, clamping any a contribution pushed outside the
+ * honest range, and dequantizes the sum: Σ_k value(ℓ_k) = −K·clip + S·Δ. Dividing by the weight
+ * is the strategy's job. `timings` reports each block's decryption (`decrypt`).
  */
 export function decodeAggregate(
   keyset: LaneKeyset,
   aggregate: Aggregate,
-  context: Pick<RoundContext, 'federation' | 'round'>,
-  participants: readonly string[] = [],
+  mac: RoundMac,
+  timings?: CryptoTimingObserver,
+): DecodedAggregate {
+  const sites = aggregate.sites.map((c) => c.site);
+  if (new Set(sites).size !== sites.length) {
+    throw new BlockRejectedError('INTEGRITY_MISMATCH', 'the aggregate lists a site twice');
+  }
+  return decodeLanes(keyset, aggregate, { mac, sites }, timings);
+}
+
+/**
+ * Decodes one site's own update (a `plain`-mode payload the coordinator reads back for a robust
+ * rule): the same unpacking with clamps as {@link decodeAggregate}, without the MAC, whose key
+ * only sites hold; the site's signature on the update is what vouches for it.
+ */
+export function decodeUpdate(keyset: LaneKeyset, update: Aggregate): DecodedAggregate {
+  if (update.contributors !== 1) {
+    throw new BlockRejectedError('BAD_HEADER', `an update of ${update.contributors} contributors is a sum`);
+  }
+  return decodeLanes(keyset, update, null);
+}
+
+function decodeLanes(
+  keyset: LaneKeyset,
+  aggregate: Aggregate,
+  verify: { readonly mac: RoundMac; readonly sites: readonly string[] } | null,
   timings?: CryptoTimingObserver,
 ): DecodedAggregate {
   const e = aggregate.encoding;
@@ -45,74 +74,45 @@ export function decodeAggregate(
       'aggregate lane layout differs from the CKKS parameters',
     );
   }
-  // With the round's participants (RoundOpen's assignments, in order) each has its presence lane;
-  // without, one lane counts the contributions.
-  const presence = participants.length === 0 ? [aggregate.contributors] : participants.map(() => 0);
-  if (participants.length > 0) {
-    const lane = new Map(participants.map((site, i) => [site, i]));
-    for (const c of aggregate.sites) {
-      const i = lane.get(c.site);
-      if (i === undefined) {
-        throw new BlockRejectedError(
-          'INTEGRITY_MISMATCH',
-          `the aggregate lists ${JSON.stringify(c.site)}, not a participant of round ${context.round}`,
-        );
-      }
-      presence[i]!++;
-    }
-  }
   const k = aggregate.contributors;
-  if (!Number.isInteger(k) || k < 1 || k > layout.maxContributors) {
+  if (!Number.isInteger(k) || k < 1 || k > layout.maxContributors || aggregate.sites.length !== k) {
     throw new BlockRejectedError(
       'LANE_OVERFLOW',
-      `${k} contributors exceed the lane headroom of ${layout.maxContributors}`,
+      `${k} contributors (${aggregate.sites.length} listed) exceed the lane headroom of ${layout.maxContributors}`,
     );
   }
-  const lanes = encodedLaneCount(aggregate.totalParams, e.bits, presence.length);
-  const expectedBlocks = Math.ceil(lanes / e.paramsPerBlock);
-  if (aggregate.ciphertexts.length !== expectedBlocks) {
+  const geometry = updateLayout(aggregate.totalParams, e);
+  if (aggregate.ciphertexts.length !== geometry.blocks) {
     throw new BlockRejectedError(
       'BLOCK_COUNT_MISMATCH',
-      `aggregate has ${aggregate.ciphertexts.length} blocks, ${aggregate.totalParams} parameters need ${expectedBlocks}`,
+      `aggregate has ${aggregate.ciphertexts.length} blocks, ${aggregate.totalParams} parameters need ${geometry.blocks}`,
     );
   }
-  const all = new Float64Array(lanes);
+  const laneSums = new Float64Array(aggregate.totalParams);
+  const integers = new Float64Array(ctx.slots);
+  const check = verify === null ? null : new AggregateMacCheck(verify.mac, geometry);
+  let clamped = 0;
   aggregate.ciphertexts.forEach((ct, b) => {
-    const offset = b * e.paramsPerBlock;
-    const count = Math.min(e.paramsPerBlock, lanes - offset);
-    try {
-      // Bounded by the lanes' headroom here; by the listed contributors below, once the integrity
-      // lanes said how many updates the sum really holds (the more telling refusal).
-      const started = timings === undefined ? 0 : performance.now();
-      const slots = keyset.decrypt(ct);
-      reportCkks(timings, 'decrypt', started);
-      unpackLaneSums(slots, count, layout, layout.maxContributors, all, offset);
-    } catch (err) {
-      if (err instanceof BlockRejectedError) {
-        throw new BlockRejectedError(err.reason, `block ${b}: ${err.message}`, {
-          cause: err,
-          details: err.details,
-        });
-      }
-      throw err;
+    const started = timings === undefined ? 0 : performance.now();
+    const slots = keyset.decrypt(ct);
+    reportCkks(timings, 'decrypt', started);
+    const { count } = dataSlotsOfBlock(geometry, b);
+    clamped += roundSlots(slots.subarray(0, count), integers);
+    if (check !== null) {
+      // The limbs are integers of their own (never clamped): round them too for the check.
+      roundSlots(slots.subarray(count), integers.subarray(count));
+      check.block(b, integers);
     }
+    const offset = b * geometry.lanesPerBlock;
+    const params = Math.min(count * e.lanesPerSlot, aggregate.totalParams - offset);
+    if (params > 0) clamped += clampLaneSums(integers, params, layout, k, laneSums, offset);
   });
-  checkIntegrityLanes(all.subarray(aggregate.totalParams), e.bits, presence, context, (lane) =>
-    participants.length === 0 ? 'any site' : JSON.stringify(participants[lane]),
-  );
-  const laneSums = all.subarray(0, aggregate.totalParams);
-  const honestMax = aggregate.contributors * (2 ** e.bits - 1);
-  const over = laneSums.findIndex((v) => v > honestMax);
-  if (over >= 0) {
-    throw new BlockRejectedError(
-      'LANE_OVERFLOW',
-      `block ${Math.floor(over / e.paramsPerBlock)}: parameter ${over} lane sum ${laneSums[over]} exceeds ${aggregate.contributors} × ${2 ** e.bits - 1} = ${honestMax}`,
-    );
-  }
+  check?.verify(verify!.sites);
   return {
-    sum: dequantizeSum(laneSums, aggregate.contributors, e.bits as 1 | 2 | 4 | 8, e.clip),
+    sum: dequantizeSum(laneSums, k, e.bits as 1 | 2 | 4 | 8, e.clip),
     laneSums,
-    contributors: aggregate.contributors,
+    contributors: k,
     totalWeight: aggregate.totalWeight,
+    clamped,
   };
 }

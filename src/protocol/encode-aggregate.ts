@@ -25,8 +25,6 @@ export function encodeAggregate(
     shardCount?: number;
     /** Each listed site's own framed manifest, in `aggregate.sites` order, forwarded to the parent. */
     siteManifests?: readonly Uint8Array[];
-    /** Presence lanes of the round (its participants); default 1. */
-    participants?: number;
   },
 ): SignedBlocks {
   assertRoundContext(context);
@@ -52,6 +50,5 @@ export function encodeAggregate(
     options.shardCount ?? 1,
     list,
     forwarded,
-    options.participants ?? 1,
   );
 }

@@ -4,9 +4,9 @@ import { type LaneKeyset, packLanes } from '../../crypto/lanes/index.ts';
 import { SIGNATURE_ALGORITHM_IDS, type SigningKeyPair, sign } from '../../crypto/signature/index.ts';
 import { quantize } from '../../federation/index.ts';
 import { assertFiniteArray, InvalidArgumentError } from '../errors/index.ts';
+import { type RoundMac, UpdateTagger } from './aggregate-mac.ts';
 import { type CodecOptions, codecEncoding } from './codec-options.ts';
 import { type CryptoTimingObserver, reportCkks } from './crypto-observer.ts';
-import { encodedLaneCount, integrityLevels, type LanePosition, SOLE_POSITION } from './integrity-lanes.ts';
 import {
   type Contributor,
   encodeBlockBody,
@@ -16,6 +16,7 @@ import {
   type UpdateManifest,
 } from './messages.ts';
 import { assertRoundContext, type RoundContext } from './round-context.ts';
+import { updateLayout } from './update-layout.ts';
 import { blockLeaf, contributorsDigest, updateSignatureDomain, updateStatement } from './update-statement.ts';
 import { FRAME_KIND, frame } from './wire-frame.ts';
 
@@ -25,6 +26,11 @@ export interface SiteCredentials {
   readonly signer: string;
   /** The federation's CKKS keyset (secret key shared by sites). */
   readonly ckks: LaneKeyset;
+  /**
+   * The round's aggregate MAC (the key only sites hold, bound to the round and its attempt): the
+   * update carries its tag, so a sum that is not exactly the listed updates fails to decode.
+   */
+  readonly mac: RoundMac;
   /** The site's own lattice signing key. */
   readonly signing: SigningKeyPair;
 }
@@ -45,11 +51,6 @@ export interface EncodeUpdateInput {
    * Fixing it makes the emitted integers reproducible (and comparable with the GPU quantizer).
    */
   readonly roundingSeed?: { readonly key0: number; readonly key1: number };
-  /**
-   * The site's presence lane: its index in the RoundOpen's assignments and their number (see
-   * `integrityLaneCount`). Default {@link SOLE_POSITION}: one lane shared by every update.
-   */
-  readonly position?: LanePosition;
   /**
    * Levels appended after the quantized parameters, packed as they are (each in [0, 2^bits)): the
    * site's evaluation lanes (see `evaluationLevels`). They count in the update's `totalParams`.
@@ -109,10 +110,13 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
   const encoding = codecEncoding(ckks.ctx, options);
   const shardCount = options.shardCount ?? 1;
   const totalParams = update.length + extra.length;
-  const perBlock = encoding.paramsPerBlock;
-  const position = input.position ?? SOLE_POSITION;
-  const lanes = encodedLaneCount(totalParams, encoding.bits, position.participants);
-  const blockCount = Math.ceil(lanes / perBlock);
+  const geometry = updateLayout(totalParams, encoding);
+  if (
+    credentials.mac.nonce.federation !== context.federation ||
+    credentials.mac.nonce.round !== context.round
+  ) {
+    throw new InvalidArgumentError('credentials.mac is bound to another federation or round than context');
+  }
   const seed = input.roundingSeed ?? { key0: randomBytes(4).readUInt32BE(0), key1: context.round >>> 0 };
 
   const q = quantize(update, residual, { bits: options.bits, clip: encoding.clip, seed, counterBase: 0 });
@@ -126,16 +130,20 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
     maxLaneSum: encoding.maxContributors * (2 ** encoding.bits - 1),
   };
 
-  // The parameters' levels, then the integrity lanes (presence and the round's tag).
-  const levels = new Uint8Array(lanes);
+  // The parameters' levels, then the extra lanes; the data slots end with the last of them and the
+  // tag's limbs follow (`updateLayout`).
+  const levels = new Uint8Array(totalParams);
   levels.set(q.levels, 0);
   levels.set(extra, update.length);
-  levels.set(integrityLevels(encoding.bits, context, position), totalParams);
   const slots = new Float64Array(encoding.slots);
+  const tagger = new UpdateTagger(credentials.mac, geometry, credentials.signer);
   const ciphertexts: Uint8Array[] = [];
-  for (let b = 0; b < blockCount; b++) {
-    const offset = b * perBlock;
-    packLanes(levels, offset, Math.min(perBlock, lanes - offset), layout, slots);
+  for (let b = 0; b < geometry.blocks; b++) {
+    const offset = b * geometry.lanesPerBlock;
+    const count = Math.max(0, Math.min(geometry.lanesPerBlock, totalParams - offset));
+    if (count > 0) packLanes(levels, offset, count, layout, slots);
+    else slots.fill(0);
+    tagger.block(b, slots);
     const started = input.timings === undefined ? 0 : performance.now();
     ciphertexts.push(ckks.encrypt(slots));
     reportCkks(input.timings, 'encrypt', started);
@@ -150,8 +158,6 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
     ciphertexts,
     shardCount,
     [],
-    [],
-    position.participants,
   );
   return { ...signed, residual: q.residual, levels: q.levels };
 }
@@ -178,7 +184,6 @@ export function signBlocks(
   shardCount: number,
   contributorList: Contributor[],
   siteManifests: readonly Uint8Array[] = [],
-  participants = 1,
 ): SignedBlocks {
   const header: UpdateHeader = {
     federation: context.federation,
@@ -194,7 +199,7 @@ export function signBlocks(
     ...fields,
   };
   const perBlock = header.encoding.paramsPerBlock;
-  const lanes = encodedLaneCount(header.totalParams, header.encoding.bits, participants);
+  const lanes = updateLayout(header.totalParams, header.encoding).lanes;
   const geometry = ciphertexts.map((_, b) => ({
     blockIndex: b,
     shardId: b % shardCount,

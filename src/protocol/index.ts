@@ -1,5 +1,15 @@
 export { type Aggregate, AggregateBuilder, sumUpdates } from './aggregate.ts';
 export {
+  AggregateMacCheck,
+  dataSlotsOfBlock,
+  holdsTagLimbs,
+  macBlockSum,
+  macTag,
+  type RoundMac,
+  UpdateTagger,
+  writeTagLimbs,
+} from './aggregate-mac.ts';
+export {
   BlockVerifier,
   type BlockVerifierOptions,
   type KeyLookup,
@@ -41,7 +51,7 @@ export {
   type SignatureKind,
   signatureTimer,
 } from './crypto-observer.ts';
-export { type DecodedAggregate, decodeAggregate } from './decode-aggregate.ts';
+export { type DecodedAggregate, decodeAggregate, decodeUpdate } from './decode-aggregate.ts';
 export { type AggregatorCredentials, encodeAggregate } from './encode-aggregate.ts';
 export {
   type EncodedUpdate,
@@ -65,14 +75,6 @@ export {
   sumEvaluations,
 } from './evaluation-lanes.ts';
 export { carryIntegers, digitsPerField, splitIntegers } from './integer-lanes.ts';
-export {
-  checkIntegrityLanes,
-  encodedLaneCount,
-  integrityLaneCount,
-  integrityLevels,
-  type LanePosition,
-  SOLE_POSITION,
-} from './integrity-lanes.ts';
 export type {
   AdminActionBody,
   AggregateInfo,
@@ -125,6 +127,7 @@ export {
   sumFeatureTotals,
 } from './statistics-lanes.ts';
 export { UpdateInbox } from './update-inbox.ts';
+export { encodedLaneCount, type LayoutEncoding, type UpdateLayout, updateLayout } from './update-layout.ts';
 export {
   blockLeaf,
   contributorsDigest,

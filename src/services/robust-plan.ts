@@ -3,7 +3,7 @@ import type { LaneKeyset } from '../../crypto/lanes/index.ts';
 import { type RobustRule, robustAggregate } from '../../federation/index.ts';
 import type { CohortConfig } from '../config/index.ts';
 import { InvalidArgumentError } from '../errors/index.ts';
-import { decodeAggregate, type RoundContext, type VerifiedUpdate } from '../protocol/index.ts';
+import { decodeUpdate, type VerifiedUpdate } from '../protocol/index.ts';
 
 /**
  * The federation's robust rule: `federation.aggregation` in `plain` mode (the config refuses it in
@@ -49,32 +49,21 @@ export function decodeRobustDelta(bytes: Uint8Array, parameters: number): Float3
 }
 
 /**
- * One site's update Δ_k as the rule sees it: its plain payloads decoded as a sum of one (lanes
- * in range, presence lane of this site alone, the round's tag), dequantized, the first
- * `parameters` values (evaluation lanes after them are not part of the model).
+ * One site's update Δ_k as the rule sees it: its plain payloads decoded on their own (lanes
+ * outside one site's range clamped, `decodeUpdate`), dequantized, the first `parameters` values
+ * (evaluation lanes after them are not part of the model). Its site's signature vouches for it.
  */
-export function plainUpdateDelta(
-  keyset: LaneKeyset,
-  update: VerifiedUpdate,
-  context: Pick<RoundContext, 'federation' | 'round'>,
-  participants: readonly string[],
-  parameters: number,
-): Float32Array {
+export function plainUpdateDelta(keyset: LaneKeyset, update: VerifiedUpdate, parameters: number): Float32Array {
   if (keyset.ctx.mode !== 'plain')
     throw new InvalidArgumentError('only plain updates can be read one by one');
-  const decoded = decodeAggregate(
-    keyset,
-    {
-      encoding: update.encoding,
-      totalParams: update.totalParams,
-      sites: update.sites,
-      contributors: 1,
-      totalWeight: update.exampleWeight,
-      ciphertexts: update.ciphertexts,
-    },
-    context,
-    participants,
-  );
+  const decoded = decodeUpdate(keyset, {
+    encoding: update.encoding,
+    totalParams: update.totalParams,
+    sites: update.sites,
+    contributors: 1,
+    totalWeight: update.exampleWeight,
+    ciphertexts: update.ciphertexts,
+  });
   if (decoded.sum.length < parameters) {
     throw new InvalidArgumentError(
       `update of ${update.signer} has ${decoded.sum.length} values, the model ${parameters}`,

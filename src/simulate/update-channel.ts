@@ -1,4 +1,5 @@
 import { CkksKeyset, DEFAULT_CKKS_PARAMS, getCkksContext } from '../../crypto/ckks/index.ts';
+import { AggregateMacKey } from '../../crypto/mac/index.ts';
 import { generateSigningKeyPair, type SigningKeyPair } from '../../crypto/signature/index.ts';
 import { dequantize, dequantizeSum, type QuantBits, quantize } from '../../federation/index.ts';
 import {
@@ -7,6 +8,7 @@ import {
   decodeAggregate,
   encodeUpdate,
   type RoundContext,
+  type RoundMac,
 } from '../protocol/index.ts';
 
 /** One site's contribution to a round: its update already scaled by its FedAvg weight share. */
@@ -149,6 +151,8 @@ export async function heChannel(
 ): Promise<UpdateChannel> {
   const ctx = await getCkksContext(DEFAULT_CKKS_PARAMS);
   const keyset = CkksKeyset.create(ctx);
+  // The aggregate MAC's key (the federation's sites alone would hold it).
+  const macKey = AggregateMacKey.random();
   const residuals = new SiteResiduals();
   const signing = new Map<number, SigningKeyPair>();
   const keyOf = (site: number) => {
@@ -164,6 +168,7 @@ export async function heChannel(
     async aggregate(round, clip, contributions) {
       const context: RoundContext = { federation, round, version: round - 1, baseCommit: new Uint8Array(32) };
       const options = { bits, clip, maxContributors, crcChunkBytes: 16_384 };
+      const mac: RoundMac = { key: macKey, nonce: { federation, round, attempt: new Uint8Array(0) } };
       const verifier = new BlockVerifier({
         context,
         ckksParamsId: ctx.paramsId,
@@ -177,7 +182,7 @@ export async function heChannel(
           const e = encodeUpdate({
             update: c.update,
             residual: residuals.get(c.site),
-            credentials: { signer: `site-${c.site}`, ckks: keyset, signing: keyOf(c.site) },
+            credentials: { signer: `site-${c.site}`, ckks: keyset, signing: keyOf(c.site), mac },
             context,
             options,
             exampleWeight: 1,
@@ -187,7 +192,7 @@ export async function heChannel(
           bytesUp += e.manifest.length + e.blocks.reduce((a, b) => a + b.length, 0);
           builder.add(verifier.verifyUpdate(e));
         }
-        const decoded = decodeAggregate(keyset, builder.finish(), context);
+        const decoded = decodeAggregate(keyset, builder.finish(), mac);
         const n = decoded.sum.length;
         const mean = new Float32Array(n);
         for (let i = 0; i < n; i++) mean[i] = decoded.sum[i]! / contributions.length;
@@ -197,6 +202,7 @@ export async function heChannel(
       }
     },
     dispose() {
+      macKey.delete();
       keyset.delete();
     },
   };

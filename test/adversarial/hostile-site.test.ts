@@ -33,6 +33,7 @@ import { loadSiteKeyset, type MemberContext } from '../../src/services/index.ts'
 import { sumCiphertexts } from '../helpers/codec-fixture.ts';
 import { Federation, waitFor } from '../helpers/federation.ts';
 import { cohort } from '../helpers/run-cli.ts';
+import { macOf, siteMacKey } from '../helpers/site-aggregate.ts';
 import { rawPublish, rawRequest } from './hostile-client.ts';
 
 const F = 'hostile';
@@ -325,6 +326,7 @@ describe('a hostile site against a live federation', () => {
     const open = opens.slice(since).find((o) => o.assignments.some((a) => a.site === HOSTILE))!;
     const aggregator = open.assignments.find((a) => a.site === HOSTILE)!.aggregator;
     const keyset = loadSiteKeyset(hostile.ckks, hostile.keysDir, HOSTILE, F);
+    const macKey = siteMacKey(hostile);
     const context = { federation: F, round: open.round, baseCommit: open.baseCommit, version: open.version };
     const options = {
       bits: open.bits as 8,
@@ -336,7 +338,7 @@ describe('a hostile site against a live federation', () => {
       const e = encodeUpdate({
         update,
         residual: null,
-        credentials: { signer: HOSTILE, ckks: keyset, signing: hostile.signing },
+        credentials: { signer: HOSTILE, ckks: keyset, signing: hostile.signing, mac: macOf(macKey, open) },
         context,
         options,
         exampleWeight,
@@ -349,6 +351,7 @@ describe('a hostile site against a live federation', () => {
     const small = await send(new Float32Array(10).fill(0.01), 500);
     const heavy = await send(new Float32Array(open.totalParams).fill(0.01), 1e12);
     keyset.delete();
+    macKey.delete();
     expect(small).toMatch(/BLOCK_NOT_PINNED/);
     expect(heavy).toMatch(/BLOCK_NOT_PINNED/);
 
@@ -473,7 +476,6 @@ describe('a hostile site against a live federation', () => {
         ckksParamsId: evil.ckks.paramsId,
         keys: evil.keys,
         allowedAlgorithms: f.dep.config.crypto.signature.allowed,
-        participants: open.assignments.length,
       });
       const updates = mine.map((site) => {
         const all = frames.get(`${open.round}/${site}`)!;
@@ -499,7 +501,6 @@ describe('a hostile site against a live federation', () => {
         {
           crcChunkBytes: open.crcChunkBytes,
           siteManifests: updates.map((u) => u.manifest),
-          participants: open.assignments.length,
         },
       );
       for (const frame of [...partial.blocks, partial.manifest]) {

@@ -5,6 +5,7 @@ import {
   getCkksContext,
 } from '../../crypto/ckks/index.ts';
 import type { LaneContext } from '../../crypto/lanes/index.ts';
+import { AggregateMacKey } from '../../crypto/mac/index.ts';
 import {
   generateSigningKeyPair,
   type SignatureAlgorithm,
@@ -13,18 +14,42 @@ import {
 import {
   BlockVerifier,
   type CodecOptions,
+  codecEncoding,
+  dataSlotsOfBlock,
   type RoundContext,
+  type RoundMac,
   type SiteCredentials,
+  signBlocks,
+  UpdateTagger,
+  updateLayout,
 } from '../../src/protocol/index.ts';
 
-/** A federation of `n` sites sharing one CKKS keyset, each with its own signing key. */
+/**
+ * A federation of `n` sites sharing one CKKS keyset and one aggregate-MAC key, each with its own
+ * signing key.
+ */
 export interface CodecFixture {
   ctx: CkksContext;
   keyset: CkksKeyset;
+  macKey: AggregateMacKey;
+  /** Each site's credentials in `context`'s round (its MAC bound to that round, attempt empty). */
   sites: SiteCredentials[];
   signers: Map<string, SigningKeyPair>;
   context: RoundContext;
+  /** The aggregate MAC of a round (default `context`'s) and attempt (default empty). */
+  mac(round?: Pick<RoundContext, 'federation' | 'round'>, attempt?: Uint8Array): RoundMac;
+  /** Site `i`'s credentials in another round. */
+  site(i: number, round: Pick<RoundContext, 'federation' | 'round'>, attempt?: Uint8Array): SiteCredentials;
   verifier(options?: Partial<{ context: RoundContext; encoding: CodecOptions }>): BlockVerifier;
+}
+
+/** The aggregate MAC of `round` under `key` (attempt empty unless given). */
+export function roundMac(
+  key: AggregateMacKey,
+  round: Pick<RoundContext, 'federation' | 'round'>,
+  attempt: Uint8Array = new Uint8Array(0),
+): RoundMac {
+  return { key, nonce: { federation: round.federation, round: round.round, attempt } };
 }
 
 export function roundContext(round = 7, federation = 'test-fed'): RoundContext {
@@ -37,21 +62,25 @@ export async function codecFixture(
 ): Promise<CodecFixture> {
   const ctx = await getCkksContext(DEFAULT_CKKS_PARAMS);
   const keyset = CkksKeyset.create(ctx);
+  const macKey = AggregateMacKey.random();
+  const context = roundContext();
   const signers = new Map<string, SigningKeyPair>();
   const sites: SiteCredentials[] = [];
   for (let i = 0; i < n; i++) {
     const signer = `site-${i}`;
     const signing = generateSigningKeyPair(algorithm);
     signers.set(signer, signing);
-    sites.push({ signer, ckks: keyset, signing });
+    sites.push({ signer, ckks: keyset, signing, mac: roundMac(macKey, context) });
   }
-  const context = roundContext();
   return {
     ctx,
     keyset,
+    macKey,
     sites,
     signers,
     context,
+    mac: (round = context, attempt) => roundMac(macKey, round, attempt),
+    site: (i, round, attempt) => ({ ...sites[i]!, mac: roundMac(macKey, round, attempt) }),
     verifier: (o) =>
       new BlockVerifier({
         context: o?.context ?? context,
@@ -98,4 +127,59 @@ export function sumCiphertexts(
     s.delete();
     return bytes;
   });
+}
+
+/**
+ * A ciphertext with a plaintext added to its slots (`delta`, slot by slot; 0 beyond its length):
+ * what anyone can do to a CKKS ciphertext without any key, at the ciphertext's level and scale.
+ */
+export function addPlaintext(ctx: CkksContext, ciphertext: Uint8Array, delta: Float64Array): Uint8Array {
+  const ct = ctx.loadCiphertext(ciphertext);
+  const plain = new ctx.seal.Plaintext();
+  try {
+    const values = new Float64Array(ctx.slots);
+    values.set(delta.subarray(0, ctx.slots));
+    ctx.encoder.encode(values, ctx.scale, plain);
+    ctx.evaluator.plainModSwitchToInplace(plain, ctx.lastParmsId);
+    ctx.evaluator.addPlain(ct, plain, ct);
+    return ctx.serialize(ct);
+  } finally {
+    plain.delete();
+    ct.delete();
+  }
+}
+
+/**
+ * An update whose data slots hold whatever `slotValues(block)` gives (integers a site may pick
+ * freely: negative, above a lane's range, carrying into the next lane), tagged with the site's own
+ * MAC key so the MAC holds, encrypted and signed like any update: what a hostile site holding
+ * every key of its own can send.
+ */
+export function hostileUpdate(
+  site: SiteCredentials,
+  context: RoundContext,
+  options: CodecOptions,
+  totalParams: number,
+  slotValues: (block: number, dataSlots: number) => Float64Array,
+): { blocks: Uint8Array[]; manifest: Uint8Array } {
+  const encoding = codecEncoding(site.ckks.ctx, options);
+  const layout = updateLayout(totalParams, encoding);
+  const tagger = new UpdateTagger(site.mac, layout, site.signer);
+  const ciphertexts: Uint8Array[] = [];
+  for (let b = 0; b < layout.blocks; b++) {
+    const { count } = dataSlotsOfBlock(layout, b);
+    const slots = new Float64Array(encoding.slots);
+    slots.set(slotValues(b, count).subarray(0, count));
+    tagger.block(b, slots);
+    ciphertexts.push(site.ckks.encrypt(slots));
+  }
+  return signBlocks(
+    context,
+    site.signer,
+    site.signing,
+    { totalParams, exampleWeight: 10, encoding, crcChunkBytes: options.crcChunkBytes },
+    ciphertexts,
+    1,
+    [],
+  );
 }

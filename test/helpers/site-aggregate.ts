@@ -1,19 +1,34 @@
+import { AggregateMacKey } from '../../crypto/mac/index.ts';
 import {
   type Aggregate,
   BlockVerifier,
   type CodecOptions,
   encodeUpdate,
-  type LanePosition,
   type RoundContext,
+  type RoundMac,
   sumUpdates,
 } from '../../src/protocol/index.ts';
-import { loadSiteKeyset, type MemberContext } from '../../src/services/index.ts';
+import { loadSiteDataKey, loadSiteKeyset, type MemberContext } from '../../src/services/index.ts';
+
+/** A site's aggregate-MAC key, from its own data-key envelope (as its agent derives it). */
+export function siteMacKey(site: MemberContext): AggregateMacKey {
+  const federation = site.config.federation.id;
+  return AggregateMacKey.fromDataKey(loadSiteDataKey(site.keysDir, site.member, federation), federation);
+}
+
+/** The aggregate MAC of `round` (and its RoundOpen's `attempt`) under `key`. */
+export function macOf(
+  key: AggregateMacKey,
+  round: { readonly federation: string; readonly round: number; readonly attempt: Uint8Array },
+): RoundMac {
+  return { key, nonce: { federation: round.federation, round: round.round, attempt: round.attempt } };
+}
 
 /**
  * An aggregate of one site's update of `context`'s round, as a test playing the aggregator makes
  * it: the site's update (a small fixed step of `params` parameters) encoded with the site's own
- * CKKS and signing keys, verified with `verifier`'s registry and summed. Its integrity lanes carry
- * the round's tag, so it decodes in that round only.
+ * CKKS, MAC and signing keys, verified with `verifier`'s registry and summed. Its MAC is bound to
+ * the round and `attempt`, so it decodes in that round (and attempt) only.
  */
 export function siteAggregate(
   site: MemberContext,
@@ -23,21 +38,23 @@ export function siteAggregate(
     readonly options: CodecOptions;
     readonly params: number;
     readonly examples: number;
-    readonly position?: LanePosition;
+    /** The RoundOpen's attempt the update's MAC is bound to. */
+    readonly attempt: Uint8Array;
     readonly roundingSeed?: { readonly key0: number; readonly key1: number };
   },
 ): Aggregate {
   const federation = site.config.federation.id;
   const keyset = loadSiteKeyset(site.ckks, site.keysDir, site.member, federation);
+  const macKey = siteMacKey(site);
+  const mac = macOf(macKey, { federation, round: input.context.round, attempt: input.attempt });
   try {
     const encoded = encodeUpdate({
       update: new Float32Array(input.params).fill(0.001),
       residual: null,
-      credentials: { signer: site.member, ckks: keyset, signing: site.signing },
+      credentials: { signer: site.member, ckks: keyset, signing: site.signing, mac },
       context: input.context,
       options: input.options,
       exampleWeight: input.examples,
-      ...(input.position === undefined ? {} : { position: input.position }),
       ...(input.roundingSeed === undefined ? {} : { roundingSeed: input.roundingSeed }),
     });
     const v = new BlockVerifier({
@@ -45,10 +62,10 @@ export function siteAggregate(
       ckksParamsId: verifier.ckks.paramsId,
       keys: verifier.keys,
       allowedAlgorithms: verifier.config.crypto.signature.allowed,
-      participants: input.position?.participants ?? 1,
     });
     return sumUpdates(verifier.ckks, [v.verifyUpdate(encoded)]);
   } finally {
+    macKey.delete();
     keyset.delete();
   }
 }

@@ -69,7 +69,7 @@ describe('crypto timings', () => {
     expect(await m.count('load')).toBe(2 * blocks);
     expect(await m.count('add')).toBe(blocks);
     expect(await m.count('decrypt')).toBe(0);
-    const decoded = decodeAggregate(fx.keyset, sum, fx.context, [], m.timings);
+    const decoded = decodeAggregate(fx.keyset, sum, fx.mac(), m.timings);
     expect(decoded.contributors).toBe(2);
     expect(await m.count('decrypt')).toBe(blocks);
     expect(await m.count('encrypt')).toBe(blocks); // b was encoded without an observer
@@ -80,9 +80,9 @@ describe('crypto timings', () => {
     const observed = encode(0, throwing);
     expect(observed.levels).toEqual(plain.levels);
     const updates = [plain, encode(1)].map((u) => fx.verifier().verifyUpdate(u));
-    const expected = decodeAggregate(fx.keyset, sumUpdates(fx.ctx, updates), fx.context);
+    const expected = decodeAggregate(fx.keyset, sumUpdates(fx.ctx, updates), fx.mac());
     const sum = sumUpdates(fx.ctx, updates, throwing);
-    const got = decodeAggregate(fx.keyset, sum, fx.context, [], throwing);
+    const got = decodeAggregate(fx.keyset, sum, fx.mac(), throwing);
     expect(got.laneSums).toEqual(expected.laneSums);
   });
 

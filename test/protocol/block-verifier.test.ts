@@ -252,12 +252,12 @@ describe('BlockVerifier rejects each bad input with its own reason', () => {
     });
     expect(rejection(() => sumUpdates(fx.ctx, updates))).toBe('LANE_OVERFLOW');
     const two = sumUpdates(fx.ctx, updates.slice(0, 2));
-    // An understated count: the count lane tells the sum holds two updates.
+    // An understated list: the MAC holds for the two sites summed, not for one.
     const understated: Aggregate = { ...two, contributors: 1, sites: two.sites.slice(0, 1) };
-    expect(rejection(() => decodeAggregate(fx.keyset, understated, fx.context))).toBe('INTEGRITY_MISMATCH');
+    expect(rejection(() => decodeAggregate(fx.keyset, understated, fx.mac()))).toBe('MAC_MISMATCH');
     const overstated: Aggregate = { ...two, contributors: 3 };
-    expect(rejection(() => decodeAggregate(fx.keyset, overstated, fx.context))).toBe('LANE_OVERFLOW');
-    expect(decodeAggregate(fx.keyset, two, fx.context).contributors).toBe(2);
+    expect(rejection(() => decodeAggregate(fx.keyset, overstated, fx.mac()))).toBe('LANE_OVERFLOW');
+    expect(decodeAggregate(fx.keyset, two, fx.mac()).contributors).toBe(2);
   });
 
   it('a block over the size any ciphertext allows → OVERSIZE before its protobuf is decoded', () => {

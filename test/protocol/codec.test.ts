@@ -46,7 +46,7 @@ describe('codec: eight sites, 1,000,000 parameters, encode → verify → sum �
       const aggregate = sumUpdates(fx.ctx, verified);
       expect(aggregate.contributors).toBe(SITES);
       expect(aggregate.totalWeight).toBe(SITES * 100 + 28);
-      const decoded = decodeAggregate(fx.keyset, aggregate, fx.context);
+      const decoded = decodeAggregate(fx.keyset, aggregate, fx.mac());
 
       // Integer sums: exactly what each site quantized, added in the clear.
       const expected = new Float64Array(PARAMS);
@@ -128,7 +128,7 @@ describe('codec: eight sites, 1,000,000 parameters, encode → verify → sum �
     const copy = CkksKeyset.import(fx.ctx, bytes);
     bytes.fill(0);
     try {
-      expect(Array.from(decodeAggregate(copy, agg, fx.context).laneSums)).toEqual(Array.from(e.levels));
+      expect(Array.from(decodeAggregate(copy, agg, fx.mac()).laneSums)).toEqual(Array.from(e.levels));
     } finally {
       copy.delete();
     }

@@ -131,7 +131,6 @@ describe('evaluation lanes', () => {
           context: fx.context,
           options: DEFAULT_CODEC_OPTIONS,
           exampleWeight: 10,
-          position: { index: s, participants: 3 },
           extraLevels,
         });
         expect(encoded.residual.length).toBe(params);
@@ -140,7 +139,6 @@ describe('evaluation lanes', () => {
           ckksParamsId: fx.ctx.paramsId,
           keys: (signer) => fx.signers.get(signer),
           allowedAlgorithms: ['falcon-512'],
-          participants: 3,
           pinned: { totalParams: params + extraLevels.length },
         });
         updates.push(verifier.verifyUpdate(encoded));
@@ -149,12 +147,7 @@ describe('evaluation lanes', () => {
 
     it('the decrypted tail decodes to the three sites’ totals, and only those', () => {
       const bits = DEFAULT_CODEC_OPTIONS.bits;
-      const decoded = decodeAggregate(
-        fx.keyset,
-        sumUpdates(fx.ctx, updates),
-        roundContext(),
-        fx.sites.map((s) => s.signer),
-      );
+      const decoded = decodeAggregate(fx.keyset, sumUpdates(fx.ctx, updates), fx.mac());
       expect(decoded.laneSums.length).toBe(params + evaluationLaneCount(2, bits));
       const totals = decodeEvaluation(decoded.laneSums.subarray(params), 2, bits);
       expect(totals).toEqual(sumEvaluations(sites));

@@ -219,8 +219,8 @@ describe('ParallelBlockVerifier', () => {
     const pipelined = builder.finish();
     expect(pipelined.sites).toEqual(sequentialSum.sites);
     expect(pipelined.totalWeight).toBe(sequentialSum.totalWeight);
-    const a = decodeAggregate(fx.keyset, pipelined, fx.context);
-    const b = decodeAggregate(fx.keyset, sequentialSum, fx.context);
+    const a = decodeAggregate(fx.keyset, pipelined, fx.mac());
+    const b = decodeAggregate(fx.keyset, sequentialSum, fx.mac());
     expect(a.contributors).toBe(3);
     expect(a.laneSums).toEqual(b.laneSums);
   });

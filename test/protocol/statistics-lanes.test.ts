@@ -151,7 +151,6 @@ describe('statistics lanes', () => {
           context: fx.context,
           options: DEFAULT_CODEC_OPTIONS,
           exampleWeight: sites[s]!.count,
-          position: { index: s, participants: 3 },
           extraLevels,
         });
         const verifier = new BlockVerifier({
@@ -159,7 +158,6 @@ describe('statistics lanes', () => {
           ckksParamsId: fx.ctx.paramsId,
           keys: (signer) => fx.signers.get(signer),
           allowedAlgorithms: ['falcon-512'],
-          participants: 3,
           pinned: { totalParams: extraLevels.length },
         });
         updates.push(verifier.verifyUpdate(encoded));
@@ -167,12 +165,7 @@ describe('statistics lanes', () => {
     });
 
     it('decrypts to the pooled totals', () => {
-      const decoded = decodeAggregate(
-        fx.keyset,
-        sumUpdates(fx.ctx, updates),
-        roundContext(),
-        fx.sites.map((s) => s.signer),
-      );
+      const decoded = decodeAggregate(fx.keyset, sumUpdates(fx.ctx, updates), fx.mac());
       const totals = decodeStatistics(decoded.laneSums, 2, DEFAULT_CODEC_OPTIONS.bits);
       expect(totals).toEqual(sumFeatureTotals(sites.map(featureTotals)));
     });

@@ -154,12 +154,13 @@ describe('a slow site (many local epochs)', () => {
 
   it('stops training when PREPARE arrives, and votes at once', async () => {
     const head = agent.head()!;
-    // An aggregate of round 2 (its integrity lanes carry round 2's tag): site-1's round-1 step, re-encoded.
+    // An aggregate of round 2 (its MAC bound to round 2's opening): site-1's round-1 step, re-encoded.
     const previous = siteAggregate(site, aggregator, {
       context: { federation: F, round: 2, baseCommit: head.hash, version: head.height },
       options: codec,
       params: 7850,
       examples: 2000,
+      attempt: new Uint8Array(16).fill(2),
     });
     await open(2, head, Date.now() + 120_000);
     await waitFor('training', () => agent.state === 'TRAINING');

@@ -61,7 +61,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
   const heartbeats: ControlBodies['heartbeat'][] = [];
   let goodEnvelope: Uint8Array | undefined;
   let aggRound: AggregatorRound | null = null;
-  /** One aggregate per round: a PREPARE's aggregate must carry its own round's tag in the integrity lanes. */
+  /** One aggregate per round: a PREPARE's aggregate must carry its own round's (and attempt's) MAC. */
   const aggregatesOf = new Map<number, Aggregate>();
 
   /**
@@ -76,8 +76,8 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
       options: codec,
       params: PARAMETER_COUNT,
       examples: 1000,
-      roundingSeed: { key0: 1, key1: 1 }, // the same levels every round: only the round tag differs
-      position: { index: 0, participants: deployment.sites.length }, // site-1 of the RoundOpen's sites
+      roundingSeed: { key0: 1, key1: 1 }, // the same levels every round: only the MAC's round differs
+      attempt: attemptOf(round),
     });
     aggregatesOf.set(round, aggregate);
     return aggregate;
@@ -193,7 +193,6 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
         encoding: codecEncoding(aggregator.ckks, codec),
         keys: aggregator.keys,
         allowedAlgorithms: deployment.config.crypto.signature.allowed,
-        participants: deployment.sites.length,
       }),
       blocks: new Map(),
       updates: [],

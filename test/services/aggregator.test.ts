@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LaneKeyset } from '../../crypto/lanes/index.ts';
+import type { AggregateMacKey } from '../../crypto/mac/index.ts';
 import { loadSigningKeyPair, type SigningKeyPair } from '../../crypto/signature/index.ts';
 import {
   type Aggregate,
@@ -38,6 +39,7 @@ import {
 } from '../../src/services/index.ts';
 import { ensureContributionStream, readStoredContribution } from '../../src/services/store/index.ts';
 import { TransportError } from '../../src/transport/index.ts';
+import { macOf, siteMacKey } from '../helpers/site-aggregate.ts';
 
 const CODEC: CodecOptions = { bits: 8, clip: 0.05, maxContributors: 32, crcChunkBytes: 16_384 };
 /** 2 blocks at 8 bits / 32 contributors (12,288 parameters per block under the default CKKS). */
@@ -52,6 +54,10 @@ let agg: MemberContext;
 let service: AggregatorService;
 const sites: MemberContext[] = [];
 const keysets: LaneKeyset[] = [];
+const macKeys: AggregateMacKey[] = [];
+/** The MAC of `round`'s one opening in these tests (its attempt: 16 bytes of the round number). */
+const macIn = (key: AggregateMacKey, round: number) =>
+  macOf(key, { federation: dep.config.federation.id, round, attempt: new Uint8Array(16).fill(round) });
 /** Frames received on partial(agg-1), in arrival order. */
 const partials: Uint8Array[] = [];
 const heartbeats: { role: string; state: string }[] = [];
@@ -94,9 +100,6 @@ async function openRound(round: number, assignments: Assignment[], deadlineMs: n
   await until(() => service.stats().round === round, 5_000);
 }
 
-/** Round 4 assigns site-1 alone; rounds 1-3 all three sites, in their order. */
-const participantsOf = (round: number) => (round === 4 ? ['site-1'] : dep.sites);
-
 function encode(siteIndex: number, round: number): EncodedUpdate {
   const site = sites[siteIndex]!;
   const update = new Float32Array(PARAMS);
@@ -104,14 +107,15 @@ function encode(siteIndex: number, round: number): EncodedUpdate {
   return encodeUpdate({
     update,
     residual: null,
-    credentials: { signer: site.member, ckks: keysets[siteIndex]!, signing: site.signing },
+    credentials: {
+      signer: site.member,
+      ckks: keysets[siteIndex]!,
+      signing: site.signing,
+      mac: macIn(macKeys[siteIndex]!, round),
+    },
     context: context(round),
     options: CODEC,
     exampleWeight: 100 * (siteIndex + 1),
-    position: {
-      index: participantsOf(round).indexOf(site.member),
-      participants: participantsOf(round).length,
-    },
   });
 }
 
@@ -160,7 +164,6 @@ async function partialOf(round: number, timeoutMs: number) {
     ckksParamsId: coordinator.ckks.paramsId,
     keys: coordinator.keys,
     allowedAlgorithms: dep.config.crypto.signature.allowed,
-    participants: participantsOf(round).length,
   });
   const blocks: VerifiedBlock[] = frames
     .filter((f) => f[5] === FRAME_KIND.block)
@@ -177,7 +180,7 @@ async function partialOf(round: number, timeoutMs: number) {
   };
   return {
     manifest,
-    decoded: decodeAggregate(keysets[0]!, aggregate, context(round), participantsOf(round)),
+    decoded: decodeAggregate(keysets[0]!, aggregate, macIn(macKeys[0]!, round)),
   };
 }
 
@@ -221,6 +224,7 @@ beforeAll(async () => {
     const site = await openMember(dep.config, id);
     sites.push(site);
     keysets.push(loadSiteKeyset(site.ckks, keysDir, id, dep.config.federation.id));
+    macKeys.push(siteMacKey(site));
   }
   const partialSub = coordinator.transport.subscribe(coordinator.subjects.partial('agg-1'), async (msg) => {
     partials.push(msg.data);
@@ -242,6 +246,7 @@ afterAll(async () => {
   await service?.stop();
   for (const c of [agg, coordinator, ...sites]) await c?.close();
   for (const k of keysets) k.delete();
+  for (const k of macKeys) k.delete();
   await dep?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });

@@ -5,6 +5,7 @@ import { Command } from 'commander';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bytesEqual, sha256 } from '../../crypto/digest/index.ts';
 import type { LaneKeyset } from '../../crypto/lanes/index.ts';
+import type { AggregateMacKey } from '../../crypto/mac/index.ts';
 import { createStrategy, meanFromSum, type StrategyState } from '../../federation/index.ts';
 import { registerCoordinatorCommand } from '../../src/cli/commands/coordinator.ts';
 import { encodeAggregate } from '../../src/protocol/encode-aggregate.ts';
@@ -36,6 +37,7 @@ import {
 } from '../../src/services/index.ts';
 import { readObject } from '../../src/services/store/index.ts';
 import { bytesToHex, commitHash, modelHash, strategyStateHash } from '../../src/versions/index.ts';
+import { macOf, siteMacKey } from '../helpers/site-aggregate.ts';
 
 const F = 'ctest';
 const PARAMS = 784 * 10 + 10; // logistic regression
@@ -47,6 +49,7 @@ let coord: MemberContext;
 let aggs: MemberContext[];
 let sites: MemberContext[];
 let keysets: Map<string, LaneKeyset>;
+let macKeys: Map<string, AggregateMacKey>;
 const timers: NodeJS.Timeout[] = [];
 const beats = new Map<string, NodeJS.Timeout>();
 
@@ -99,7 +102,6 @@ function playAggregator(agg: MemberContext): void {
       ckksParamsId: agg.ckks.paramsId,
       keys: agg.keys,
       allowedAlgorithms: ['falcon-512'],
-      participants: open.assignments.length,
     });
     const builder = new AggregateBuilder(agg.ckks);
     const siteManifests: Uint8Array[] = [];
@@ -110,14 +112,15 @@ function playAggregator(agg: MemberContext): void {
       const enc = encodeUpdate({
         update,
         residual: null,
-        credentials: { signer: site, ckks: keysets.get(site)!, signing: siteCtx.signing },
+        credentials: {
+          signer: site,
+          ckks: keysets.get(site)!,
+          signing: siteCtx.signing,
+          mac: macOf(macKeys.get(site)!, open),
+        },
         context,
         options,
         exampleWeight: EXAMPLES,
-        position: {
-          index: open.assignments.findIndex((a) => a.site === site),
-          participants: open.assignments.length,
-        },
       });
       const blocks = enc.blocks.map((b) => verifier.verifyBlock(b));
       builder.add(assembleUpdate(verifier.verifyManifest(enc.manifest), blocks));
@@ -126,7 +129,6 @@ function playAggregator(agg: MemberContext): void {
     const partial = encodeAggregate(builder.finish(), { signer: agg.member, signing: agg.signing }, context, {
       crcChunkBytes: open.crcChunkBytes,
       siteManifests,
-      participants: open.assignments.length,
     });
     const blocks = partial.blocks.map((b, i) => {
       if (tamperRound !== open.round || i > 0) return b;
@@ -153,13 +155,8 @@ function playSite(site: MemberContext): void {
   const id = site.member;
   const strategy = createStrategy({ name: 'fedavg' });
   siteModels.set(id, { parameters: federationGenesis(dep.config).parameters.slice(), state: null });
-  const participants = new Map<number, string[]>();
   site.transport.subscribe(site.subjects.roundOpen, async (msg) => {
     const open = openControl(msg.data, 'round-open', site.keys).body;
-    participants.set(
-      open.round,
-      open.assignments.map((a) => a.site),
-    );
     if (id === 'site-1') seen.opens.push(open);
   });
   const candidateFor = (p: ControlBodies['prepare']) => {
@@ -173,8 +170,7 @@ function playSite(site: MemberContext): void {
         totalWeight: p.totalWeight,
         ciphertexts: p.ciphertexts,
       },
-      p,
-      participants.get(p.round)!,
+      macOf(macKeys.get(id)!, p),
     );
     // The sum holds Σ n_k·Δ_k·m/N: FedAvg's mean is sum·N/(m·W).
     const mean = meanFromSum(
@@ -318,6 +314,7 @@ beforeAll(async () => {
   aggs = await Promise.all(dep.aggregators.map((a) => openMember(dep.config, a)));
   sites = await Promise.all(dep.sites.map((s) => openMember(dep.config, s)));
   keysets = new Map(sites.map((s) => [s.member, loadSiteKeyset(s.ckks, s.keysDir, s.member, F)]));
+  macKeys = new Map(sites.map((s) => [s.member, siteMacKey(s)]));
   for (const a of aggs) playAggregator(a);
   for (const s of sites) playSite(s);
   for (const m of [...aggs, ...sites]) await m.transport.flush();
@@ -328,6 +325,7 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const t of timers) clearInterval(t);
   for (const k of keysets?.values() ?? []) k.delete();
+  for (const k of macKeys?.values() ?? []) k.delete();
   for (const m of [...(aggs ?? []), ...(sites ?? []), ...(coord ? [coord] : [])]) await m.close();
   await dep?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
@@ -375,8 +373,7 @@ describe('coordinator', () => {
         totalWeight: prep1.totalWeight,
         ciphertexts: prep1.ciphertexts,
       },
-      prep1,
-      open1.assignments.map((a) => a.site),
+      macOf(macKeys.get('site-1')!, prep1),
     );
     const u1 = updates.get('1/site-1')!;
     const u2 = updates.get('1/site-2')!;

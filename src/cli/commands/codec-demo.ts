@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { CkksKeyset, DEFAULT_CKKS_PARAMS, getCkksContext } from '../../../crypto/ckks/index.ts';
+import { AggregateMacKey } from '../../../crypto/mac/index.ts';
 import { generateSigningKeyPair, type SignatureAlgorithm } from '../../../crypto/signature/index.ts';
 import { type QuantBits, sumErrorBound } from '../../../federation/index.ts';
 import { BlockRejectedError, InvalidArgumentError } from '../../errors/index.ts';
@@ -10,6 +11,7 @@ import {
   decodeAggregate,
   encodeUpdate,
   type RoundContext,
+  type RoundMac,
   type SiteCredentials,
 } from '../../protocol/index.ts';
 import type { CliContext } from '../cli-context.ts';
@@ -85,7 +87,9 @@ async function runDemo(
   say(
     `Cohort codec demo: ${o.sites} sites × ${o.params.toLocaleString('en-US')} parameters, ${o.bits}-bit, CKKS N=${DEFAULT_CKKS_PARAMS.polyModulusDegree} [${DEFAULT_CKKS_PARAMS.coeffModulus.join(',')}], ${o.alg}`,
   );
-  const creds: SiteCredentials[] = Array.from({ length: o.sites }, (_, i) => ({
+  // The aggregate MAC's key: sites alone hold it (here one random key stands for the federation's).
+  const macKey = AggregateMacKey.random();
+  const creds: Omit<SiteCredentials, 'mac'>[] = Array.from({ length: o.sites }, (_, i) => ({
     signer: `site-${i}`,
     ckks: keyset,
     signing: generateSigningKeyPair(o.alg),
@@ -104,6 +108,7 @@ async function runDemo(
       version: round - 1,
       baseCommit: new Uint8Array(32),
     };
+    const mac: RoundMac = { key: macKey, nonce: { federation: 'demo', round, attempt: new Uint8Array(0) } };
     let t = performance.now();
     const truths = creds.map((_, s) => siteUpdate(o.params, s, round));
     const previous = [...residuals];
@@ -111,7 +116,7 @@ async function runDemo(
       const e = encodeUpdate({
         update: truths[s]!,
         residual: residuals[s]!,
-        credentials,
+        credentials: { ...credentials, mac },
         context,
         options,
         exampleWeight: 100,
@@ -140,7 +145,7 @@ async function runDemo(
     const aggMs = performance.now() - t;
 
     t = performance.now();
-    const decoded = decodeAggregate(keyset, aggregate, context);
+    const decoded = decodeAggregate(keyset, aggregate, mac);
     const decMs = performance.now() - t;
 
     let exact = true;
@@ -182,7 +187,10 @@ async function runDemo(
   const e = encodeUpdate({
     update: siteUpdate(5000, 0, 1),
     residual: null,
-    credentials: creds[0]!,
+    credentials: {
+      ...creds[0]!,
+      mac: { key: macKey, nonce: { federation: 'demo', round: 1, attempt: new Uint8Array(0) } },
+    },
     context,
     options,
     exampleWeight: 1,
@@ -214,6 +222,7 @@ async function runDemo(
       say(`tamper check: ${what}: rejected ${err.reason}`);
     }
   }
+  macKey.delete();
   keyset.delete();
   say('done: every round decrypted to the exact integer sums; the aggregator never held a secret key.');
 }

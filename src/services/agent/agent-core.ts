@@ -1,4 +1,5 @@
 import type { LaneKeyset } from '../../../crypto/lanes/index.ts';
+import type { AggregateMacKey } from '../../../crypto/mac/index.ts';
 import type { ModelSpec, ServerStrategy } from '../../../federation/index.ts';
 import type { Dataset, TrainingEngine } from '../../../gpu/index.ts';
 import type { AgentStateMachine } from '../../agent/index.ts';
@@ -133,6 +134,12 @@ export interface AgentCore {
   keysetError: string | null;
   /** The federation data key (snapshots), or null when this site has none. */
   dataKey: Uint8Array | null;
+  /**
+   * The aggregate MAC's key, derived from the data key (`AggregateMacKey.fromDataKey`): tags this
+   * site's updates and checks every aggregate it decrypts. Null without a data key: the site then
+   * neither trains nor votes YES.
+   */
+  macKey: AggregateMacKey | null;
   /** The round whose candidate is prepared (state PREPARED), else null. */
   preparedRound: number | null;
   /** This site's update in the current round: RMS and bytes for its vote, digest for the residual. */

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { AggregateMacKey } from '../../../crypto/mac/index.ts';
 import { createStrategy, type StrategyConfig } from '../../../federation/index.ts';
 import { createCpuEngine } from '../../../gpu/cpu/index.ts';
 import type { Dataset, TrainingEngine } from '../../../gpu/index.ts';
@@ -57,11 +58,13 @@ export async function loadAgentCore(
   try {
     dataKey = loadSiteDataKey(ctx.keysDir, ctx.member, config.federation.id);
   } catch (err) {
-    ctx.log.warn(
+    keysetError ??= `no federation data key (the aggregate MAC's key): ${describe(err)}`;
+    ctx.log.error(
       { err: describe(err) },
-      'no federation data key: this site neither writes nor reads snapshots',
+      'no federation data key: this site cannot tag its updates or check aggregates, and neither writes nor reads snapshots',
     );
   }
+  const macKey = dataKey === null ? null : AggregateMacKey.fromDataKey(dataKey, config.federation.id);
   const store = openModelStore(join(config.paths.dataDir, ctx.member));
   const follower = await LogFollower.open(ctx.transport.connection, {
     federation: config.federation.id,
@@ -92,6 +95,7 @@ export async function loadAgentCore(
     keyset,
     keysetError,
     dataKey,
+    macKey,
     preparedRound: null,
     lastUpdate: null,
     lastUploadMs: 0,
@@ -117,6 +121,8 @@ export async function releaseAgentCore(core: AgentCore, ownsKeyset: boolean): Pr
   core.keyset = null;
   core.dataKey?.fill(0);
   core.dataKey = null;
+  core.macKey?.delete();
+  core.macKey = null;
 }
 
 async function createEngine(learning: MemberContext['config']['learning']): Promise<TrainingEngine> {

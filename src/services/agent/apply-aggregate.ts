@@ -6,6 +6,7 @@ import {
   decodeAggregate,
   decodeEvaluation,
   type Evaluation,
+  type RoundMac,
 } from '../../protocol/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
 import type { ServicePrivacy } from '../privacy-plan.ts';
@@ -27,8 +28,8 @@ export interface AppliedRound {
  * The deterministic step every site takes from a round's aggregate (DESIGN §2 step 7): decrypt
  * the summed ciphertexts, unpack the lanes (refusing overflow), dequantize, form FedAvg's mean
  * Δ̄ = sum · N / (m · W) (the sum holds Σ_k n_k·Δ_k · m/N), and apply the server strategy to
- * `model` and `state`; `context` names the round, whose tag the integrity lanes must show, and
- * `participants` its RoundOpen's assignments in order, whose presence lanes they must show;
+ * `model` and `state`; `context` names the round and its opening attempt, to which the aggregate's
+ * MAC is bound (it must be the exact sum of its listed contributions: `MAC_MISMATCH`);
  * `robustDelta` the Δ̄ of a robust `plain`-mode round (`robustDeltaFor`), applied instead of the
  * sum's mean. The same function serves PREPARE (a candidate to vote on) and catch-up
  * (a commit to replay), so a replayed model is bit-identical to the voted one.
@@ -41,8 +42,7 @@ export function applyAggregate(
   state: StrategyState | null,
   info: AggregateInfo,
   ciphertexts: readonly Uint8Array[],
-  context: { readonly federation: string; readonly round: number },
-  participants: readonly string[],
+  context: RoundAttempt,
   robustDelta: Float32Array | null = null,
 ): AppliedRound {
   assertDecryptable(core, info);
@@ -59,7 +59,13 @@ export function applyAggregate(
       `cannot average with participants ${m}, totalExamples ${N}, totalWeight ${W}`,
     );
   }
-  const decoded = decryptAggregate(core, info, ciphertexts, context, participants);
+  const decoded = decryptAggregate(core, info, ciphertexts, context);
+  if (decoded.clamped > 0) {
+    core.ctx.log.warn(
+      { round: context.round, clamped: decoded.clamped, contributors: decoded.contributors },
+      'aggregate holds values no honest site sends: clamped to the honest range (a contribution out of range)',
+    );
+  }
   // Private levels average over the contributors: every site weighs 1 (docs/privacy.md).
   // A robust round applies the coordinator's Δ̄ (checked against the commit's record by the caller);
   // the sum still proves the contributors and carries the evaluation lanes.
@@ -82,8 +88,24 @@ export function applyAggregate(
   return { parameters: next.parameters, strategyState: next.state, evaluation };
 }
 
+/** The round and opening attempt an aggregate belongs to (PREPARE's, or a decision's fields). */
+export interface RoundAttempt {
+  readonly federation: string;
+  readonly round: number;
+  readonly attempt: Uint8Array;
+}
+
+/** The round's aggregate MAC at this site: its key, bound to `round`'s federation, number and attempt. */
+export function roundMacOf(core: AgentCore, round: RoundAttempt): RoundMac {
+  if (core.macKey === null) throw new InvalidArgumentError(`no aggregate MAC key: ${core.keysetError}`);
+  return {
+    key: core.macKey,
+    nonce: { federation: round.federation, round: round.round, attempt: round.attempt },
+  };
+}
+
 /**
- * Decrypts and decodes a round's aggregate (lanes unpacked, integrity lanes checked), refusing one
+ * Decrypts and decodes a round's aggregate (MAC checked, lanes unpacked), refusing one
  * of no contributor or of fewer than `round.minContributors` sites: such a sum is never decrypted,
  * whoever proposes it. Shared by training rounds ({@link applyAggregate}) and statistics rounds.
  */
@@ -91,8 +113,7 @@ export function decryptAggregate(
   core: AgentCore,
   info: AggregateInfo,
   ciphertexts: readonly Uint8Array[],
-  context: { readonly federation: string; readonly round: number },
-  participants: readonly string[],
+  context: RoundAttempt,
 ): DecodedAggregate {
   assertDecryptable(core, info);
   return decodeAggregate(
@@ -105,14 +126,14 @@ export function decryptAggregate(
       totalWeight: info.totalWeight,
       ciphertexts,
     },
-    context,
-    participants,
+    roundMacOf(core, context),
     core.options.cryptoTimings,
   );
 }
 
 function assertDecryptable(core: AgentCore, info: AggregateInfo): void {
-  if (core.keyset === null) throw new InvalidArgumentError(`cannot decrypt: ${core.keysetError}`);
+  if (core.keyset === null || core.macKey === null)
+    throw new InvalidArgumentError(`cannot decrypt: ${core.keysetError}`);
   if (info.contributors.length === 0) throw new InvalidArgumentError('aggregate has no contributors');
   const minimum = core.ctx.config.round.minContributors;
   if (info.contributors.length < minimum) {

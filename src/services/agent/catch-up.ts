@@ -141,7 +141,7 @@ async function replayCommit(
     // chain binds the sums; every voter decrypted them from the aggregate).
     next = base;
   } else {
-    if (core.keyset === null) {
+    if (core.keyset === null || core.macKey === null) {
       throw new AgentError(
         'REPLAY_UNAVAILABLE',
         `cannot replay round ${cc.commit.round}: no CKKS key (${core.keysetError})`,
@@ -166,17 +166,7 @@ async function replayCommit(
       'REPLAY_MISMATCH',
     );
     try {
-      const participants = decided.open.assignments.map((a) => a.site);
-      next = applyAggregate(
-        core,
-        base.parameters,
-        base.strategyState,
-        info,
-        ciphertexts,
-        d,
-        participants,
-        robust,
-      );
+      next = applyAggregate(core, base.parameters, base.strategyState, info, ciphertexts, d, robust);
     } catch (cause) {
       // Every voter decoded and applied this aggregate; failing to is a divergence, not bad luck.
       throw new AgentError(

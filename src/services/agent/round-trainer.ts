@@ -63,7 +63,7 @@ export async function onRoundOpen(
       `base commit ${bytesToHex(open.baseCommit)} (height ${open.version}) is not my head ${bytesToHex(now.hash)} (height ${now.height})`,
     );
   }
-  if (core.keyset === null) return skip(`cannot encrypt: ${core.keysetError}`);
+  if (core.keyset === null || core.macKey === null) return skip(`cannot encrypt: ${core.keysetError}`);
   if (assignment.examples !== core.examples) {
     return skip(`RoundOpen pins ${assignment.examples} examples for this site, it has ${core.examples}`);
   }

@@ -1,6 +1,7 @@
 import type { ControlBodies } from '../../protocol/index.ts';
 import { failpoint } from '../failpoint.ts';
 import type { AgentCore } from './agent-core.ts';
+import { roundMacOf } from './apply-aggregate.ts';
 
 /** A site's signed, encrypted update as `encodeUpdate` frames it. */
 export interface FramedUpdate {
@@ -51,7 +52,16 @@ export async function uploadUpdate(
 export function updateFraming(core: AgentCore, open: ControlBodies['round-open']) {
   const head = core.store.head()!;
   return {
-    credentials: { signer: core.member, ckks: core.keyset!, signing: core.ctx.signing },
+    credentials: {
+      signer: core.member,
+      ckks: core.keyset!,
+      signing: core.ctx.signing,
+      mac: roundMacOf(core, {
+        federation: core.ctx.config.federation.id,
+        round: open.round,
+        attempt: open.attempt,
+      }),
+    },
     context: {
       federation: core.ctx.config.federation.id,
       round: open.round,
@@ -63,11 +73,6 @@ export function updateFraming(core: AgentCore, open: ControlBodies['round-open']
       clip: open.clip,
       maxContributors: open.maxContributors,
       crcChunkBytes: open.crcChunkBytes,
-    },
-    // Its presence lane: its place among the round's participants (checked by every decrypting site).
-    position: {
-      index: open.assignments.findIndex((a) => a.site === core.member),
-      participants: open.assignments.length,
     },
     timings: core.options.cryptoTimings,
   };

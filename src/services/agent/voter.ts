@@ -62,7 +62,7 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
   }
   if (p.kind !== 'round' && p.kind !== '' && p.kind !== 'statistics')
     throw new VoteNo(`PREPARE of unknown kind ${JSON.stringify(p.kind)}`);
-  if (core.keyset === null) throw new VoteNo(`cannot decrypt: ${core.keysetError}`);
+  if (core.keyset === null || core.macKey === null) throw new VoteNo(`cannot decrypt: ${core.keysetError}`);
   checkContributors(core, p);
   let ciphertexts = p.ciphertexts;
   if (ciphertexts.length === 0 && p.aggregateObject !== '') {
@@ -70,7 +70,7 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
   } else if (!bytesEqual(aggregateDigest(ciphertexts), p.aggregateDigest)) {
     throw new VoteNo('the ciphertexts do not hash to the aggregate digest PREPARE names');
   }
-  // The round's participants, in RoundOpen's order, name the presence lanes (the log has the round open).
+  // The log has the round open, of the kind PREPARE says.
   const open = core.follower.history.openRound?.roundOpen;
   if (open === undefined || open.round !== p.round)
     throw new VoteNo(`the log does not show round ${p.round} open`);
@@ -87,9 +87,8 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
     object: '',
     objectBytes: 0,
   };
-  const participants = open.assignments.map((a) => a.site);
   const w = core.store.readModel(head);
-  if (p.kind === 'statistics') return statisticsCandidate(core, p, info, ciphertexts, participants, w);
+  if (p.kind === 'statistics') return statisticsCandidate(core, p, info, ciphertexts, w);
   checkPrivacyRecord(core, head, p, () => paramsPrivacy(p.params));
   const robust = await robustDeltaFor(
     core,
@@ -101,16 +100,7 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
     },
     'vote-no',
   );
-  const next = applyAggregate(
-    core,
-    w,
-    core.store.loadStrategyState(),
-    info,
-    ciphertexts,
-    p,
-    participants,
-    robust,
-  );
+  const next = applyAggregate(core, w, core.store.loadStrategyState(), info, ciphertexts, p, robust);
   const commit = roundCommit(head, {
     round: p.round,
     aggregateDigest: p.aggregateDigest,
@@ -145,7 +135,6 @@ function statisticsCandidate(
   p: ControlBodies['prepare'],
   info: AggregateInfo,
   ciphertexts: readonly Uint8Array[],
-  participants: readonly string[],
   w: Float32Array,
 ): PreparedCandidate {
   const features = contractFeatureCount(core.ctx.config);
@@ -159,7 +148,7 @@ function statisticsCandidate(
       `statistics of ${p.totalParams} lanes, ${features} features need ${statisticsLaneCount(features, p.encoding.bits)}`,
     );
   }
-  const decoded = decryptAggregate(core, info, ciphertexts, p, participants);
+  const decoded = decryptAggregate(core, info, ciphertexts, p);
   const totals = decodeStatistics(decoded.laneSums, features, p.encoding.bits);
   if (totals === null)
     throw new VoteNo('the statistics sums cannot be anyone’s (no rows, or a negative variance)');

@@ -277,7 +277,6 @@ export async function startAggregator(
       {
         crcChunkBytes: collector.open.crcChunkBytes,
         siteManifests,
-        participants: collector.open.assignments.length,
       },
     );
     const sites = aggregate.sites.map((c) => c.site);

@@ -107,7 +107,6 @@ export class RoundCollector {
       counters: options.counters,
       kind: 'site-update',
       maxCiphertextBytes: options.ckks.maxCiphertextBytes,
-      participants: open.assignments.length,
       pinned: { totalParams: open.totalParams, weightOf: (site) => this.#weights.get(site) },
       onSignatureVerified: signatureTimer(options.timings, 'site-update'),
     });

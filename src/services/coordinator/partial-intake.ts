@@ -117,7 +117,6 @@ export class PartialIntake {
       allowedAlgorithms: this.#allowed,
       kind: 'site-update',
       maxCiphertextBytes: this.#maxCiphertextBytes,
-      participants: input.assignments.length,
       pinned: { totalParams: this.#totalParams, weightOf: (site) => this.#weights.get(site) },
       onSignatureVerified: signatureTimer(input.timings, 'site-update'),
     });
@@ -208,7 +207,6 @@ export class PartialIntake {
           allowedAlgorithms: this.#allowed,
           kind: 'partial',
           maxCiphertextBytes: this.#maxCiphertextBytes,
-          participants: this.#assignment.size,
           pinned: { totalParams: this.#totalParams },
           onSignatureVerified: signatureTimer(this.#timings, 'partial'),
         }),

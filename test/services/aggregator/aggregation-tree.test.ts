@@ -122,7 +122,6 @@ describe('a two-level aggregation tree over real NATS (he mode)', () => {
         keys: (id) => (weights.has(id) ? f.coord.keys(id) : undefined),
         allowedAlgorithms: f.dep.config.crypto.signature.allowed,
         kind: 'site-update',
-        participants: open.assignments.length,
         pinned: { totalParams: open.totalParams, weightOf: (s) => weights.get(s) },
       });
       const builder = new AggregateBuilder(f.coord.ckks);

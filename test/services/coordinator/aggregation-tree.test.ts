@@ -251,11 +251,10 @@ describe('PartialIntake in a tree: a parent takes the partials of its children',
       encodeUpdate({
         update: randomUpdate(PARAMS, 11 + i, 0.03),
         residual: null,
-        credentials: fx.sites[i]!,
+        credentials: fx.site(i, context),
         context,
         options: DEFAULT_CODEC_OPTIONS,
         exampleWeight: a.examples,
-        position: { index: i, participants: ASSIGNMENTS.length },
       }),
     );
     tree = RoundTree.of({ assignments: ASSIGNMENTS, parents: LINKS, deadlineUnixMs: 1000 });
@@ -267,7 +266,6 @@ describe('PartialIntake in a tree: a parent takes the partials of its children',
       ckksParamsId: fx.ctx.paramsId,
       keys: (s) => fx.signers.get(s),
       allowedAlgorithms: ['falcon-512'],
-      participants: ASSIGNMENTS.length,
     }).verifyUpdate(updates[i]!);
 
   /** `signer`'s partial summing `sites` (indexes), forwarding `forwarded` (default: their manifests). */
@@ -276,7 +274,6 @@ describe('PartialIntake in a tree: a parent takes the partials of its children',
     return encodeAggregate(aggregate, { signer, signing: keys.get(signer)! }, context, {
       crcChunkBytes: DEFAULT_CODEC_OPTIONS.crcChunkBytes,
       siteManifests: forwarded.map((i) => updates[i]!.manifest),
-      participants: ASSIGNMENTS.length,
     });
   }
 

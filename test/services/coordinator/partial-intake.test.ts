@@ -38,11 +38,10 @@ describe('PartialIntake: forwarded site manifests', () => {
     encodeUpdate({
       update: randomUpdate(PARAMS, 3 + site, 0.03),
       residual: null,
-      credentials: fx.sites[site]!,
+      credentials: fx.site(site, ctx),
       context: ctx,
       options: DEFAULT_CODEC_OPTIONS,
       exampleWeight: weight,
-      position: { index: site, participants: ASSIGNMENTS.length },
     });
 
   /** A partial of `sums` that forwards `forwarded` as its site manifests. */
@@ -52,7 +51,6 @@ describe('PartialIntake: forwarded site manifests', () => {
       ckksParamsId: fx.ctx.paramsId,
       keys: (s) => fx.signers.get(s),
       allowedAlgorithms: ['falcon-512'],
-      participants: ASSIGNMENTS.length,
     });
     const aggregate = sumUpdates(
       fx.ctx,
@@ -61,7 +59,6 @@ describe('PartialIntake: forwarded site manifests', () => {
     return encodeAggregate(aggregate, { signer: 'agg', signing: aggKey }, context, {
       crcChunkBytes: DEFAULT_CODEC_OPTIONS.crcChunkBytes,
       siteManifests: forwarded,
-      participants: ASSIGNMENTS.length,
     });
   }
 

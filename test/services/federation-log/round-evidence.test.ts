@@ -61,11 +61,10 @@ beforeAll(async () => {
       encodeUpdate({
         update: randomUpdate(PARAMS, 3 + i, 0.03),
         residual: null,
-        credentials: fx.sites[i]!,
+        credentials: fx.site(i, context),
         context,
         options: DEFAULT_CODEC_OPTIONS,
         exampleWeight: a.examples,
-        position: { index: i, participants: ASSIGNMENTS.length },
       }),
     );
   }
@@ -83,7 +82,6 @@ function partialOf(aggregator: string, i: number, forwarded?: Uint8Array, key?: 
     ckksParamsId: fx.ctx.paramsId,
     keys: (s) => fx.signers.get(s),
     allowedAlgorithms: ['falcon-512'],
-    participants: ASSIGNMENTS.length,
   });
   const aggregate = sumUpdates(fx.ctx, [v.verifyUpdate(updates[i]!)]);
   return encodeAggregate(
@@ -93,7 +91,6 @@ function partialOf(aggregator: string, i: number, forwarded?: Uint8Array, key?: 
     {
       crcChunkBytes: DEFAULT_CODEC_OPTIONS.crcChunkBytes,
       siteManifests: [forwarded ?? updates[i]!.manifest],
-      participants: ASSIGNMENTS.length,
     },
   ).manifest;
 }
@@ -320,7 +317,6 @@ describe('RoundEvidence in a two-level tree (RoundOpen `parents`: agg-b under ag
       ckksParamsId: fx.ctx.paramsId,
       keys: (s) => fx.signers.get(s),
       allowedAlgorithms: ['falcon-512'],
-      participants: ASSIGNMENTS.length,
     });
     const aggregate = sumUpdates(
       fx.ctx,
@@ -329,7 +325,6 @@ describe('RoundEvidence in a two-level tree (RoundOpen `parents`: agg-b under ag
     return encodeAggregate(aggregate, { signer: 'agg-a', signing: aggKeys.get('agg-a')! }, context, {
       crcChunkBytes: DEFAULT_CODEC_OPTIONS.crcChunkBytes,
       siteManifests: updates.map((u) => u.manifest),
-      participants: ASSIGNMENTS.length,
     }).manifest;
   }
 
