@@ -265,7 +265,17 @@ describe('a hostile aggregator against the stored contributions (issue 22, break
       ckksParams: [ckksParamsOf(f.dep.config)],
     });
     ledger.record(3, 'audit a bundle with every contribution removed and its meta saying they were skipped', [
-      holds('the report is not verified: every re-addition is listed as not made', !report.verified),
+      refusedAs(
+        'CONTRIBUTIONS_UNAVAILABLE',
+        report.unchecked.every((u) => u.code === 'CONTRIBUTIONS_UNAVAILABLE')
+          ? report.unchecked[0]?.code
+          : '',
+        'the audit as incomplete',
+      ),
+      holds(
+        'the report is not verified (no re-addition made)',
+        !report.verified && report.checked.recomputed === 0,
+      ),
     ]);
   }, 120_000);
 
