@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { type CohortConfig, loadConfig } from '../config/index.ts';
+import { type CohortConfig, type LoadConfigOptions, loadConfig } from '../config/index.ts';
 import { ConfigError } from '../errors/index.ts';
 import type { CliContext } from './cli-context.ts';
 
@@ -46,10 +46,19 @@ export function overridesFromFlags(entries: readonly string[] = []): Record<stri
   return out;
 }
 
-/** Loads and validates `file` with the command's flags and the context's environment. */
-export function loadConfigWithFlags(file: string, flags: ConfigFlags, ctx: CliContext): CohortConfig {
+/**
+ * Loads and validates `file` with the command's flags and the context's environment.
+ * `options.unpinnedRegistry` is for `cohort registry create` alone (see `LoadConfigOptions`).
+ */
+export function loadConfigWithFlags(
+  file: string,
+  flags: ConfigFlags,
+  ctx: CliContext,
+  options: Pick<LoadConfigOptions, 'unpinnedRegistry'> = {},
+): CohortConfig {
   return loadConfig(file, {
     env: flags.env === false ? {} : ctx.env,
     overrides: overridesFromFlags(flags.set),
+    ...options,
   });
 }

@@ -20,7 +20,7 @@ const federation = write(
   [
     'federation: { id: agent-site-config }',
     'nats: { servers: ["nats://127.0.0.1:9"], maxRetry: 0, timeoutMs: 500 }',
-    `members: { aggregators: [{ id: agg-1 }], sites: [{ id: site-1 }, { id: site-2 }], keysDir: ${join(dir, 'keys')} }`,
+    `members: { aggregators: [{ id: agg-1 }], sites: [{ id: site-1 }, { id: site-2 }], keysDir: ${join(dir, 'keys')}, registry: { path: ${join(dir, 'keys', 'public', 'registry.bin')}, sha256: '${'0'.repeat(64)}' } }`,
     'data:',
     '  kind: tabular',
     '  features: [{ name: radius_mean }, { name: texture_mean }]',

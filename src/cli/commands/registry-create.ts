@@ -52,7 +52,8 @@ export function registerRegistryCreateCommand(registry: Command, ctx: CliContext
       .option('--exclude <id>', 'a configured member not enrolled yet (repeatable)', collect)
       .option('--valid-from <round>', 'first round the listed keys are valid for', '0'),
   ).action((flags: RegistryCreateFlags) => {
-    const config = loadConfigWithFlags(flags.config, flags, ctx);
+    // The one command that reads a configuration before its registry exists (it makes it).
+    const config = loadConfigWithFlags(flags.config, flags, ctx, { unpinnedRegistry: true });
     const members = config.members;
     if (members === undefined) {
       throw new InvalidArgumentError(`${flags.config} has no members section`, {

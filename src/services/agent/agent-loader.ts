@@ -6,7 +6,7 @@ import type { Dataset, TrainingEngine } from '../../../gpu/index.ts';
 import { createWebGpuEngine } from '../../../gpu/webgpu/index.ts';
 import type { AgentStateMachine } from '../../agent/index.ts';
 import { openModelStore } from '../../versions/index.ts';
-import { loadSiteDataKey, loadSiteKeyset } from '../key-ceremony.ts';
+import { envelopeTrust, loadSiteDataKey, loadSiteKeyset } from '../key-ceremony.ts';
 import type { MemberContext } from '../member-context.ts';
 import type { AgentCore, AgentCounters, AgentOptions } from './agent-core.ts';
 import { federationGenesis } from './genesis.ts';
@@ -42,7 +42,7 @@ export async function loadAgentCore(
   const override = options.keysetOverride;
   try {
     if (override === undefined) {
-      keyset = loadSiteKeyset(ctx.ckks, ctx.keysDir, ctx.member, config.federation.id);
+      keyset = loadSiteKeyset(ctx.ckks, ctx.keysDir, ctx.member, envelopeTrust(ctx));
       ownsKeyset = true;
     } else {
       keyset = typeof override === 'function' ? override() : override;
@@ -56,7 +56,7 @@ export async function loadAgentCore(
   }
   let dataKey: Uint8Array | null = null;
   try {
-    dataKey = loadSiteDataKey(ctx.keysDir, ctx.member, config.federation.id);
+    dataKey = loadSiteDataKey(ctx.keysDir, ctx.member, envelopeTrust(ctx));
   } catch (err) {
     keysetError ??= `no federation data key (the aggregate MAC's key): ${describe(err)}`;
     ctx.log.error(

@@ -4,7 +4,7 @@ import type { CohortConfig } from '../../config/index.ts';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
 import { type AgentOptions, type AgentService, startAgent } from '../agent/index.ts';
 import { shareLogReads } from '../federation-log/index.ts';
-import { loadSiteKeyset } from '../key-ceremony.ts';
+import { envelopeTrust, loadSiteKeyset } from '../key-ceremony.ts';
 import { type MemberContext, openMember, roleOf } from '../member-context.ts';
 import { syntheticSiteData } from './synthetic-site-data.ts';
 
@@ -89,7 +89,7 @@ export async function startSwarm(config: CohortConfig, options: SwarmOptions): P
   const swarm = new Swarm(options);
   const first = await openMember(config, members[0]!);
   try {
-    swarm.keyset = loadSiteKeyset(first.ckks, first.keysDir, first.member, config.federation.id);
+    swarm.keyset = loadSiteKeyset(first.ckks, first.keysDir, first.member, envelopeTrust(first));
   } finally {
     await first.close();
   }

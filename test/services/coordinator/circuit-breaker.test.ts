@@ -207,7 +207,12 @@ describe('CircuitBreaker', () => {
 describe('round.breaker configuration', () => {
   const base = {
     federation: { id: 'f' },
-    members: { coordinator: 'c', aggregators: [{ id: 'a' }], sites: [{ id: 's' }] },
+    members: {
+      coordinator: 'c',
+      aggregators: [{ id: 'a' }],
+      sites: [{ id: 's' }],
+      registry: { path: 'registry.bin', sha256: '0'.repeat(64) },
+    },
   };
 
   it('defaults to an enabled breaker at 0.2 / 0.4 / 0.6 over 5 rounds', () => {
