@@ -112,7 +112,8 @@ type MutableCounts = { -readonly [K in keyof AuditCheckCounts]: number };
  * every forged, altered or misplaced entry; `historyThrough` says how far the rules went.
  *
  * A bundle must hold no more than the log names: an object or a contribution no verified entry
- * asks for, in an audit that found no problem, refuses the bundle (someone added it).
+ * asks for, in an audit that is otherwise complete and found no problem, refuses the bundle
+ * (someone added it).
  *
  * @throws AuditError `AUDIT_TRUST_MISSING` when the registry lists no coordinator; `BUNDLE_INVALID`
  *   for a bundle holding items the log names nowhere; a source's error when the log cannot be read.
@@ -142,7 +143,8 @@ export async function verifyAudit(
   for await (const stored of source.entries(last)) await run.entry(stored.sequence, stored.bytes);
   const report = run.finish(last);
   const extra = unrequestedItems(source, options);
-  if (report.problems.length === 0 && extra.length > 0) {
+  // Only a clean audit asked for everything the log names (an incomplete one stops early).
+  if (report.problems.length === 0 && !auditIncomplete(report) && extra.length > 0) {
     throw new AuditError(
       'BUNDLE_INVALID',
       `the bundle holds ${extra.length} item(s) no log entry names (${extra.slice(0, 3).join(', ')}${extra.length > 3 ? ', …' : ''})`,
