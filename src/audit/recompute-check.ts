@@ -319,12 +319,11 @@ function robustProblems(
   ];
   if (!(lanes instanceof PlainLaneContext)) return problem('a robust record on a round of encrypted updates');
   const keyset = new PlainLaneKeyset(lanes);
-  const participants = open.assignments.map((a) => a.site);
   let result: ReturnType<typeof applyRobustRule>;
   try {
     const deltas = updates.map((u) => ({
       site: u.signer,
-      delta: plainUpdateDelta(keyset, u, open, participants, record.parameters),
+      delta: plainUpdateDelta(keyset, u, record.parameters),
     }));
     result = applyRobustRule(deltas, record.rule);
   } catch (err) {
