@@ -79,6 +79,7 @@ export type {
   AdminActionBody,
   AggregateInfo,
   BatchedVote,
+  CulpritRecord,
   DecisionBody,
   EvaluationBody,
   ExclusionRecord,

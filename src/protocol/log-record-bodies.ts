@@ -66,6 +66,23 @@ export interface DecisionBody {
   attempt: Uint8Array;
   /** COMMIT of a round with evaluation lanes: the participants' evaluation of `parent`; else null. */
   evaluation: EvaluationBody | null;
+  /** ABORT: the members found at fault (struck instead of the voters), sorted by member. */
+  culprits: CulpritRecord[];
+}
+
+/**
+ * A member found at fault for a round's failure (cohort.proto `Culprit`). `fault` is a stable code:
+ * `PARTIAL_NOT_SUM` (an aggregator's signed partial is not the sum of the contributions it lists;
+ * `evidence` names the stored partial), `CONTRIBUTION_NOT_STORED` (an aggregator listed a
+ * contribution it did not keep, or kept another), `ISOLATED` (a site left alone in the
+ * intersection of the contributors of rounds whose aggregate only a contribution could spoil).
+ */
+export interface CulpritRecord {
+  member: string;
+  role: 'aggregator' | 'site';
+  fault: string;
+  detail: string;
+  evidence: string;
 }
 
 /** A stored snapshot (cohort.proto `SnapshotRecord`). */

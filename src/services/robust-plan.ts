@@ -53,7 +53,11 @@ export function decodeRobustDelta(bytes: Uint8Array, parameters: number): Float3
  * outside one site's range clamped, `decodeUpdate`), dequantized, the first `parameters` values
  * (evaluation lanes after them are not part of the model). Its site's signature vouches for it.
  */
-export function plainUpdateDelta(keyset: LaneKeyset, update: VerifiedUpdate, parameters: number): Float32Array {
+export function plainUpdateDelta(
+  keyset: LaneKeyset,
+  update: VerifiedUpdate,
+  parameters: number,
+): Float32Array {
   if (keyset.ctx.mode !== 'plain')
     throw new InvalidArgumentError('only plain updates can be read one by one');
   const decoded = decodeUpdate(keyset, {

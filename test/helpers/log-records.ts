@@ -30,6 +30,7 @@ export function emptyDecision(
     stateHash: EMPTY,
     attempt: EMPTY,
     evaluation: null,
+    culprits: [],
     missing: [],
     exclusions: [],
     nextClip: 0,

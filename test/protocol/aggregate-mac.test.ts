@@ -5,7 +5,6 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   type Aggregate,
-  BlockVerifier,
   DEFAULT_CODEC_OPTIONS,
   decodeAggregate,
   encodeUpdate,

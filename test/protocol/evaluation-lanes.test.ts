@@ -18,7 +18,7 @@ import {
   sumUpdates,
   type VerifiedUpdate,
 } from '../../src/protocol/index.ts';
-import { type CodecFixture, codecFixture, randomUpdate, roundContext } from '../helpers/codec-fixture.ts';
+import { type CodecFixture, codecFixture, randomUpdate } from '../helpers/codec-fixture.ts';
 
 /** A consistent evaluation of `classes` classes from a confusion matrix. */
 function fromConfusion(classes: number, confusion: number[], lossSum: number): Evaluation {

@@ -21,7 +21,7 @@ import {
   sumUpdates,
   type VerifiedUpdate,
 } from '../../src/protocol/index.ts';
-import { type CodecFixture, codecFixture, roundContext } from '../helpers/codec-fixture.ts';
+import { type CodecFixture, codecFixture } from '../helpers/codec-fixture.ts';
 
 function rows(values: number[][]): Dataset {
   const d = values[0]!.length;

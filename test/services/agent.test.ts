@@ -290,6 +290,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
         nextClip: codec.clip,
         attempt: attemptOf(round),
         evaluation: null,
+        culprits: [],
       },
     });
     if (announce) await coordinator.transport.publish(coordinator.subjects.decision, entry.bytes);

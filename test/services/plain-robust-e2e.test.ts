@@ -302,6 +302,7 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
           sites: m.contributorList,
           manifest: p.manifest,
           siteManifests: m.siteManifests,
+          ciphertexts: [],
         },
       ];
     });
@@ -325,8 +326,14 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
       open: { ...open, attempt: new Uint8Array(16).fill(7) },
     });
     expect('failed' in missing && missing.failed).toMatch(
-      /^robust aggregation \(multi-krum\) \[CONTRIBUTION_UNAVAILABLE\]: the update of site-\d \(stored by agg-\d\) is not in the contributions stream$/,
+      /^robust aggregation \(multi-krum\) \[CONTRIBUTION_UNAVAILABLE\]: the update of site-\d \(stored by agg-\d, listed by agg-\d\) is not in the contributions stream$/,
     );
+    // The aggregator assigned the site did not keep what it summed: it is the culprit, not the sites.
+    expect('failed' in missing && missing.culprit).toMatchObject({
+      role: 'aggregator',
+      fault: 'CONTRIBUTION_NOT_STORED',
+      member: expect.stringMatching(/^agg-\d$/),
+    });
     // An aggregator tries to overwrite site-1's stored update with site-2's: each subject is
     // write-once (and an aggregator may write only its own), so the round still reads what was summed.
     const keyOf = (site: string): ContributionKey => ({
@@ -361,7 +368,8 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
       robustRound(host, { ...input, partials: ownPartials, open: { ...open, attempt: fresh } }),
     ).rejects.toMatchObject({
       code: 'CONTRIBUTION_MISMATCH',
-      message: expect.stringContaining('the stored update of site-1'),
+      message: expect.stringContaining('the update of site-1'),
+      culprit: { member: owner, role: 'aggregator', fault: 'CONTRIBUTION_NOT_STORED' },
     });
   }, 60_000);
 });

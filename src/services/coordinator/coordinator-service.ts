@@ -34,6 +34,7 @@ import type { ActiveRound } from './round-host.ts';
 import { runRollbackRound, runTrainingRound } from './round-runner.ts';
 import { RunControl } from './run-control.ts';
 import { SnapshotIntake } from './snapshot-intake.ts';
+import { SuspectSet } from './suspects.ts';
 import { SwitchTracker } from './switch-tracker.ts';
 
 /**
@@ -76,6 +77,7 @@ class Coordinator implements IntakeHost {
   readonly registryChanges = new RegistryQueue();
   readonly runs: RunControl;
   readonly breaker: CircuitBreaker;
+  readonly suspects = new SuspectSet();
   readonly #aggregates: () => Promise<ObjectStore>;
   #updatesStore: Promise<void> | undefined;
   readonly #intake = new MemberIntake(this);

@@ -48,8 +48,11 @@ export function sitOutRounds(strikes: number): number {
  * round when it is live, not excluded, and reports the coordinator's head: a site behind the head
  * catches up from the log and is eligible once it reports the head, so it never holds a round up.
  *
- * Exclusion: a site that voted NO, or did not vote in time, is excluded at round r with one more
- * strike. It is readmitted once both (1) it is live and reports the coordinator's current head (it
+ * Exclusion: a site that voted NO, or did not vote in time, or that the round named as the
+ * culprit of a fault, is excluded at round r with one more strike; so is an aggregator named as a
+ * culprit (it is then left out of the tree until its sit-out is over and it is live).
+ * A site's NO caused by someone else's fault (an aggregate every decrypting site found wrong) is
+ * no offence: see `judgeVotes` and `decide`. It is readmitted once both (1) it is live and reports the coordinator's current head (it
  * caught up: after a commit it missed, by replaying the log) and (2) it sat out
  * `sitOutRounds(strikes)` rounds, so a site that keeps failing is asked less and less often —
  * unless no other site is eligible, when waiting would stop the federation. A YES in a committed
@@ -177,6 +180,11 @@ export class Membership {
     return v !== undefined && bytesEqual(v.head, head.hash);
   }
 
+  /** Aggregators that may serve in a round: live and not excluded. Sorted. */
+  usableAggregators(): string[] {
+    return this.live('aggregator').filter((a) => !this.isExcluded(a));
+  }
+
   /** Sites that may take part in a round on `head`: live, reporting `head`, not excluded. Sorted. */
   eligibleSites(head: HeadRef): string[] {
     return this.live('site').filter((s) => this.atHead(s, head) && !this.isExcluded(s));
@@ -190,6 +198,21 @@ export class Membership {
   readmitQualified(head: HeadRef, round: number): string[] {
     const force = this.eligibleSites(head).length === 0;
     return this.excluded().filter((s) => this.readmit(s, head, round, force));
+  }
+
+  /**
+   * Readmits every excluded aggregator whose sit-out is over and that is live (an aggregator holds
+   * no head); when no aggregator is usable at all, every live excluded one, whatever its sit-out.
+   */
+  readmitAggregators(round: number): string[] {
+    const force = this.usableAggregators().length === 0;
+    return this.excluded().filter((id) => {
+      const r = this.#exclusions.get(id)!;
+      if (this.#roles.get(id) !== 'aggregator' || !this.isLive(id)) return false;
+      if (!force && round < r.sinceRound + sitOutRounds(r.strikes) + 1) return false;
+      this.#exclusions.set(id, { ...r, excluded: false });
+      return true;
+    });
   }
 
   isExcluded(site: string): boolean {
@@ -238,7 +261,9 @@ export class Membership {
   /** Replaces the exclusion table (after a decision, or from the log at start). */
   adopt(table: readonly ExclusionRecord[]): void {
     this.#exclusions = new Map(
-      table.filter((r) => this.#roles.get(r.site) === 'site').map((r) => [r.site, { ...r }]),
+      table
+        .filter((r) => this.#roles.get(r.site) === 'site' || this.#roles.get(r.site) === 'aggregator')
+        .map((r) => [r.site, { ...r }]),
     );
   }
 

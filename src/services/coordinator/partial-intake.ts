@@ -35,6 +35,12 @@ export interface AcceptedPartial {
   readonly manifest: Uint8Array;
   /** Each listed site's own framed manifest, in `sites` order (verified; a parent forwards them up). */
   readonly siteManifests: readonly Uint8Array[];
+  /**
+   * The partial's ciphertexts as verified (its signed Merkle root covers them): kept until the
+   * round is decided, so the coordinator can re-add the listed contributions and compare when the
+   * aggregate turns out wrong (`findCulprits`).
+   */
+  readonly ciphertexts: readonly Uint8Array[];
 }
 
 /**
@@ -243,6 +249,7 @@ export class PartialIntake {
       sites: update.sites,
       manifest: data.slice(),
       siteManifests: manifest.siteManifests.map((m) => m.slice()),
+      ciphertexts: update.ciphertexts,
     };
     this.#accepted.push(accepted);
     return accepted;

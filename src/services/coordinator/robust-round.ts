@@ -1,33 +1,32 @@
 import { PlainLaneContext, PlainLaneKeyset } from '../../../crypto/lanes/index.ts';
 import type { RobustRule } from '../../../federation/index.ts';
 import { CohortError } from '../../errors/index.ts';
-import { type ControlBodies, type Encoding, updateLayout } from '../../protocol/index.ts';
-import { contributionReader, encodeContribution, openContribution } from '../aggregator/index.ts';
+import type { ControlBodies, CulpritRecord, Encoding } from '../../protocol/index.ts';
 import {
   applyRobustRule,
   plainUpdateDelta,
   type RobustRoundResult,
   robustDeltaObjectName,
 } from '../robust-plan.ts';
-import { readStoredContribution } from '../store/index.ts';
+import { type ReadbackFault, readListedContributions } from './contribution-readback.ts';
 import type { AcceptedPartial } from './partial-intake.ts';
 import type { RoundHost } from './round-host.ts';
 import type { RoundRobust } from './round-params.ts';
 
 /** Stable codes of {@link RobustRoundError}. */
-export type RobustRoundErrorCode =
-  | 'PLAIN_MODE_REQUIRED'
-  /** The contribution is not in the contributions stream (or it could not be read). */
-  | 'CONTRIBUTION_UNAVAILABLE'
-  /** What is stored is not the update the partial listed and the site signed. */
-  | 'CONTRIBUTION_MISMATCH'
-  /** A frame of the contribution was written more than once (a stream weaker than write-once). */
-  | 'CONTRIBUTION_OVERWRITTEN';
+export type RobustRoundErrorCode = 'PLAIN_MODE_REQUIRED' | ReadbackFault;
 
 /** Why a robust round's inputs could not be read: the round then fails with this reason. */
 export class RobustRoundError extends CohortError {
-  constructor(code: RobustRoundErrorCode, message: string, options?: { cause?: unknown }) {
+  /** The aggregator that did not keep the contribution it summed, when one is at fault. */
+  readonly culprit: CulpritRecord | undefined;
+  constructor(
+    code: RobustRoundErrorCode,
+    message: string,
+    options?: { cause?: unknown; culprit?: CulpritRecord },
+  ) {
     super(code, message, options);
+    this.culprit = options?.culprit;
   }
 }
 
@@ -51,70 +50,28 @@ export interface RobustRoundInput {
  * other inputs.
  */
 export async function robustRound(host: RoundHost, input: RobustRoundInput): Promise<RobustRoundResult> {
-  const { ctx } = host;
-  const lanes = ctx.ckks;
+  const lanes = host.ctx.ckks;
   if (!(lanes instanceof PlainLaneContext)) {
     throw new RobustRoundError('PLAIN_MODE_REQUIRED', 'a robust rule needs federation.mode plain');
   }
   const keyset = new PlainLaneKeyset(lanes);
-  const { open, encoding } = input;
-  const { verifier, maxBytes, maxFrames } = contributionReader({
-    open,
-    blocks: updateLayout(open.totalParams, encoding).blocks,
-    encoding,
-    lanes,
-    keys: ctx.keys,
-    allowedAlgorithms: ctx.config.crypto.signature.allowed,
-  });
-  const assigned = new Map(open.assignments.map((a) => [a.site, a.aggregator]));
   const updates: { site: string; delta: Float32Array }[] = [];
   for (const partial of input.partials) {
-    for (const [i, listed] of partial.sites.entries()) {
-      const aggregator = assigned.get(listed.site) ?? partial.aggregator;
-      const where = `the update of ${listed.site} (stored by ${aggregator})`;
-      let read: Awaited<ReturnType<typeof readStoredContribution>>;
-      try {
-        read = await readStoredContribution(
-          ctx.transport.connection,
-          ctx.config.federation.id,
-          { aggregator, round: open.round, attempt: open.attempt, site: listed.site },
-          { maxFrames, maxBytes, timeoutMs: ctx.config.nats.timeoutMs },
-        );
-      } catch (err) {
-        throw new RobustRoundError(
-          'CONTRIBUTION_UNAVAILABLE',
-          `${where} cannot be read: ${(err as Error).message}`,
-          {
-            cause: err,
-          },
-        );
+    for await (const read of readListedContributions(host, input.open, input.encoding, partial)) {
+      if ('update' in read) {
+        updates.push({ site: read.site, delta: plainUpdateDelta(keyset, read.update, host.parameterCount) });
+        continue;
       }
-      if (read.status === 'absent') {
-        throw new RobustRoundError('CONTRIBUTION_UNAVAILABLE', `${where} is not in the contributions stream`);
-      }
-      if (read.status === 'overwritten') {
-        throw new RobustRoundError('CONTRIBUTION_OVERWRITTEN', `${where}: ${read.reason}`);
-      }
-      if (read.status !== 'found') {
-        throw new RobustRoundError('CONTRIBUTION_MISMATCH', `${where}: ${read.reason}`);
-      }
-      const [manifest, ...blocks] = read.frames;
-      const opened = openContribution(
-        encodeContribution({ manifest: manifest!, blocks }),
-        partial.siteManifests[i] ?? new Uint8Array(0),
-        listed,
-        verifier,
-      );
-      if (typeof opened === 'string') {
-        throw new RobustRoundError(
-          'CONTRIBUTION_MISMATCH',
-          `the stored update of ${listed.site} (stored by ${aggregator}, listed by ${partial.aggregator}): ${opened}`,
-        );
-      }
-      updates.push({
-        site: listed.site,
-        delta: plainUpdateDelta(keyset, opened, host.parameterCount),
-      });
+      const culprit: CulpritRecord | undefined = read.attributable
+        ? {
+            member: read.storedBy,
+            role: 'aggregator',
+            fault: 'CONTRIBUTION_NOT_STORED',
+            detail: `${read.fault}: ${read.reason}`,
+            evidence: '',
+          }
+        : undefined;
+      throw new RobustRoundError(read.fault, read.reason, culprit === undefined ? {} : { culprit });
     }
   }
   return applyRobustRule(updates, input.rule);
@@ -128,13 +85,18 @@ export async function robustRound(host: RoundHost, input: RobustRoundInput): Pro
 export async function robustStep(
   host: RoundHost,
   input: RobustRoundInput,
-): Promise<{ readonly record: RoundRobust } | { readonly failed: string }> {
+): Promise<
+  { readonly record: RoundRobust } | { readonly failed: string; readonly culprit?: CulpritRecord | undefined }
+> {
   let result: RobustRoundResult;
   try {
     result = await robustRound(host, input);
   } catch (err) {
     const code = err instanceof CohortError ? ` [${err.code}]` : '';
-    return { failed: `robust aggregation (${input.rule.name})${code}: ${(err as Error).message}` };
+    return {
+      failed: `robust aggregation (${input.rule.name})${code}: ${(err as Error).message}`,
+      culprit: err instanceof RobustRoundError ? err.culprit : undefined,
+    };
   }
   try {
     await (await host.aggregates()).putBlob({ name: robustDeltaObjectName(input.open.round) }, result.bytes);

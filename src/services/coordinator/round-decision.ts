@@ -1,5 +1,5 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
-import type { AggregateInfo, BatchedVote, DecisionBody } from '../../protocol/index.ts';
+import type { AggregateInfo, BatchedVote, CulpritRecord, DecisionBody } from '../../protocol/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
 import type { RoundSummary } from './events.ts';
@@ -25,6 +25,8 @@ export interface RoundFacts {
   /** Training rounds: the sites assigned (the cohort) and those whose update the aggregate kept. */
   readonly assigned?: readonly string[];
   readonly contributed?: readonly string[];
+  /** Members found at fault for the round's failure (struck instead of the voters they misled). */
+  readonly culprits?: readonly CulpritRecord[];
 }
 
 /** A verdict without votes (the round failed before PREPARE). */
@@ -40,6 +42,7 @@ export function noVotes(reason: string): Verdict {
     stateHash: EMPTY,
     evaluation: null,
     params: EMPTY,
+    aggregateFault: false,
   };
 }
 
@@ -63,8 +66,12 @@ export async function decide(
   host.setPhase('deciding');
   state.phase = 'decided';
   const head = host.log.history.head.commit;
+  const culprits = aborted === undefined ? [...(facts.culprits ?? [])] : [];
+  // A NO for a fault of the aggregate every voter found alike is no offence of the voter's: the
+  // culprits are struck instead (docs/security.md, "Blame").
+  const misled = verdict.aggregateFault ? [] : verdict.no;
   const table = host.membership.nextTable({
-    offenders: [...verdict.no, ...verdict.missing],
+    offenders: [...new Set([...misled, ...verdict.missing, ...culprits.map((c) => c.member)])],
     credited: verdict.commit ? verdict.yes : [],
     round: facts.round,
     height: head.height,
@@ -105,13 +112,16 @@ export async function decide(
     nextClip: Math.fround(nextClip),
     attempt: state.attempt,
     evaluation,
+    culprits,
   };
   await logVotes(host, state, decision.voters);
   const entry = await host.log.append({ decision });
   failpoint('coordinator.decision-logged', facts.round);
   host.membership.adopt(table);
-  for (const site of verdict.no)
+  for (const site of misled)
     host.emit({ type: 'excluded', member: site, round: facts.round, reason: 'voted NO' });
+  for (const c of culprits)
+    host.emit({ type: 'excluded', member: c.member, round: facts.round, reason: `culprit: ${c.fault}` });
   for (const site of verdict.missing)
     host.emit({ type: 'excluded', member: site, round: facts.round, reason: 'did not vote' });
   host.clip = nextClip;
@@ -138,7 +148,13 @@ export async function decide(
     host.roundDecided({
       round: facts.round,
       expected: [...(facts.assigned ?? []), ...verdict.yes, ...verdict.no, ...verdict.missing],
-      failing: [...late, ...verdict.no, ...verdict.missing],
+      // The breaker counts the sites at fault, never the voters a culprit misled.
+      failing: [
+        ...late,
+        ...misled,
+        ...verdict.missing,
+        ...culprits.filter((c) => c.role === 'site').map((c) => c.member),
+      ],
       committed: verdict.commit,
     });
   }

@@ -7,6 +7,7 @@ import type { CoordinatorEvent, CoordinatorOptions, CoordinatorStats } from './e
 import type { Membership } from './membership.ts';
 import type { PartialIntake } from './partial-intake.ts';
 import type { PrivacyBudget } from './privacy-budget.ts';
+import type { SuspectSet } from './suspects.ts';
 import type { SwitchTracker } from './switch-tracker.ts';
 
 /** The round in progress, as the message handlers see it. */
@@ -60,6 +61,8 @@ export interface RoundHost {
    * (`cohort-F-updates`, `history.updateRetentionMs`), so aggregators only ever write to it.
    */
   ensureUpdatesStore(): Promise<void>;
+  /** Sites suspected of spoiling aggregates with a wrong tag, narrowed round by round. */
+  readonly suspects: SuspectSet;
   /** The circuit breaker: its level shapes a round's cohort and optional work. */
   readonly breaker: CircuitBreaker;
   /** Logs and announces a level change (nothing for undefined). */

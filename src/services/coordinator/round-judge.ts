@@ -19,6 +19,24 @@ export interface Verdict {
   readonly evaluation: EvaluationBody | null;
   /** On COMMIT: the params the YES votes named (statistics rounds; empty otherwise). */
   readonly params: Uint8Array;
+  /**
+   * Every voter voted NO for a fault of the aggregate itself that each decrypting site finds alike
+   * ({@link AGGREGATE_FAULT_CODES}: its MAC does not hold): the voters are not at fault, the
+   * aggregate's makers are (the coordinator investigates which). False when anyone voted YES.
+   */
+  readonly aggregateFault: boolean;
+}
+
+/**
+ * Codes a NO vote's reason starts with when the aggregate itself is wrong in a way every site
+ * that decrypts it finds alike (deterministic: the same ciphertexts, key and round). A NO with
+ * one of these while another voter votes YES on the same aggregate is the voter's own fault.
+ */
+export const AGGREGATE_FAULT_CODES: readonly string[] = Object.freeze(['BLOCK_MAC_MISMATCH']);
+
+/** Whether a vote's reason names an {@link AGGREGATE_FAULT_CODES} fault. */
+export function isAggregateFault(reason: string | undefined): boolean {
+  return AGGREGATE_FAULT_CODES.some((code) => reason?.startsWith(`${code}:`) === true);
 }
 
 const EMPTY = new Uint8Array(0);
@@ -90,9 +108,13 @@ export function judgeVotes(input: {
     stateHash: EMPTY,
     evaluation: null,
     params: EMPTY,
+    aggregateFault: false,
   });
   if (voters.length === 0) return abort('no live site to vote');
-  if (no.length > 0) return abort(noReason(no, input.votes));
+  if (no.length > 0) {
+    const fault = yes.length === 0 && no.every((v) => isAggregateFault(input.votes.get(v)?.reason));
+    return { ...abort(noReason(no, input.votes)), aggregateFault: fault };
+  }
   if (yes.length * 2 <= voters.length) {
     return abort(
       `${yes.length} of ${voters.length} voters voted YES within ${input.voteTimeoutMs} ms (no vote from ${listed(missing)})`,
@@ -133,6 +155,7 @@ export function judgeVotes(input: {
     stateHash: first.stateHash,
     evaluation: named[0] ?? null,
     params: first.params ?? EMPTY,
+    aggregateFault: false,
   };
 }
 

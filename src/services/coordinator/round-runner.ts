@@ -4,6 +4,7 @@ import {
   type Assignment,
   ATTEMPT_BYTES,
   type ControlBodies,
+  type CulpritRecord,
   codecEncoding,
   type RoundContext,
   RoundTree,
@@ -19,6 +20,7 @@ import { serviceRobustRule } from '../robust-plan.ts';
 import { contractFeatureCount, federatedStandardization, statisticsCommitAt } from '../statistics-plan.ts';
 import { buildAggregationTree, treeLinks } from './aggregation-tree.ts';
 import type { RoundSummary } from './events.ts';
+import { findCulprits } from './fault-finder.ts';
 import { PartialIntake } from './partial-intake.ts';
 import { robustStep } from './robust-round.ts';
 import { decide, noVotes, type RoundFacts } from './round-decision.ts';
@@ -58,7 +60,9 @@ async function waitForSites(
   const ready = await host.until(() => {
     for (const site of host.membership.readmitQualified(headRef, round))
       host.emit({ type: 'readmitted', member: site });
-    if (aggregators && host.membership.live('aggregator').length === 0) return false;
+    for (const aggregator of host.membership.readmitAggregators(round))
+      host.emit({ type: 'readmitted', member: aggregator });
+    if (aggregators && host.membership.usableAggregators().length === 0) return false;
     if (host.membership.eligibleSites(headRef).length === 0) return false;
     // A site whose heartbeat already reports the head has switched, even without a `switched` to
     // this coordinator (it switched before a restart, which re-announces the last decision).
@@ -101,9 +105,18 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     ctx.log.info({ round, leftOut: cohort.leftOut }, 'circuit breaker leaves failing sites out');
   }
   sites = [...cohort.sites];
+  // Sites suspected of spoiling earlier aggregates take part by halves until one is isolated.
+  const suspected = host.suspects.suspects;
+  const taking = host.suspects.cohort(sites, round, cfg.round.minContributors);
+  if (suspected.length > 0) {
+    const sitting = suspected.filter((s) => !taking.includes(s));
+    ctx.log.info({ round, suspects: suspected, sitting }, 'suspected sites take part by halves');
+  }
+  sites = taking;
   const started = host.now();
   const head = host.log.history.head.commit;
-  const aggregators = host.membership.live('aggregator');
+  // An aggregator found at fault sits out (its sites go to the others on the ring).
+  const aggregators = host.membership.usableAggregators();
   if (sites.length > cfg.codec.maxContributors) {
     ctx.log.warn(
       { round, sites: sites.length, maxContributors: cfg.codec.maxContributors },
@@ -173,10 +186,19 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     ...(parents.length > 0 ? { parents } : {}),
   };
   const tree = RoundTree.of(open);
+  // Without the contributions stream nothing the aggregators sum is kept as evidence, and no one
+  // can be blamed for a contribution missing from it.
+  let evidenceKept = true;
   try {
     await host.ensureUpdatesStore();
   } catch (err) {
-    ctx.log.error({ round, err }, 'cannot create the updates store: aggregators cannot keep contributions');
+    const code = (err as { code?: unknown }).code;
+    if (code === 'STREAM_MISMATCH' || code === 'CONTRIBUTION_FRAME_TOO_LARGE') throw err;
+    evidenceKept = false;
+    ctx.log.error(
+      { round, err },
+      'cannot create the contributions stream: aggregators cannot keep contributions',
+    );
   }
   await logOpen(host, open);
   failpoint('coordinator.round-open-logged', round);
@@ -313,8 +335,9 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   if (rule !== null) {
     const step = await robustStep(host, { open, encoding, partials: intake.accepted, rule });
     if ('failed' in step) {
-      ctx.log.error({ round, why: step.failed }, 'robust aggregation failed');
-      return decide(host, state, facts, noVotes(step.failed));
+      ctx.log.error({ round, why: step.failed, culprit: step.culprit?.member }, 'robust aggregation failed');
+      const culprits = step.culprit === undefined ? [] : [step.culprit];
+      return decide(host, state, { ...facts, culprits }, noVotes(step.failed));
     }
     params = paramsWith(step.record);
     facts = { ...facts, params };
@@ -348,7 +371,51 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   });
   const verdict = await collectVotes(host, state, prepare);
   if (verdict === undefined) return undefined;
+  if (verdict.aggregateFault) {
+    facts = {
+      ...facts,
+      culprits: await blame(host, { open, encoding, partials: intake.accepted, evidenceKept }),
+    };
+  }
   return decide(host, state, facts, verdict);
+}
+
+/**
+ * Who spoiled an aggregate every voter found wrong: an aggregator whose partial is not the sum of
+ * what it lists, or that did not keep what it summed (`findCulprits`); when every partial is
+ * exact, one of the contributors wrote a wrong tag, and the suspects narrow to it over rounds
+ * (`SuspectSet`). Returns the culprits to strike (none while the suspects are more than one).
+ */
+async function blame(host: RoundHost, input: Parameters<typeof findCulprits>[1]): Promise<CulpritRecord[]> {
+  const { ctx } = host;
+  const round = input.open.round;
+  const findings = await findCulprits(host, input);
+  for (const c of findings.culprits) {
+    ctx.log.warn(
+      { round, culprit: c.member, fault: c.fault, detail: c.detail, evidence: c.evidence },
+      'culprit found',
+    );
+  }
+  if (findings.culprits.length > 0 || !findings.exact) return [...findings.culprits];
+  const contributors = input.partials.flatMap((p) => p.sites.map((c) => c.site));
+  const isolated = host.suspects.fault(round, contributors);
+  if (isolated === undefined) {
+    ctx.log.warn(
+      { round, suspects: host.suspects.suspects },
+      'every partial is the exact sum of its contributions: a contributor wrote a wrong tag; its suspects take part by halves',
+    );
+    return [];
+  }
+  ctx.log.warn({ round, culprit: isolated }, 'culprit isolated: the one site in every spoiled aggregate');
+  return [
+    {
+      member: isolated,
+      role: 'site',
+      fault: 'ISOLATED',
+      detail: `the one site common to the contributors of every round whose aggregate a contribution spoiled, up to round ${round}`,
+      evidence: '',
+    },
+  ];
 }
 
 /**

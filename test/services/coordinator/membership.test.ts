@@ -21,6 +21,7 @@ const roles = new Map<string, MemberRoleName>([
   ['site-c', 'site'],
   ['site-z', 'site'],
   ['agg-1', 'aggregator'],
+  ['agg-2', 'aggregator'],
 ]);
 
 /** A membership on a hand-driven clock. */
@@ -149,11 +150,29 @@ describe('Membership eligibility and exclusion', () => {
     expect(m.isExcluded('site-a')).toBe(true);
   });
 
-  it('adopts only records of known sites', () => {
+  it('adopts only records of known sites and aggregators', () => {
     const { m } = setup();
     m.adopt([record('site-a'), record('agg-1'), record('stranger'), record('site-b', { excluded: false })]);
-    expect(m.table().map((r) => r.site)).toEqual(['site-a', 'site-b']);
-    expect(m.excluded()).toEqual(['site-a']);
+    expect(m.table().map((r) => r.site)).toEqual(['agg-1', 'site-a', 'site-b']);
+    expect(m.excluded()).toEqual(['agg-1', 'site-a']);
+  });
+
+  it('an aggregator found at fault sits its rounds out, unless no aggregator is left', () => {
+    // Struck at round 5 (first strike): sits out round 6, usable again from round 7 when live.
+    const { m, beat } = setup();
+    beat('agg-1', HEAD1);
+    m.adopt(m.nextTable({ offenders: ['agg-1'], credited: [], round: 5, height: 1 }));
+    expect(m.usableAggregators()).toEqual([]);
+    // No aggregator is usable at all: it is readmitted whatever its sit-out (or no round could run).
+    expect(m.readmitAggregators(6)).toEqual(['agg-1']);
+    expect(m.usableAggregators()).toEqual(['agg-1']);
+    // Struck again (second strike, round 8): sits out rounds 9 and 10 while another serves.
+    beat('agg-2', HEAD1);
+    m.adopt(m.nextTable({ offenders: ['agg-1'], credited: [], round: 8, height: 1 }));
+    expect(m.usableAggregators()).toEqual(['agg-2']);
+    expect(m.readmitAggregators(10)).toEqual([]);
+    expect(m.readmitAggregators(11)).toEqual(['agg-1']);
+    expect(m.usableAggregators()).toEqual(['agg-1', 'agg-2']);
   });
 
   it('readmits a site only once it reports the head and has sat its rounds out', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { sha256 } from '../../../crypto/digest/index.ts';
 import type { ControlBodies } from '../../../src/protocol/index.ts';
-import { judgeVotes } from '../../../src/services/coordinator/round-judge.ts';
+import { isAggregateFault, judgeVotes } from '../../../src/services/coordinator/round-judge.ts';
 import { bytesToHex, createCommit, genesisCommit } from '../../../src/versions/index.ts';
 
 type Vote = ControlBodies['vote'];
@@ -112,6 +112,29 @@ describe('judgeVotes', () => {
   it('commits with a YES majority, listing the silent voters as missing', () => {
     const v = judge(ABC, [yes('site-a'), yes('site-c')]);
     expect(v).toMatchObject({ commit: true, yes: ['site-a', 'site-c'], no: [], missing: ['site-b'] });
+  });
+
+  it('an aggregate every voter found wrong alike is an aggregate fault, not the voters’ (blame goes elsewhere)', () => {
+    const mac = 'BLOCK_MAC_MISMATCH: the aggregate’s MAC does not hold';
+    const all = judge(ABC, [no('site-a', mac), no('site-b', mac), no('site-c', mac)]);
+    expect(all).toMatchObject({ commit: false, aggregateFault: true, no: ['site-a', 'site-b', 'site-c'] });
+    // Silent voters do not change that (they are struck for their silence, not the aggregate).
+    expect(judge(ABC, [no('site-a', mac), no('site-b', mac)])).toMatchObject({
+      aggregateFault: true,
+      missing: ['site-c'],
+    });
+    // One YES on the same aggregate: the check is deterministic, so a MAC NO is the voter's fault.
+    expect(judge(ABC, [no('site-a', mac), yes('site-b'), yes('site-c')])).toMatchObject({
+      commit: false,
+      aggregateFault: false,
+    });
+    // Any other reason among the NOs: the voters answer for their own.
+    expect(judge(ABC, [no('site-a', mac), no('site-b', 'disk full'), no('site-c', mac)]).aggregateFault).toBe(
+      false,
+    );
+    // The code must lead the reason: a voter cannot claim it in passing.
+    expect(judge(['site-a'], [no('site-a', `disk full (${mac})`)]).aggregateFault).toBe(false);
+    expect(isAggregateFault(mac)).toBe(true);
   });
 
   it('ignores votes of members that are not voters', () => {

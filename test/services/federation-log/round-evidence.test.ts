@@ -180,6 +180,7 @@ function decision(over: Partial<DecisionBody> = {}): DecisionBody {
     nextClip: 1,
     attempt,
     evaluation: null,
+    culprits: [],
     ...over,
   };
 }
