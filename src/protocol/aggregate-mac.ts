@@ -11,8 +11,8 @@ import type { UpdateLayout } from './update-layout.ts';
 
 /**
  * The aggregate MAC of a round (docs/security.md, "Verifiable aggregation"). Every site's update
- * carries, in its last slots, the tag t_k = Σ_s r_s · S_{k,s} + ρ_k mod p over its data slots'
- * integer values S_{k,s}, with secret weights r and a secret per-site offset ρ_k that only sites
+ * carries, in the slots after its data, the tag t_k = Σ_s r_s · S_{k,s} + ρ_k mod p over the
+ * integer values S_{k,s} of every other slot of its blocks (data and padding), with secret weights r and a secret per-site offset ρ_k that only sites
  * can compute (`crypto/mac`, keyed by a key derived from the federation data key and bound to the
  * round and attempt). Slot sums are exact and the tag is linear, so an aggregate of exactly the
  * listed contributions L satisfies T ≡ Σ_s r_s · S_s + Σ_{k ∈ L} ρ_k (mod p), where T is the sum
@@ -46,19 +46,20 @@ function limbSlotsOfBlock(layout: UpdateLayout, block: number): { local: number;
 }
 
 /**
- * `acc` plus the weighted sum of block `block`'s data slots (the first slots of `slots`, integers)
- * mod p: a tag's linear part is the sum of these over every block, in any order or split.
+ * `acc` plus the weighted sum of every slot of block `block` but the tag's limbs (integers in
+ * `slots`) mod p: the data slots and the padding after them alike, so nothing anywhere in an
+ * update can change without changing the sum. A tag's linear part is the sum of these over every
+ * block, in any order or split.
  */
-export function macBlockSum(
-  mac: RoundMac,
-  layout: UpdateLayout,
-  block: number,
-  slots: Float64Array,
-  acc = 0n,
-): bigint {
-  const { first, count } = dataSlotsOfBlock(layout, block);
-  if (count === 0) return acc;
-  return macAccumulate(macWeights(mac.key, mac.nonce, first, count), slots.subarray(0, count), acc);
+export function macBlockSum(mac: RoundMac, layout: UpdateLayout, block: number, slots: Float64Array, acc = 0n): bigint {
+  const n = layout.slotsPerBlock;
+  const limbs = limbSlotsOfBlock(layout, block);
+  let values: Float64Array = slots.subarray(0, n);
+  if (limbs.length > 0) {
+    values = values.slice();
+    for (const { local } of limbs) values[local] = 0;
+  }
+  return macAccumulate(macWeights(mac.key, mac.nonce, block * n, n), values, acc);
 }
 
 /** Site `site`'s tag from the linear part `acc` of its update: (acc + ρ_site) mod p. */
