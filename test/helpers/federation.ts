@@ -10,7 +10,12 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import type { CohortConfigInput } from '../../src/config/index.ts';
 import type { DecisionBody } from '../../src/protocol/index.ts';
-import { type AgentService, federationGenesis, startAgent } from '../../src/services/agent/index.ts';
+import {
+  type AgentOptions,
+  type AgentService,
+  federationGenesis,
+  startAgent,
+} from '../../src/services/agent/index.ts';
 import { type AggregatorService, startAggregator } from '../../src/services/aggregator/index.ts';
 import {
   type CoordinatorEvent,
@@ -161,9 +166,9 @@ export class Federation {
     return ctx;
   }
 
-  async startAgent(id: string, evaluate = false): Promise<AgentService> {
+  async startAgent(id: string, evaluate = false, options: AgentOptions = {}): Promise<AgentService> {
     const ctx = await this.member(id);
-    const agent = await startAgent(ctx, { evaluate });
+    const agent = await startAgent(ctx, { ...options, evaluate });
     this.#cleanup.push(() => agent.stop());
     this.agents.set(id, agent);
     return agent;

@@ -22,6 +22,12 @@ export interface AgentOptions {
    * a keyset it was given.
    */
   readonly keysetOverride?: LaneKeyset | (() => LaneKeyset);
+  /**
+   * Tests: the aggregate-MAC key to use instead of the one derived from the data key (a site whose
+   * key differs from every other site's: the tags it writes and the checks it makes are wrong).
+   * The agent does not wipe a key it was given.
+   */
+  readonly macKeyOverride?: AggregateMacKey;
   /** Tests: a training engine to use instead of the one `learning.engine` names (freed on stop). */
   readonly engine?: TrainingEngine;
   /**

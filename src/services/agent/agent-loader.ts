@@ -64,7 +64,9 @@ export async function loadAgentCore(
       'no federation data key: this site cannot tag its updates or check aggregates, and neither writes nor reads snapshots',
     );
   }
-  const macKey = dataKey === null ? null : AggregateMacKey.fromDataKey(dataKey, config.federation.id);
+  const macKey =
+    options.macKeyOverride ??
+    (dataKey === null ? null : AggregateMacKey.fromDataKey(dataKey, config.federation.id));
   const store = openModelStore(join(config.paths.dataDir, ctx.member));
   const follower = await LogFollower.open(ctx.transport.connection, {
     federation: config.federation.id,
@@ -121,7 +123,7 @@ export async function releaseAgentCore(core: AgentCore, ownsKeyset: boolean): Pr
   core.keyset = null;
   core.dataKey?.fill(0);
   core.dataKey = null;
-  core.macKey?.delete();
+  if (core.options.macKeyOverride === undefined) core.macKey?.delete();
   core.macKey = null;
 }
 
