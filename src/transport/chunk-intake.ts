@@ -10,7 +10,11 @@ export interface ChunkIntakeOptions {
   readonly limits: ResolvedLimits;
   /** An incomplete message is dropped this long after its first chunk. */
   readonly reassemblyTimeoutMs: number;
-  /** Per-sender token buckets, charged one token per chunk. */
+  /**
+   * Per-sender token buckets, charged one token per chunk. Its `senderOf` (default: the subject)
+   * also names whose share of the reassembly buffer a message is charged to, with or without a
+   * rate limit.
+   */
   readonly rateLimit?: RateLimitOptions;
   /** Every drop, with the fault when the input was corrupt or inconsistent. */
   readonly onDrop: (reason: TransportDropReason, subject: string, fault?: FrameFault) => void;
@@ -26,9 +30,11 @@ export interface IntakeMessage {
 }
 
 /**
- * The checks every inbound chunk goes through, cheapest first: framing headers, declared length
- * against the cap, the sender's rate limit, CRC32, then reassembly. A chunk refused at one step
- * costs nothing of the next; each refusal is reported once through `onDrop`.
+ * The checks every inbound chunk goes through, cheapest first: the sender's rate limit, framing
+ * headers, declared length against the cap, CRC32, then reassembly within the sender's own share
+ * of the buffer (see `Reassembler`: one sender's chunks never evict another's message in
+ * progress). A chunk refused at one step costs nothing of the next; each refusal is reported once
+ * through `onDrop`.
  */
 export class ChunkIntake {
   readonly #limits: ResolvedLimits;
@@ -40,10 +46,14 @@ export class ChunkIntake {
     this.#limits = options.limits;
     this.#onDrop = options.onDrop;
     this.#rate = options.rateLimit === undefined ? undefined : new RateLimiter(options.rateLimit);
+    const senderOf = options.rateLimit?.senderOf;
     this.#reassembler = new Reassembler({
       timeoutMs: options.reassemblyTimeoutMs,
       maxPending: options.limits.maxPendingMessages,
       maxPendingBytes: options.limits.maxPendingBytes,
+      maxPendingPerSender: options.limits.maxPendingMessagesPerSender,
+      maxPendingBytesPerSender: options.limits.maxPendingBytesPerSender,
+      ...(senderOf === undefined ? {} : { senderOf }),
       onDrop: (subject, _id, reason) => this.#onDrop(reason, subject),
     });
   }
@@ -56,6 +66,11 @@ export class ChunkIntake {
   /** Incomplete messages buffered. */
   get pendingMessages(): number {
     return this.#reassembler.pendingCount;
+  }
+
+  /** Senders with an incomplete message buffered. */
+  get pendingSenders(): number {
+    return this.#reassembler.pendingSenders;
   }
 
   /** Takes one chunk; returns the whole message once complete, else `undefined`. */
@@ -79,6 +94,7 @@ export class ChunkIntake {
       case 'complete':
         return { id: header.id, data: r.data, headers: r.meta };
       case 'pending':
+      case 'dropped': // counted through the reassembler's `onDrop`
         return undefined;
       case 'duplicate':
         this.#onDrop('DUPLICATE', subject);

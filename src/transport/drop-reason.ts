@@ -14,7 +14,11 @@ export const TRANSPORT_DROP_REASONS = Object.freeze([
   'OVERSIZE',
   /** An incomplete chunked message expired (`reassemblyTimeoutMs` after its first chunk). */
   'REASSEMBLY_TIMEOUT',
-  /** An incomplete chunked message was evicted to keep the pending count or bytes within bounds. */
+  /**
+   * An incomplete chunked message was dropped to keep the subscription's pending count or bytes
+   * within its bound: always one of the sender's own (its oldest other one, else the message the
+   * chunk belongs to), never another sender's message in progress.
+   */
   'REASSEMBLY_MEMORY',
   /** The sender's token bucket was empty (`SubscribeOptions.rateLimit`). */
   'RATE_LIMITED',
@@ -28,6 +32,13 @@ export const TRANSPORT_DROP_REASONS = Object.freeze([
    * never answered (see `ReplyPolicy`).
    */
   'REPLY_REFUSED',
+  /**
+   * An incomplete chunked message was dropped because its sender held more than its own share of
+   * the subscription's reassembly buffer (`maxPendingMessagesPerSender`, `maxPendingBytesPerSender`):
+   * the sender's oldest other message, else the one the chunk belongs to. One sender's chunks
+   * evict only its own messages.
+   */
+  'REASSEMBLY_SENDER_SHARE',
 ] as const);
 
 /** One of {@link TRANSPORT_DROP_REASONS}. */

@@ -8,9 +8,24 @@ export interface RateLimitOptions {
   readonly burst: number;
   /**
    * The sender a subject belongs to; default: the subject itself (Cohort subjects name their
-   * sender, and the federation's permissions let a member publish only its own).
+   * sender, and the federation's permissions let a member publish only its own). The same key
+   * gives each sender its own share of the subscription's reassembly buffer (`ChunkIntake`).
    */
   readonly senderOf?: (subject: string) => string;
+}
+
+/**
+ * The sender of `subject` under `senderOf` (the subject itself without one). A mapper that throws
+ * maps the subject to itself: a failing mapper must not open a gate or merge senders.
+ */
+export function senderKey(senderOf: ((subject: string) => string) | undefined, subject: string): string {
+  if (senderOf === undefined) return subject;
+  try {
+    const sender = senderOf(subject);
+    return typeof sender === 'string' ? sender : subject;
+  } catch {
+    return subject;
+  }
 }
 
 /** Senders whose buckets a {@link RateLimiter} remembers by default (least recently used beyond). */
@@ -46,7 +61,7 @@ export function assertRateLimit(name: string, r: unknown): asserts r is RateLimi
 export class RateLimiter {
   readonly #perMs: number;
   readonly #burst: number;
-  readonly #senderOf: (subject: string) => string;
+  readonly #senderOf: ((subject: string) => string) | undefined;
   readonly #maxSenders: number;
   readonly #now: () => number;
   readonly #buckets = new Map<string, Bucket>();
@@ -55,7 +70,7 @@ export class RateLimiter {
     assertRateLimit('rateLimit', options);
     this.#perMs = options.perSecond / 1000;
     this.#burst = options.burst;
-    this.#senderOf = options.senderOf ?? ((s) => s);
+    this.#senderOf = options.senderOf;
     this.#maxSenders = maxSenders;
     this.#now = now;
   }
@@ -67,12 +82,7 @@ export class RateLimiter {
 
   /** Takes one token from the bucket of the sender of `subject`; false when it is empty. */
   take(subject: string): boolean {
-    let sender: string;
-    try {
-      sender = this.#senderOf(subject);
-    } catch {
-      sender = subject; // a failing mapper must not open the gate
-    }
+    const sender = senderKey(this.#senderOf, subject);
     const now = this.#now();
     let b = this.#buckets.get(sender);
     if (b === undefined) {

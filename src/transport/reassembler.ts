@@ -1,20 +1,34 @@
 import { type ChunkFrame, FrameFault } from './chunk-frame.ts';
+import { senderKey } from './rate-limiter.ts';
 
-/** Why a {@link Reassembler} gave up on an incomplete message. */
-export type ReassemblyDropReason = 'REASSEMBLY_TIMEOUT' | 'REASSEMBLY_MEMORY';
+/**
+ * Why a {@link Reassembler} gave up on an incomplete message: it expired, the subscription's
+ * bound was reached (`REASSEMBLY_MEMORY`), or its sender held more than its share
+ * (`REASSEMBLY_SENDER_SHARE`). The last two only ever drop the arriving chunk's sender's messages.
+ */
+export type ReassemblyDropReason = 'REASSEMBLY_TIMEOUT' | ReassemblyBoundReason;
+
+/** Why a {@link Reassembler} dropped an incomplete message to stay within its bounds. */
+export type ReassemblyBoundReason = 'REASSEMBLY_MEMORY' | 'REASSEMBLY_SENDER_SHARE';
 
 /** Limits of a {@link Reassembler}. */
 export interface ReassemblerOptions {
   /** An incomplete message is dropped this long after its first chunk arrived. */
   readonly timeoutMs: number;
-  /** At most this many incomplete messages at once; the oldest is dropped beyond. */
+  /** At most this many incomplete messages at once, all senders together. */
   readonly maxPending: number;
   /**
-   * At most this many bytes buffered for incomplete messages (chunk bytes plus
-   * {@link PART_OVERHEAD_BYTES} per chunk); the oldest are dropped beyond.
+   * At most this many bytes buffered for incomplete messages, all senders together (chunk bytes
+   * plus {@link PART_OVERHEAD_BYTES} per chunk).
    */
   readonly maxPendingBytes: number;
-  /** Called for each incomplete message dropped (timeout or memory bound). */
+  /** At most this many incomplete messages of one sender; default: no share below `maxPending`. */
+  readonly maxPendingPerSender?: number;
+  /** At most this many bytes buffered for one sender's incomplete messages; default: no share below `maxPendingBytes`. */
+  readonly maxPendingBytesPerSender?: number;
+  /** The sender a subject belongs to (as `RateLimitOptions.senderOf`); default the subject itself. */
+  readonly senderOf?: (subject: string) => string;
+  /** Called for each incomplete message dropped (timeout or a bound). */
   readonly onDrop?: (subject: string, id: string, reason: ReassemblyDropReason) => void;
 }
 
@@ -24,6 +38,11 @@ export type ReassemblyResult<M = undefined> =
   | { readonly status: 'complete'; readonly data: Uint8Array; readonly meta: M | undefined }
   /** Buffered; more chunks are awaited. */
   | { readonly status: 'pending' }
+  /**
+   * The chunk's own message was dropped to keep its sender's share or the buffer within bounds
+   * (already reported through `onDrop`, with `reason`).
+   */
+  | { readonly status: 'dropped'; readonly reason: ReassemblyBoundReason }
   /** This chunk of this message is already buffered (a retry): ignored. */
   | { readonly status: 'duplicate' }
   /** The chunk disagrees with its message (`CHUNK_MISMATCH`); the partial message is dropped. */
@@ -34,6 +53,8 @@ export const PART_OVERHEAD_BYTES = 128;
 
 interface Pending<M> {
   readonly subject: string;
+  /** Whose share it is charged to. */
+  readonly sender: string;
   readonly id: string;
   readonly count: number;
   readonly length: number;
@@ -49,24 +70,38 @@ interface Pending<M> {
   readonly timer: NodeJS.Timeout;
 }
 
+/** One sender's incomplete messages (keys, oldest first) and the bytes they are charged. */
+interface SenderShare {
+  readonly keys: Set<string>;
+  charged: number;
+}
+
 const PENDING = Object.freeze({ status: 'pending' } as const);
 const DUPLICATE = Object.freeze({ status: 'duplicate' } as const);
 
 /**
- * Puts chunked messages back together, with bounded memory. Pending messages are keyed by
- * subject and sender-chosen id, so one sender cannot disturb another's reassembly; parts are kept
- * in a map (nothing is allocated from a declared count); every non-last chunk must have the
- * size that the declared count implies. Incomplete messages expire after `timeoutMs`, and the
- * oldest are dropped when `maxPending` or `maxPendingBytes` is exceeded. `M` is what the caller
- * keeps of chunk 0 (e.g. its headers) until the message is complete.
+ * Puts chunked messages back together, with bounded memory shared fairly among senders. Pending
+ * messages are keyed by subject and sender-chosen id, so one sender cannot disturb another's
+ * reassembly; parts are kept in a map (nothing is allocated from a declared count); every non-last
+ * chunk must have the size that the declared count implies. Incomplete messages expire after
+ * `timeoutMs`. Each sender (`senderOf`) has its own share (`maxPendingPerSender`,
+ * `maxPendingBytesPerSender`) within the bounds of all (`maxPending`, `maxPendingBytes`): a chunk
+ * that takes its sender over its share, or the buffer over its bounds, drops that sender's own
+ * oldest incomplete message, else the message the chunk belongs to; never another sender's. `M`
+ * is what the caller keeps of chunk 0 (e.g. its headers) until the message is complete.
  */
 export class Reassembler<M = undefined> {
   readonly #options: ReassemblerOptions;
+  readonly #maxPerSender: number;
+  readonly #maxBytesPerSender: number;
   readonly #pending = new Map<string, Pending<M>>();
+  readonly #senders = new Map<string, SenderShare>();
   #charged = 0;
 
   constructor(options: ReassemblerOptions) {
     this.#options = options;
+    this.#maxPerSender = options.maxPendingPerSender ?? Number.POSITIVE_INFINITY;
+    this.#maxBytesPerSender = options.maxPendingBytesPerSender ?? Number.POSITIVE_INFINITY;
   }
 
   /** Bytes currently charged for incomplete messages (payload plus per-chunk overhead). */
@@ -77,6 +112,17 @@ export class Reassembler<M = undefined> {
   /** Incomplete messages currently buffered. */
   get pendingCount(): number {
     return this.#pending.size;
+  }
+
+  /** Senders with an incomplete message buffered now. */
+  get pendingSenders(): number {
+    return this.#senders.size;
+  }
+
+  /** What `sender`'s incomplete messages hold now: how many, and the bytes charged for them. */
+  shareOf(sender: string): { readonly messages: number; readonly bytes: number } {
+    const share = this.#senders.get(sender);
+    return { messages: share?.keys.size ?? 0, bytes: share?.charged ?? 0 };
   }
 
   /**
@@ -92,8 +138,10 @@ export class Reassembler<M = undefined> {
     const key = `${subject} ${frame.id}`;
     let p = this.#pending.get(key);
     if (p === undefined) {
+      const sender = senderKey(this.#options.senderOf, subject);
       p = {
         subject,
+        sender,
         id: frame.id,
         count: frame.count,
         length: frame.length,
@@ -105,6 +153,12 @@ export class Reassembler<M = undefined> {
         timer: setTimeout(() => this.#drop(key, 'REASSEMBLY_TIMEOUT'), this.#options.timeoutMs).unref(),
       };
       this.#pending.set(key, p);
+      let share = this.#senders.get(sender);
+      if (share === undefined) {
+        share = { keys: new Set(), charged: 0 };
+        this.#senders.set(sender, share);
+      }
+      share.keys.add(key);
     } else if (p.count !== frame.count || p.length !== frame.length) {
       return this.#mismatch(key, frame, 'count or length');
     }
@@ -129,6 +183,7 @@ export class Reassembler<M = undefined> {
     const charge = part.length + PART_OVERHEAD_BYTES;
     p.charged += charge;
     this.#charged += charge;
+    this.#senders.get(p.sender)!.charged += charge;
     if (p.bytes > p.length) return this.#mismatch(key, frame, 'length');
     if (p.parts.size === p.count) {
       this.#discard(key);
@@ -142,8 +197,8 @@ export class Reassembler<M = undefined> {
       }
       return { status: 'complete', data: out, meta: p.meta };
     }
-    this.#enforceBounds(key);
-    return PENDING;
+    const dropped = this.#enforceBounds(key, p.sender);
+    return dropped === undefined ? PENDING : { status: 'dropped', reason: dropped };
   }
 
   /** Drops every incomplete message and stops their timers (no `onDrop`). */
@@ -151,15 +206,36 @@ export class Reassembler<M = undefined> {
     for (const key of [...this.#pending.keys()]) this.#discard(key);
   }
 
-  #enforceBounds(keep: string): void {
+  /**
+   * Brings the whole buffer, then `sender`'s share, back within bounds by dropping the sender's own
+   * incomplete messages, oldest first, `keep` (the one the chunk belongs to) last: another
+   * sender's message is never dropped. Returns the reason when `keep` itself was dropped.
+   */
+  #enforceBounds(keep: string, sender: string): ReassemblyBoundReason | undefined {
     const o = this.#options;
-    for (const key of this.#pending.keys()) {
-      if (this.#pending.size <= o.maxPending && this.#charged <= o.maxPendingBytes) return;
-      if (key !== keep) this.#drop(key, 'REASSEMBLY_MEMORY');
+    const share = this.#senders.get(sender)!;
+    // The bounds of all first: a sender over both (a share as large as the bounds) is dropped for memory.
+    const bounds: [ReassemblyBoundReason, () => boolean][] = [
+      ['REASSEMBLY_MEMORY', () => this.#pending.size > o.maxPending || this.#charged > o.maxPendingBytes],
+      [
+        'REASSEMBLY_SENDER_SHARE',
+        () => share.keys.size > this.#maxPerSender || share.charged > this.#maxBytesPerSender,
+      ],
+    ];
+    for (const [reason, over] of bounds) {
+      while (over()) {
+        let victim = keep;
+        for (const k of share.keys) {
+          if (k !== keep) {
+            victim = k;
+            break;
+          }
+        }
+        this.#drop(victim, reason);
+        if (victim === keep) return reason;
+      }
     }
-    if (this.#charged > o.maxPendingBytes || this.#pending.size > o.maxPending) {
-      this.#drop(keep, 'REASSEMBLY_MEMORY');
-    }
+    return undefined;
   }
 
   #drop(key: string, reason: ReassemblyDropReason): void {
@@ -173,6 +249,12 @@ export class Reassembler<M = undefined> {
     clearTimeout(p.timer);
     this.#charged -= p.charged;
     this.#pending.delete(key);
+    const share = this.#senders.get(p.sender);
+    if (share !== undefined) {
+      share.keys.delete(key);
+      share.charged -= p.charged;
+      if (share.keys.size === 0) this.#senders.delete(p.sender);
+    }
     return p;
   }
 

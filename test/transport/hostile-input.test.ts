@@ -311,6 +311,52 @@ describe('transport under hostile input', () => {
     await sub.unsubscribe();
   });
 
+  it('gives each sender its own share of the reassembly buffer: a flood evicts only its own', async () => {
+    const got: [string, string][] = [];
+    const sub = b.subscribe(
+      't.h.share.*',
+      async (m) => {
+        got.push([m.subject, crcHex(m.data)]);
+      },
+      { maxMessageBytes: 4096, rateLimit: { perSecond: 1000, burst: 1000 } },
+    );
+    await sub.ready();
+    const honestData = new Uint8Array(2048).fill(9);
+    publishRaw(honest, 't.h.share.s2', {
+      id: 'in-progress',
+      data: honestData.subarray(0, 1024),
+      index: 0,
+      count: 2,
+      length: 2048,
+    });
+    await honest.flush();
+    // 200 first chunks the flooding sender never finishes: far beyond the 64 of all senders.
+    for (let i = 0; i < 200; i++) {
+      publishRaw(hostile, 't.h.share.s1', {
+        id: `never-${i}`,
+        data: new Uint8Array(1024),
+        index: 0,
+        count: 2,
+        length: 2048,
+      });
+    }
+    await hostile.flush();
+    await until(() => sub.stats().dropped.REASSEMBLY_SENDER_SHARE >= 192);
+    publishRaw(honest, 't.h.share.s2', {
+      id: 'in-progress',
+      data: honestData.subarray(1024),
+      index: 1,
+      count: 2,
+      length: 2048,
+    });
+    await honest.flush();
+    await until(() => got.length >= 1);
+    expect(got).toEqual([['t.h.share.s2', crcHex(honestData)]]);
+    expect(sub.stats().dropped).toMatchObject({ REASSEMBLY_SENDER_SHARE: 192, REASSEMBLY_MEMORY: 0 });
+    expect(sub.stats().pendingMessages).toBe(8); // the flooding sender's default share
+    await sub.unsubscribe();
+  });
+
   it('counts every drop with its reason, per subscription and per transport', async () => {
     const drops: [TransportDropReason, string][] = [];
     const errors: TransportError[] = [];

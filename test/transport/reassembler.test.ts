@@ -7,6 +7,12 @@ import {
   type ReassemblyDropReason,
   splitChunks,
 } from '../../src/transport/index.ts';
+import {
+  assertReceiveLimits,
+  pendingChargeBound,
+  resolveLimits,
+  TRANSPORT_DEFAULTS,
+} from '../../src/transport/transport-limits.ts';
 
 function frames(id: string, data: Uint8Array, chunkSize: number): ChunkFrame[] {
   const chunks = splitChunks(data, chunkSize);
@@ -120,11 +126,103 @@ describe('Reassembler', () => {
     const r = reassembler(drops, { maxPending: 2, maxPendingBytes: 3 * (1024 + PART_OVERHEAD_BYTES) });
     for (const id of ['a', 'b', 'c']) r.accept('s', frames(id, bytes(2048, 1), 1024)[0]!);
     expect(drops).toEqual([['s', 'a', 'REASSEMBLY_MEMORY']]);
-    r.accept('t', frames('d', bytes(6000, 1), 3000)[0]!); // needs the room of both others
-    expect(drops.map((d) => d[1])).toEqual(['a', 'b', 'c']);
-    expect(r.pendingCount).toBe(1);
+    // Another sender needing the room of both others: only its own message can go, not theirs.
+    const d = r.accept('t', frames('d', bytes(6000, 1), 3000)[0]!);
+    expect(d).toEqual({ status: 'dropped', reason: 'REASSEMBLY_MEMORY' });
+    expect(drops.map((x) => x[1])).toEqual(['a', 'd']);
+    expect(r.pendingCount).toBe(2);
     vi.advanceTimersByTime(1001);
-    expect(drops.at(-1)).toEqual(['t', 'd', 'REASSEMBLY_TIMEOUT']);
+    expect(drops.slice(2).map((x) => [x[1], x[2]])).toEqual([
+      ['b', 'REASSEMBLY_TIMEOUT'],
+      ['c', 'REASSEMBLY_TIMEOUT'],
+    ]);
     expect(r.pendingBytes).toBe(0);
+    expect(r.pendingSenders).toBe(0);
+  });
+
+  it('gives each sender its own share: a flood evicts only the flooding sender’s messages', () => {
+    const drops: [string, string, ReassemblyDropReason][] = [];
+    const r = reassembler(drops, { maxPending: 16, maxPendingPerSender: 3, maxPendingBytes: 1 << 20 });
+    const honest = frames('honest', bytes(2048, 7), 1024);
+    expect(r.accept('snapshot.site-1', honest[0]!).status).toBe('pending');
+    for (let i = 0; i < 100; i++) r.accept('snapshot.site-5', frames(`flood-${i}`, bytes(2048, 1), 1024)[0]!);
+    // site-5 keeps its three newest; each older one was its own eviction.
+    expect(drops).toHaveLength(97);
+    expect(
+      drops.every(([s, , reason]) => s === 'snapshot.site-5' && reason === 'REASSEMBLY_SENDER_SHARE'),
+    ).toBe(true);
+    expect(r.shareOf('snapshot.site-5').messages).toBe(3);
+    const done = r.accept('snapshot.site-1', honest[1]!);
+    expect(done.status === 'complete' && done.data.every((x) => x === 7)).toBe(true);
+  });
+
+  it('bounds a sender’s bytes, keeps the newest, and charges a sender named by senderOf', () => {
+    const drops: [string, string, ReassemblyDropReason][] = [];
+    const part = 1024 + PART_OVERHEAD_BYTES;
+    const r = reassembler(drops, {
+      maxPendingBytesPerSender: 2 * part,
+      senderOf: (subject: string) => subject.split('.').at(-1)!,
+    });
+    // Two subjects of one sender share its byte share.
+    r.accept('update.agg-1.site-5', frames('x', bytes(3072, 1), 1024)[0]!);
+    r.accept('update.agg-2.site-5', frames('y', bytes(3072, 1), 1024)[0]!);
+    expect(drops).toEqual([]);
+    expect(r.accept('update.agg-2.site-5', frames('y', bytes(3072, 1), 1024)[1]!).status).toBe('pending');
+    expect(drops).toEqual([['update.agg-1.site-5', 'x', 'REASSEMBLY_SENDER_SHARE']]);
+    expect(r.shareOf('site-5')).toEqual({ messages: 1, bytes: 2 * part });
+    // A message larger than the share cannot be buffered: its own chunk drops it.
+    const big = frames('z', bytes(4096, 2), 1024);
+    const r2 = reassembler(drops, { maxPendingBytesPerSender: 2 * part });
+    r2.accept('s', big[0]!);
+    r2.accept('s', big[1]!);
+    expect(r2.accept('s', big[2]!)).toEqual({ status: 'dropped', reason: 'REASSEMBLY_SENDER_SHARE' });
+    expect(r2.pendingCount).toBe(0);
+    expect(r2.pendingBytes).toBe(0);
+  });
+
+  it('a failing senderOf charges the subject itself', () => {
+    const r = reassembler([], {
+      maxPendingPerSender: 1,
+      senderOf: () => {
+        throw new Error('no sender');
+      },
+    });
+    expect(r.accept('a', frames('1', bytes(2048, 1), 1024)[0]!).status).toBe('pending');
+    expect(r.accept('b', frames('2', bytes(2048, 1), 1024)[0]!).status).toBe('pending');
+    expect(r.pendingSenders).toBe(2);
+  });
+});
+
+describe('resolveLimits: each sender’s share', () => {
+  it('defaults to 8 messages and an eighth of the bytes, at least one whole message, within the bounds', () => {
+    const d = resolveLimits({});
+    expect(d.maxPendingMessagesPerSender).toBe(TRANSPORT_DEFAULTS.maxPendingMessagesPerSender);
+    // A 64 MiB message in 1 KiB chunks is charged more than an eighth of 128 MiB.
+    expect(d.maxPendingBytesPerSender).toBe(pendingChargeBound(TRANSPORT_DEFAULTS.maxMessageBytes));
+    expect(d.maxPendingBytesPerSender).toBeLessThanOrEqual(d.maxPendingBytes);
+    const heartbeat = resolveLimits({}, { maxMessageBytes: 8192 });
+    expect(heartbeat.maxPendingBytesPerSender).toBe(16 * 1024 * 1024);
+    const small = resolveLimits(
+      { maxPendingMessages: 2, maxPendingBytes: 4096 },
+      { maxMessageBytes: 1 << 20 },
+    );
+    expect(small).toMatchObject({ maxPendingMessagesPerSender: 2, maxPendingBytesPerSender: 4096 });
+    const own = resolveLimits(
+      { maxPendingMessagesPerSender: 3 },
+      { maxPendingBytesPerSender: 5000, maxPendingMessagesPerSender: 1 },
+    );
+    expect(own).toMatchObject({ maxPendingMessagesPerSender: 1, maxPendingBytesPerSender: 5000 });
+    expect(pendingChargeBound(0)).toBe(PART_OVERHEAD_BYTES);
+    expect(pendingChargeBound(2048)).toBe(2048 + 2 * PART_OVERHEAD_BYTES);
+  });
+
+  it('refuses a malformed share', () => {
+    expect(() => assertReceiveLimits('o.', { maxPendingMessagesPerSender: -1 })).toThrow(
+      /o\.maxPendingMessagesPerSender/,
+    );
+    expect(() => assertReceiveLimits('o.', { maxPendingBytesPerSender: 1.5 })).toThrow(
+      /o\.maxPendingBytesPerSender/,
+    );
+    expect(() => pendingChargeBound(-1)).toThrow(/bytes/);
   });
 });
