@@ -105,19 +105,21 @@ export type ContributionNote =
 /** Receives a bundle's bytes in order (a file, an HTTP response). */
 export type BundleSink = (chunk: Uint8Array) => void | Promise<void>;
 
-/** Writes a bundle's items, in order, to a sink, hashing everything for the trailer. */
-class BundleWriter {
+/** Writes a bundle's raw items, in order, to a sink, hashing everything for the trailer. */
+class ItemWriter {
   readonly #sink: BundleSink;
   readonly #hash: Hash = createHash('sha256');
+  #done = false;
+  /** Bytes handed to the sink so far. */
+  bytes = 0;
 
   constructor(sink: BundleSink) {
     this.#sink = sink;
   }
 
-  #done = false;
-
   async #out(chunk: Uint8Array): Promise<void> {
     if (!this.#done) this.#hash.update(chunk);
+    this.bytes += chunk.length;
     await this.#sink(chunk);
   }
 
@@ -156,25 +158,145 @@ class BundleWriter {
 }
 
 /**
+ * Writes a bundle item by item to a sink, as it is produced (an exporter streams a bundle without
+ * holding it): `start` (header, meta, registry, genesis), then the entries in increasing sequence,
+ * the objects, the contributions (version 3: each in increasing name order), then `finish` (the
+ * trailer). Each call checks its place in that order, so a writer never emits a bundle the
+ * decoder would refuse for its order.
+ */
+export class AuditBundleWriter {
+  readonly #w: ItemWriter;
+  #version = 0;
+  /** 0 before start, 1 entries, 2 objects, 3 contributions, 4 finished. */
+  #stage = 0;
+  #lastSequence = 0;
+  #lastName = '';
+
+  constructor(sink: BundleSink) {
+    if (typeof sink !== 'function')
+      throw new InvalidArgumentError('sink must be a function', { details: { name: 'sink' } });
+    this.#w = new ItemWriter(sink);
+  }
+
+  /** Bytes written so far. */
+  get bytes(): number {
+    return this.#w.bytes;
+  }
+
+  #at(stage: number, what: string): void {
+    if (this.#stage === 0 || this.#stage > stage) {
+      throw new InvalidArgumentError(`bundle ${what} out of order`, { details: { name: what } });
+    }
+    if (this.#stage < stage) this.#lastName = '';
+    this.#stage = stage;
+  }
+
+  #named(name: string, what: string): void {
+    if (this.#version >= 3 && name <= this.#lastName) {
+      throw new InvalidArgumentError(
+        `bundle ${what} ${JSON.stringify(name)} follows ${JSON.stringify(this.#lastName)}: names must increase`,
+        { details: { name: what } },
+      );
+    }
+    this.#lastName = name;
+  }
+
+  /** The header, meta, and (when not null) the registry and the genesis commit. */
+  async start(meta: AuditBundleMeta, registry: Uint8Array | null, genesis: Commit | null): Promise<void> {
+    const version = meta.version;
+    if (
+      this.#stage !== 0 ||
+      !READABLE_VERSIONS.has(version) ||
+      (version >= 3 && (registry === null || genesis === null))
+    ) {
+      throw new InvalidArgumentError(`bundle.meta.version ${version} cannot hold this bundle`, {
+        details: { name: 'bundle.meta.version' },
+      });
+    }
+    this.#version = version;
+    this.#stage = 1;
+    await this.#w.start(version);
+    await this.#w.item(BUNDLE_ITEM.meta, 'meta', new TextEncoder().encode(JSON.stringify(meta)));
+    if (registry !== null) await this.#w.item(BUNDLE_ITEM.registry, 'registry.bin', registry);
+    if (genesis !== null) await this.#w.item(BUNDLE_ITEM.genesis, 'genesis', encodeCommit(genesis));
+  }
+
+  /** One stored entry (sequences strictly increasing). */
+  async entry(e: StoredEntry): Promise<void> {
+    this.#at(1, 'entry');
+    if (e.sequence <= this.#lastSequence) {
+      throw new InvalidArgumentError('bundle.entries must be in strictly increasing sequence order', {
+        details: { name: 'bundle.entries' },
+      });
+    }
+    this.#lastSequence = e.sequence;
+    await this.#w.item(BUNDLE_ITEM.entry, String(e.sequence), e.bytes);
+  }
+
+  /** An aggregate object, or its absence (null). */
+  async object(name: string, bytes: Uint8Array | null): Promise<void> {
+    this.#at(2, 'object');
+    this.#named(name, 'object');
+    await this.#w.item(
+      bytes === null ? BUNDLE_ITEM.absent : BUNDLE_ITEM.object,
+      name,
+      bytes ?? new Uint8Array(0),
+    );
+  }
+
+  /**
+   * A stored contribution (version 3): its bytes, or null when absent; `note` as in
+   * {@link AuditBundle.contributionNotes} (`overwritten` needs bytes, `unreadable` none).
+   */
+  async contribution(name: string, bytes: Uint8Array | null, note?: ContributionNote): Promise<void> {
+    if (this.#version < 3) {
+      throw new InvalidArgumentError(`bundle.meta.version ${this.#version} holds no contributions`, {
+        details: { name: 'bundle.meta.version' },
+      });
+    }
+    if (note !== undefined && (note.kind === 'overwritten') !== (bytes !== null)) {
+      throw new InvalidArgumentError(
+        `bundle.contributionNotes names ${JSON.stringify(name)} without its bytes`,
+        { details: { name: 'bundle.contributionNotes' } },
+      );
+    }
+    this.#at(3, 'contribution');
+    this.#named(name, 'contribution');
+    if (note?.kind === 'unreadable') {
+      await this.#w.item(BUNDLE_ITEM.contributionUnreadable, name, new TextEncoder().encode(note.reason));
+    } else if (note?.kind === 'overwritten') {
+      await this.#w.item(BUNDLE_ITEM.contributionOverwritten, name, bytes!);
+    } else {
+      await this.#w.item(
+        bytes === null ? BUNDLE_ITEM.contributionAbsent : BUNDLE_ITEM.contribution,
+        name,
+        bytes ?? new Uint8Array(0),
+      );
+    }
+  }
+
+  /** The trailer; nothing can be written after it. */
+  async finish(): Promise<void> {
+    this.#at(4, 'trailer');
+    await this.#w.finish();
+  }
+}
+
+/**
  * Writes `bundle` to `sink` in order (the format of {@link encodeAuditBundle}), hashing as it goes
- * for the trailer: a bundle can be streamed without being held whole.
+ * for the trailer (see {@link AuditBundleWriter} to write one as it is produced).
  */
 export async function writeAuditBundle(bundle: AuditBundle, sink: BundleSink): Promise<void> {
   const version = bundle.meta.version;
   const contributions = bundle.contributions ?? new Map<string, Uint8Array | null>();
   const notes = bundle.contributionNotes ?? new Map<string, ContributionNote>();
-  if (
-    !READABLE_VERSIONS.has(version) ||
-    (version === 1 && (contributions.size > 0 || notes.size > 0)) ||
-    (version >= 3 && (bundle.registry === null || bundle.genesis === null))
-  ) {
+  if (!READABLE_VERSIONS.has(version) || (version === 1 && (contributions.size > 0 || notes.size > 0))) {
     throw new InvalidArgumentError(`bundle.meta.version ${version} cannot hold this bundle`, {
       details: { name: 'bundle.meta.version' },
     });
   }
-  for (const [name, note] of notes) {
-    const bytes = contributions.get(name);
-    if (bytes === undefined || (note.kind === 'overwritten') !== (bytes !== null)) {
+  for (const name of notes.keys()) {
+    if (!contributions.has(name)) {
       throw new InvalidArgumentError(
         `bundle.contributionNotes names ${JSON.stringify(name)} without its bytes`,
         {
@@ -186,29 +308,11 @@ export async function writeAuditBundle(bundle: AuditBundle, sink: BundleSink): P
   // Version 3 writes objects and contributions in increasing name order: one bundle, one encoding.
   const ordered = <T>(map: ReadonlyMap<string, T>): [string, T][] =>
     version >= 3 ? [...map].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) : [...map];
-  const w = new BundleWriter(sink);
-  await w.start(version);
-  await w.item(BUNDLE_ITEM.meta, 'meta', new TextEncoder().encode(JSON.stringify(bundle.meta)));
-  if (bundle.registry !== null) await w.item(BUNDLE_ITEM.registry, 'registry.bin', bundle.registry);
-  if (bundle.genesis !== null) await w.item(BUNDLE_ITEM.genesis, 'genesis', encodeCommit(bundle.genesis));
-  for (const e of bundle.entries) await w.item(BUNDLE_ITEM.entry, String(e.sequence), e.bytes);
-  for (const [name, bytes] of ordered(bundle.objects)) {
-    await w.item(bytes === null ? BUNDLE_ITEM.absent : BUNDLE_ITEM.object, name, bytes ?? new Uint8Array(0));
-  }
-  for (const [name, bytes] of ordered(contributions)) {
-    const note = notes.get(name);
-    if (note?.kind === 'unreadable') {
-      await w.item(BUNDLE_ITEM.contributionUnreadable, name, new TextEncoder().encode(note.reason));
-    } else if (note?.kind === 'overwritten') {
-      await w.item(BUNDLE_ITEM.contributionOverwritten, name, bytes!);
-    } else {
-      await w.item(
-        bytes === null ? BUNDLE_ITEM.contributionAbsent : BUNDLE_ITEM.contribution,
-        name,
-        bytes ?? new Uint8Array(0),
-      );
-    }
-  }
+  const w = new AuditBundleWriter(sink);
+  await w.start(bundle.meta, bundle.registry, bundle.genesis);
+  for (const e of bundle.entries) await w.entry(e);
+  for (const [name, bytes] of ordered(bundle.objects)) await w.object(name, bytes);
+  for (const [name, bytes] of ordered(contributions)) await w.contribution(name, bytes, notes.get(name));
   await w.finish();
 }
 

@@ -9,12 +9,11 @@ import { expectedAggregateBlocks } from './aggregate-check.ts';
 import {
   AUDIT_BUNDLE_VERSION,
   type AuditBundleMeta,
+  AuditBundleWriter,
   type BundleSink,
-  type ContributionNote,
-  writeAuditBundle,
 } from './audit-bundle.ts';
 import { AuditError } from './audit-error.ts';
-import type { AuditSource, StoredEntry } from './audit-source.ts';
+import type { AuditSource, ContributionRead } from './audit-source.ts';
 
 /** Options of {@link exportAuditBundle}. */
 export interface ExportAuditBundleOptions {
@@ -44,42 +43,46 @@ export interface ExportedBundleSummary {
   readonly contributions: number;
   /** `skipped`: on request, or the contributions stream could not be read with these credentials. */
   readonly contributionsIncluded: 'included' | 'skipped';
+  /** Bytes of the bundle. */
+  readonly bytes: number;
 }
 
+/** A contribution the bundle asks for, with the bounds its reader applies. */
+interface WantedContribution {
+  readonly key: ContributionKey;
+  readonly maxBytes: number;
+  readonly maxFrames: number;
+}
+
+/** What the first pass over the log found: names and sizes only, never the evidence itself. */
+interface BundlePlan {
+  /** Aggregate objects COMMITs name, and their declared sizes. */
+  readonly objects: Map<string, number>;
+  /** Contributions the partial records of each committed round's open attempt list, by name. */
+  readonly contributions: Map<string, WantedContribution>;
+}
+
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
 /**
- * Exports what `source` holds as an audit bundle to `sink` (see {@link encodeAuditBundle} for the
- * format): the log's stored entries 1…last as they are (nothing verified, nothing re-encoded), the
- * aggregate object of every COMMIT whose entry opens under the registry's coordinator key (or its
- * absence), every contribution the partial records of that round's open attempt list, as the
- * aggregator its RoundOpen assigned the site to stored it (or its absence, or what is wrong with
- * it: exactly the ones the audit asks for), a copy of the registry file and the genesis commit.
- * The admin API can stream it.
- *
- * @throws AuditError `AUDIT_SOURCE_UNAVAILABLE` when the log, or an aggregate (unless
- *   `skipAggregates`), cannot be read: a bundle never silently lacks what it claims to include.
+ * First pass: reads the log's entries 1…`last` and keeps the names (and declared sizes) of what the
+ * bundle must hold: the aggregate object of every COMMIT whose entry opens under the registry's
+ * coordinator key, and every contribution the partial records of that round's open attempt list,
+ * under the aggregator the RoundOpen assigned its site to (exactly the ones the audit asks for).
  */
-export async function exportAuditBundle(
+async function planBundle(
   source: AuditSource,
-  options: ExportAuditBundleOptions,
-  sink: BundleSink,
-): Promise<ExportedBundleSummary> {
-  if (typeof sink !== 'function')
-    throw new InvalidArgumentError('sink must be a function', { details: { name: 'sink' } });
-  const skip = options.skipAggregates === true;
-  const last = await source.lastSequence();
-  const view = RegistryView.fromRegistry(options.registry.registry);
-  const coordinator = options.registry.registry.members.find((m) => m.role === 'coordinator')?.id ?? '';
-  const entries: StoredEntry[] = [];
-  const wanted = new Map<string, number>();
+  registry: VerifiedRegistry,
+  last: number,
+): Promise<BundlePlan> {
+  const view = RegistryView.fromRegistry(registry.registry);
+  const coordinator = registry.registry.members.find((m) => m.role === 'coordinator')?.id ?? '';
+  const objects = new Map<string, number>();
+  const contributions = new Map<string, WantedContribution>();
   /** Each round's open attempt, and the contributions its partial records list (as the audit keeps them). */
   const opens = new Map<number, ControlBodies['round-open']>();
   const listed = new Map<number, ContributionKey[]>();
-  const wantedContributions = new Map<
-    string,
-    { key: ContributionKey; maxBytes: number; maxFrames: number }
-  >();
   for await (const e of source.entries(last)) {
-    entries.push(e);
     try {
       const record = openLogEntry(e.bytes, undefined, {
         federation: source.federation,
@@ -108,59 +111,69 @@ export async function exportAuditBundle(
       }
       const d = record.decision;
       if (d?.commit && d.kind !== 'rollback' && d.aggregate != null) {
-        wanted.set(d.aggregate.object, d.aggregate.objectBytes);
+        objects.set(d.aggregate.object, d.aggregate.objectBytes);
         // A contribution (seeded ciphertexts, frames) is smaller than the full-ciphertext sum.
         const maxFrames = expectedAggregateBlocks(d.aggregate) + 1;
         for (const key of listed.get(d.round) ?? []) {
-          wantedContributions.set(contributionName(key), {
+          contributions.set(contributionName(key), {
             key,
             maxBytes: 2 * d.aggregate.objectBytes + (1 << 20),
             maxFrames,
           });
         }
       }
+      if (d) {
+        // A decided round's partials are done with: the plan keeps names, not the log.
+        listed.delete(d.round);
+        opens.delete(d.round);
+      }
     } catch {
       // An entry that does not open names no aggregate here; the audit reports it.
     }
   }
-  const objects = new Map<string, Uint8Array | null>();
-  if (!skip) {
-    for (const [name, objectBytes] of wanted) {
-      const read = await source.aggregate(name, objectBytes);
-      if (read.status === 'unavailable') {
-        throw new AuditError(
-          'AUDIT_SOURCE_UNAVAILABLE',
-          `cannot read aggregate ${JSON.stringify(name)}: ${read.reason} (export with credentials that may read the aggregate store, or skip aggregates)`,
-          { details: { object: name } },
-        );
-      }
-      // Too large or corrupt in the store: exported as absent, and the audit of the bundle reports it missing.
-      objects.set(name, read.status === 'found' ? read.bytes : null);
-    }
-  }
-  const contributions = new Map<string, Uint8Array | null>();
-  const notes = new Map<string, ContributionNote>();
-  let withContributions = !skip && options.skipContributions !== true;
-  if (withContributions && source.contribution !== undefined) {
-    for (const [name, { key, maxBytes, maxFrames }] of wantedContributions) {
-      const read = await source.contribution(key, maxBytes, maxFrames);
-      if (read.status === 'unavailable') {
-        // Credentials that may not read the contributions stream (a site's): the bundle says so.
-        withContributions = false;
-        contributions.clear();
-        notes.clear();
-        break;
-      }
-      if (read.status === 'found' || read.status === 'overwritten') {
-        contributions.set(name, read.bytes);
-        if (read.status === 'overwritten') notes.set(name, { kind: 'overwritten' });
-      } else {
-        contributions.set(name, null);
-        if (read.status !== 'absent') notes.set(name, { kind: 'unreadable', reason: read.reason });
-      }
-    }
-  } else {
-    withContributions = false;
+  return { objects, contributions };
+}
+
+/**
+ * Exports what `source` holds as an audit bundle to `sink` (see {@link encodeAuditBundle} for the
+ * format), streaming: the bundle is written as it is read and never held whole. A first pass over
+ * the log keeps only the names of what the bundle must hold; the second writes the log's stored
+ * entries 1…last as they are (nothing verified, nothing re-encoded), then the aggregate object of
+ * every COMMIT whose entry opens under the registry's coordinator key (or its absence), then every
+ * contribution the partial records of that round's open attempt list, as the aggregator its
+ * RoundOpen assigned the site to stored it (or its absence, or what is wrong with it: exactly the
+ * ones the audit asks for), each read just before it is written; a copy of the registry file and
+ * the genesis commit come first. At most one aggregate or contribution is held at a time, and the
+ * sink's promise is awaited before the next read (a slow reader slows the export down).
+ *
+ * Whether contributions are included is decided before the meta is written, by reading the first
+ * one: credentials that may not read the contributions stream (a site's) give a bundle that says
+ * they were skipped.
+ *
+ * @throws AuditError `AUDIT_SOURCE_UNAVAILABLE` when the log, an aggregate (unless
+ *   `skipAggregates`) or, once the first was read, a contribution cannot be read: a bundle never
+ *   silently lacks what it claims to include (the sink then holds a bundle without its trailer,
+ *   which no reader accepts).
+ */
+export async function exportAuditBundle(
+  source: AuditSource,
+  options: ExportAuditBundleOptions,
+  sink: BundleSink,
+): Promise<ExportedBundleSummary> {
+  if (typeof sink !== 'function')
+    throw new InvalidArgumentError('sink must be a function', { details: { name: 'sink' } });
+  const skip = options.skipAggregates === true;
+  const last = await source.lastSequence();
+  const plan = await planBundle(source, options.registry, last);
+  const read = source.contribution?.bind(source);
+  const contributionNames = [...plan.contributions.keys()].sort(byName);
+  let withContributions = !skip && options.skipContributions !== true && read !== undefined;
+  let first: ContributionRead | undefined;
+  if (withContributions && contributionNames.length > 0) {
+    const c = plan.contributions.get(contributionNames[0]!)!;
+    first = await read!(c.key, c.maxBytes, c.maxFrames);
+    // Credentials that may not read the contributions stream (a site's): the bundle says so.
+    if (first.status === 'unavailable') withContributions = false;
   }
   const meta: AuditBundleMeta = {
     format: 'cohort-audit-bundle',
@@ -173,27 +186,67 @@ export async function exportAuditBundle(
     aggregates: skip ? 'skipped' : 'included',
     contributions: withContributions ? 'included' : 'skipped',
   };
-  await writeAuditBundle(
-    {
-      meta,
-      registry: options.registry.bytes,
-      genesis: options.genesis,
-      entries,
-      objects,
-      contributions,
-      contributionNotes: notes,
-    },
-    sink,
-  );
-  const absent = [...objects.values()].filter((b) => b === null).length;
+  const w = new AuditBundleWriter(sink);
+  await w.start(meta, options.registry.bytes, options.genesis);
+  let entries = 0;
+  for await (const e of source.entries(last)) {
+    await w.entry(e);
+    entries++;
+  }
+  let objects = 0;
+  let absent = 0;
+  if (!skip) {
+    for (const name of [...plan.objects.keys()].sort(byName)) {
+      const got = await source.aggregate(name, plan.objects.get(name)!);
+      if (got.status === 'unavailable') {
+        throw new AuditError(
+          'AUDIT_SOURCE_UNAVAILABLE',
+          `cannot read aggregate ${JSON.stringify(name)}: ${got.reason} (export with credentials that may read the aggregate store, or skip aggregates)`,
+          { details: { object: name } },
+        );
+      }
+      // Too large or corrupt in the store: exported as absent, and the audit of the bundle reports it missing.
+      if (got.status === 'found') objects++;
+      else absent++;
+      await w.object(name, got.status === 'found' ? got.bytes : null);
+    }
+  }
+  let contributions = 0;
+  if (withContributions) {
+    for (const [i, name] of contributionNames.entries()) {
+      const c = plan.contributions.get(name)!;
+      const got = i === 0 && first !== undefined ? first : await read!(c.key, c.maxBytes, c.maxFrames);
+      first = undefined;
+      if (got.status === 'unavailable') {
+        throw new AuditError(
+          'AUDIT_SOURCE_UNAVAILABLE',
+          `cannot read contribution ${JSON.stringify(name)}: ${got.reason} (the bundle says contributions are included)`,
+          { details: { contribution: name } },
+        );
+      }
+      if (got.status === 'found') {
+        contributions++;
+        await w.contribution(name, got.bytes);
+      } else if (got.status === 'overwritten') {
+        contributions++;
+        await w.contribution(name, got.bytes, { kind: 'overwritten' });
+      } else if (got.status === 'absent') {
+        await w.contribution(name, null);
+      } else {
+        await w.contribution(name, null, { kind: 'unreadable', reason: got.reason });
+      }
+    }
+  }
+  await w.finish();
   return {
     federation: source.federation,
     lastSequence: last,
-    entries: entries.length,
-    objects: objects.size - absent,
+    entries,
+    objects,
     absent,
     aggregates: meta.aggregates,
-    contributions: [...contributions.values()].filter((b) => b !== null).length,
+    contributions,
     contributionsIncluded: withContributions ? 'included' : 'skipped',
+    bytes: w.bytes,
   };
 }

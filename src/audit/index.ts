@@ -4,6 +4,7 @@ export {
   AUDIT_BUNDLE_VERSION,
   type AuditBundle,
   type AuditBundleMeta,
+  AuditBundleWriter,
   BUNDLE_ITEM,
   type BundleSink,
   type ContributionNote,
@@ -12,6 +13,20 @@ export {
   writeAuditBundle,
 } from './audit-bundle.ts';
 export { AUDIT_ERROR_CODES, AuditError, type AuditErrorCode } from './audit-error.ts';
+export {
+  AUDIT_NICENESS,
+  type AuditBundleJob,
+  type AuditJobOptions,
+  DEFAULT_AUDIT_HEAP_MB,
+  runAuditVerifyJob,
+  startAuditBundleJob,
+} from './audit-job.ts';
+export { AUDIT_JOB_ERROR_CODES, AuditJobError, type AuditJobErrorCode } from './audit-job-error.ts';
+export type {
+  AuditBundleJobOptions,
+  AuditJobTarget,
+  AuditVerifyJobOptions,
+} from './audit-job-protocol.ts';
 export {
   AUDIT_PROBLEM_CODES,
   AUDIT_UNCHECKED_CODES,
