@@ -161,6 +161,7 @@ export function hostileUpdate(
   options: CodecOptions,
   totalParams: number,
   slotValues: (block: number, dataSlots: number) => Float64Array,
+  exampleWeight = 10,
 ): { blocks: Uint8Array[]; manifest: Uint8Array } {
   const encoding = codecEncoding(site.ckks.ctx, options);
   const layout = updateLayout(totalParams, encoding);
@@ -177,7 +178,7 @@ export function hostileUpdate(
     context,
     site.signer,
     site.signing,
-    { totalParams, exampleWeight: 10, encoding, crcChunkBytes: options.crcChunkBytes },
+    { totalParams, exampleWeight, encoding, crcChunkBytes: options.crcChunkBytes },
     ciphertexts,
     1,
     [],
