@@ -22,6 +22,15 @@ export interface NatsResponsePermission {
   readonly expiresMs: number;
 }
 
+/**
+ * Kinds of client connection nats-server 2.9.10 tells apart for `allowed_connection_types`
+ * (`IN_PROCESS` is for embedded servers only; `STANDARD` is a NATS client over TCP/TLS).
+ */
+export const NATS_CONNECTION_TYPES = Object.freeze(['STANDARD', 'WEBSOCKET', 'LEAFNODE', 'MQTT'] as const);
+
+/** One of {@link NATS_CONNECTION_TYPES}. */
+export type NatsConnectionType = (typeof NATS_CONNECTION_TYPES)[number];
+
 /** One user of a nats-server `authorization` block: an NKEY user, no password. */
 export interface NatsUser {
   /** Who the user is (a member id): written as a comment and used in error messages. */
@@ -32,6 +41,11 @@ export interface NatsUser {
   readonly subscribe: NatsPermissionSet;
   /** Replies to requests it receives; absent: it may not reply to anything. */
   readonly allowResponses?: NatsResponsePermission;
+  /**
+   * The only kinds of connection the user may open (`allowed_connection_types`, the one per-user
+   * connection setting nats-server 2.9.10 takes in a configuration file); absent: any kind.
+   */
+  readonly allowedConnectionTypes?: readonly NatsConnectionType[];
 }
 
 /** A member and the public NKEY of its NATS user (`<id>.nk.pub`). */
@@ -62,6 +76,13 @@ export interface FederationAuthorizationSpec {
    */
   readonly responseExpiresMs?: number;
 }
+
+/**
+ * What a member may connect with: a NATS client over TLS only. No member uses a websocket, MQTT or
+ * leafnode connection, so none may open one even where an operator enables such a listener (each
+ * has its own TLS and authentication settings).
+ */
+export const MEMBER_CONNECTION_TYPES: readonly NatsConnectionType[] = Object.freeze(['STANDARD']);
 
 /** Default `allow_responses.expires` of {@link federationUsers}. */
 export const DEFAULT_RESPONSE_EXPIRES_MS = 60_000;
@@ -133,6 +154,9 @@ function streamWriterSubjects(stream: string): string[] {
  *   stream, the aggregate store and the contributions stream (info and get-message: to re-add each
  *   round's contributions; never snapshots or leases). Sites may not read the contributions
  *   stream (DESIGN §10), nor may any role subscribe to its subjects.
+ * Every member may connect only as a NATS client (`allowed_connection_types: ["STANDARD"]`). How
+ * many connections and subscriptions it may open, and how large a message, nats-server 2.9.10
+ * bounds only server-wide: see `federationServerLimits` (server-config.ts).
  * Member ids must be unique across roles (they name heartbeat subjects and users).
  */
 export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
@@ -170,6 +194,7 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
       publish,
       subscribe,
       ...(answers ? { allowResponses: responder } : {}),
+      allowedConnectionTypes: MEMBER_CONNECTION_TYPES,
     });
   };
   const ownInbox = (id: string) => `${s.inboxPrefix(id)}.>`;
@@ -306,7 +331,8 @@ function duration(ms: number): string {
 /**
  * Renders `users` as a nats-server `authorization { users = [...] }` block of NKEY users (no
  * password), every value quoted, so the text can be embedded in a server configuration as is.
- * Each user's permissions carry `allow_responses` when it answers requests.
+ * Each user's permissions carry `allow_responses` when it answers requests, and its
+ * `allowed_connection_types` when it has them.
  */
 export function renderAuthorization(users: readonly NatsUser[]): string {
   const lines = ['authorization {', '  users = ['];
@@ -342,6 +368,18 @@ export function renderAuthorization(users: readonly NatsUser[]): string {
         );
       }
     }
+    const types = u.allowedConnectionTypes;
+    if (
+      types !== undefined &&
+      (!Array.isArray(types) ||
+        types.length === 0 ||
+        types.some((t) => !(NATS_CONNECTION_TYPES as readonly string[]).includes(t)))
+    ) {
+      throw new InvalidArgumentError(
+        `allowedConnectionTypes of ${u.user} must be a non-empty list of ${NATS_CONNECTION_TYPES.join(', ')}`,
+        { details: { name: 'allowedConnectionTypes', user: u.user } },
+      );
+    }
     const responses = u.allowResponses;
     if (responses !== undefined) {
       if (
@@ -361,6 +399,7 @@ export function renderAuthorization(users: readonly NatsUser[]): string {
       `    # ${u.user}`,
       '    {',
       `      nkey: ${quote(u.nkey)}`,
+      ...(types === undefined ? [] : [`      allowed_connection_types: [${types.map(quote).join(', ')}]`]),
       '      permissions: {',
       `        publish: ${renderSet(u.publish)}`,
       `        subscribe: ${renderSet(u.subscribe)}`,

@@ -144,6 +144,12 @@ describe('federationUsers', () => {
     expect(conf).not.toMatch(/password|pass:|user:/);
   });
 
+  it('lets every member connect only as a NATS client (allowed_connection_types)', () => {
+    for (const u of users) expect(u.allowedConnectionTypes).toEqual(['STANDARD']);
+    const conf = federationAuthorization(spec);
+    expect(conf.match(/allowed_connection_types: \["STANDARD"\]/g)).toHaveLength(users.length);
+  });
+
   it('narrows the coordinator to the subjects it handles and its own streams', () => {
     const coordinator = user('coordinator');
     expect(coordinator.subscribe.allow).toEqual([
