@@ -19,6 +19,7 @@ import {
   type EncodedUpdate,
   encodeUpdate,
   FRAME_KIND,
+  frame,
   openControl,
   type RoundContext,
   sealControl,
@@ -134,6 +135,17 @@ async function remoteFailure(p: Promise<unknown>): Promise<string> {
     await p;
   } catch (err) {
     if (err instanceof TransportError) return err.code;
+    throw err;
+  }
+  return 'accepted';
+}
+
+/** The remote refusal's message (`handler on … failed: <CODE>: <message>`), or 'accepted'. */
+async function remoteMessage(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+  } catch (err) {
+    if (err instanceof TransportError) return err.message;
     throw err;
   }
   return 'accepted';
@@ -388,5 +400,47 @@ describe('aggregator service over NATS', () => {
     const { manifest, decoded } = await partialOf(4, 5_000);
     expect(manifest.contributorList.map((c) => c.site)).toEqual(['site-1']);
     expectSumOf(decoded.laneSums, [u]);
+  });
+
+  it('decides from the header, before decoding: a site not assigned here, a round too far ahead, one early frame per site', async () => {
+    await openRound(5, [assigned('site-1', 'agg-1'), assigned('site-2', 'agg-2')], 10_000);
+    const count = (reason: string) => service.stats().rejections[reason] ?? 0;
+    const before = { wrong: count('WRONG_CONTEXT'), bad: count('BAD_HEADER'), malformed: count('MALFORMED') };
+    // site-2 (assigned to agg-2): a "block" of round 5 whose body past its round and signer is
+    // junk (no encoding): the decode would refuse it BAD_HEADER; it is refused for its site first.
+    const name = [...Buffer.from('site-2')];
+    const junk = frame(
+      FRAME_KIND.block,
+      Uint8Array.from([
+        0x0a,
+        0x80,
+        0x20,
+        ...new Array<number>(4096).fill(1),
+        0x38,
+        5,
+        0x42,
+        name.length,
+        ...name,
+      ]),
+    );
+    expect(await remoteMessage(send(1, junk))).toMatch(
+      /WRONG_CONTEXT: site "site-2" is not assigned here in round 5/,
+    );
+    expect(count('WRONG_CONTEXT')).toBe(before.wrong + 1);
+    expect(count('BAD_HEADER')).toBe(before.bad);
+    expect(count('MALFORMED')).toBe(before.malformed);
+    // A real block of site-1 for round 50: refused on arrival, not held for a RoundOpen.
+    expect(await remoteMessage(send(0, encode(0, 50).blocks[0]!))).toMatch(
+      /block is for round 50, more than one round ahead of the current round 5/,
+    );
+    // Two blocks of site-1 for round 6 at once: the first waits for its RoundOpen, the second is refused.
+    const u = encode(0, 6);
+    const first = send(0, u.blocks[0]!);
+    const second = remoteMessage(send(0, u.blocks[1]!));
+    expect(await second).toMatch(/round 6, not open here yet, and a frame of "site-1" already waits/);
+    await openRound(6, [assigned('site-1', 'agg-1')], 10_000);
+    expect([...(await first)]).toEqual([...ACK]);
+    expect(count('WRONG_CONTEXT')).toBe(before.wrong + 3);
+    expect(count('BAD_HEADER')).toBe(before.bad);
   });
 });

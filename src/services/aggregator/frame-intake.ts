@@ -1,14 +1,10 @@
 import { BlockRejectedError } from '../../errors/index.ts';
 import type { Logger } from '../../log/index.ts';
-import {
-  decodeBlockBody,
-  decodeManifestBody,
-  FRAME_KIND,
-  type RejectionCounters,
-  unframe,
-} from '../../protocol/index.ts';
+import { FRAME_KIND, type RejectionCounters } from '../../protocol/index.ts';
 import type { InboundMessage } from '../../transport/index.ts';
 import type { MemberContext } from '../member-context.ts';
+import { readFrameHeader } from './frame-header.ts';
+import type { FutureRoundGate } from './future-round-gate.ts';
 import type { RoundCollector } from './round-collector.ts';
 
 /** What the aggregator's intakes (site updates, child partials) need from the running service. */
@@ -33,7 +29,7 @@ export interface RoutedFrame {
   readonly sender: string;
   readonly kind: typeof FRAME_KIND.block | typeof FRAME_KIND.manifest;
   readonly what: 'block' | 'manifest';
-  /** From the header, not yet verified (the round's collector verifies the signature). */
+  /** From the header, not yet verified (read without decoding the body: `readFrameHeader`). */
   readonly round: number;
   /** From the header, not yet verified. */
   readonly signer: string;
@@ -50,10 +46,12 @@ export function refuse(
 }
 
 /**
- * The checks both intakes run before any signature work, cheapest first: the subject names one
- * sender after `prefix` (`WRONG_CONTEXT`), the frame is a block or a manifest (`MALFORMED`), it is
- * no longer than `caps` allows for its kind, in bytes (`OVERSIZE`), and its header decodes (round
- * and signer, to route it). Every refusal is counted in `counters`.
+ * The checks both intakes run before any decoding or signature work, cheapest first: the subject
+ * names one sender after `prefix` (`WRONG_CONTEXT`), the frame is a block or a manifest
+ * (`MALFORMED`), it is no longer than `caps` allows for its kind, in bytes (`OVERSIZE`), its frame
+ * header is sound and its round and signer can be read without decoding the body
+ * (`readFrameHeader`: `MALFORMED`, `TRUNCATED`), and the signer is the sender (`WRONG_SIGNER`).
+ * Every refusal is counted in `counters`.
  */
 export function routeFrame(
   counters: RejectionCounters,
@@ -76,29 +74,67 @@ export function routeFrame(
   }
   let header: { round: number; signer: string };
   try {
-    header =
-      kind === FRAME_KIND.block
-        ? decodeBlockBody(unframe(msg.data, FRAME_KIND.block))
-        : decodeManifestBody(unframe(msg.data, FRAME_KIND.manifest));
+    header = readFrameHeader(msg.data, kind);
   } catch (err) {
     if (err instanceof BlockRejectedError) counters.increment(err.reason);
     throw err;
+  }
+  if (header.signer !== sender) {
+    refuse(
+      counters,
+      'WRONG_SIGNER',
+      `${what} on the subject of ${JSON.stringify(sender)} is signed by ${JSON.stringify(header.signer)}`,
+    );
   }
   return { sender, kind, what, round: header.round, signer: header.signer };
 }
 
 /**
- * The round `frame` is for: waits for its RoundOpen when it names a round newer than the current
- * one (senders may be faster than the broadcast), then refuses it (`WRONG_CONTEXT`, `label`
- * naming it in the message) unless that round is the current one.
+ * The round `frame` is for, decided from its header before anything else of it is looked at: a
+ * round before the current one is refused, the current one is returned, and a frame that outruns
+ * its RoundOpen (its sender may hear the broadcast first) waits for it, bounded: only for the
+ * round after the current one (any round before the first RoundOpen), only as many frames as
+ * `gate` admits (one per sender by default), and only until `host.waitForRound` gives up. A frame
+ * more than one round ahead, or one the gate does not admit, is refused on arrival. Every refusal
+ * is `WRONG_CONTEXT`, counted, with `label` naming the frame in the message.
  */
 export async function roundOfFrame(
   host: AggregatorIntakeHost,
   frame: RoutedFrame,
   label: string,
+  gate: FutureRoundGate,
 ): Promise<RoundCollector> {
   const before = host.current();
-  if (!before || frame.round > before.round) await host.waitForRound(frame.round);
+  if (before !== undefined && frame.round <= before.round) {
+    if (frame.round === before.round) return before;
+    refuse(
+      host.counters,
+      'WRONG_CONTEXT',
+      `${label} is for round ${frame.round}, the current round is ${before.round}`,
+    );
+  }
+  if (before !== undefined && frame.round > before.round + 1) {
+    refuse(
+      host.counters,
+      'WRONG_CONTEXT',
+      `${label} is for round ${frame.round}, more than one round ahead of the current round ${before.round}`,
+    );
+  }
+  const refusal = gate.enter(frame.sender);
+  if (refusal !== undefined) {
+    refuse(
+      host.counters,
+      'WRONG_CONTEXT',
+      refusal === 'SENDER_WAITING'
+        ? `${label} is for round ${frame.round}, not open here yet, and a frame of ${JSON.stringify(frame.sender)} already waits for a RoundOpen`
+        : `${label} is for round ${frame.round}, not open here yet, and ${gate.waiting} frames already wait for a RoundOpen`,
+    );
+  }
+  try {
+    await host.waitForRound(frame.round);
+  } finally {
+    gate.leave(frame.sender);
+  }
   const round = host.current();
   if (!round || round.round !== frame.round) {
     refuse(

@@ -210,9 +210,10 @@ export class RoundCollector {
   }
 
   /**
-   * Cheap checks before any signature work, on the (not yet verified) header: it names `site` as
-   * its signer (`WRONG_SIGNER`), `site` is assigned here this round (`WRONG_CONTEXT`), `site` is
-   * not already in the sum (`DUPLICATE`) and the round still takes input (`WRONG_CONTEXT`).
+   * Cheap checks before any decoding or signature work, on the (not yet verified) header that
+   * `readFrameHeader` read: it names `site` as its signer (`WRONG_SIGNER`), `site` is assigned here
+   * this round (`WRONG_CONTEXT`, "not assigned here"), `site` is not already in the sum
+   * (`DUPLICATE`) and the round still takes input (`WRONG_CONTEXT`).
    */
   precheck(site: string, headerSigner: string, what: string): void {
     if (headerSigner !== site) {

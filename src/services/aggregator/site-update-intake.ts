@@ -2,6 +2,7 @@ import { FRAME_KIND, maxBlockFrameBytes, maxManifestFrameBytes } from '../../pro
 import type { InboundMessage } from '../../transport/index.ts';
 import { failpoint } from '../failpoint.ts';
 import { type AggregatorIntakeHost, roundOfFrame, routeFrame } from './frame-intake.ts';
+import { FutureRoundGate } from './future-round-gate.ts';
 import type { RoundCollector } from './round-collector.ts';
 
 /** The reply that acknowledges an accepted block or manifest. */
@@ -25,7 +26,11 @@ export interface SiteUpdateCounts {
  * The aggregator's intake of its sites' updates on `update.<me>.<site>` (requests; each message
  * one framed ParameterBlock or UpdateManifest). A message is refused (the handler throws, the
  * sender gets `TRANSPORT_REMOTE`, the reason is counted) unless it is for the current round,
- * signed by `<site>`, `<site>` is assigned here, and it passes the round's `BlockVerifier`.
+ * signed by `<site>`, `<site>` is assigned here, and it passes the round's `BlockVerifier`. The
+ * first three are decided from the frame's header, before its body is decoded or any signature
+ * checked (`routeFrame`, `roundOfFrame`, `RoundCollector.precheck`): a site not assigned here, a
+ * past round or one more than a round ahead costs a few varints. A frame of the next round waits
+ * for its RoundOpen only while no other frame of its site does ({@link FutureRoundGate}).
  * Accepted ones are answered with {@link AGGREGATOR_ACK}, a repeat of an accepted one too. A site
  * whose update is complete is added to the round's sum and its contribution stored; the round
  * closes once every assigned site and child partial is in.
@@ -35,6 +40,7 @@ export class SiteUpdateIntake {
   /** `cohort.F.update.<me>.` */
   readonly #prefix: string;
   readonly #counts: SiteUpdateCounts = { blocksAccepted: 0, manifestsAccepted: 0, updatesAdded: 0 };
+  readonly #early = new FutureRoundGate();
 
   constructor(host: SiteUpdateHost) {
     this.#host = host;
@@ -58,12 +64,13 @@ export class SiteUpdateIntake {
 
   async #accept(msg: InboundMessage): Promise<Uint8Array> {
     const host = this.#host;
-    // Size first: nothing is decoded from a message longer than one ciphertext's block can be.
+    // Subject, size and header first: nothing is decoded of a message longer than one
+    // ciphertext's block can be, nor of one from a site not assigned here this round.
     const frame = routeFrame(host.counters, msg, this.#prefix, {
       block: maxBlockFrameBytes(host.ctx.ckks.maxCiphertextBytes),
       manifest: maxManifestFrameBytes(0),
     });
-    const round = await roundOfFrame(host, frame, frame.what);
+    const round = await roundOfFrame(host, frame, frame.what, this.#early);
     const site = frame.sender;
     round.precheck(site, frame.signer, frame.what);
     const outcome =
