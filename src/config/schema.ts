@@ -268,6 +268,13 @@ const roundSchema = z.strictObject({
    * claiming more is refused, so one site cannot drown the others by declaring 10^12 examples.
    */
   maxSiteExamples: z.number().positive().max(1e12).default(10_000_000),
+  /**
+   * A site's FedAvg weight in a round is capped at this many times the median of the round's
+   * sites' example counts (RoundOpen pins the capped weight): one site claiming far more than the
+   * others cannot take over the mean. With n sites one site's share is at most
+   * factor / (factor + ⌈n/2⌉ − 1).
+   */
+  weightCapFactor: z.number().min(1).max(1000).default(4),
   /** A heartbeat stamped further than this from the coordinator's clock (either way) is refused. */
   clockSkewMs: z.int().min(100).max(3_600_000).default(30_000),
   breaker: breakerSchema.prefault({}),

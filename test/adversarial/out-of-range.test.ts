@@ -32,6 +32,8 @@ const OVERRIDES: Partial<CohortConfigInput> = {
   learning: { model: 'logreg', trainLimit: 800, testLimit: 100, epochs: 1, batchSize: 20 },
   log: { level: 'error' },
 };
+/** The hostile site's claimed example count: the others have 800 (`learning.trainLimit`). */
+const CLAIMED = 9_999_999;
 /** Rounds with the hostile update in the sum. */
 const ROUNDS = 2;
 
@@ -44,6 +46,7 @@ describe('a site that sends values out of every honest range', () => {
   /** Rounds the hostile update was acknowledged in. */
   const sent = new Set<number>();
   let beat: NodeJS.Timeout | undefined;
+  const opens: ControlBodies['round-open'][] = [];
   let head: { head: Uint8Array; height: number } = { head: new Uint8Array(0), height: 0 };
 
   beforeAll(async () => {
@@ -64,7 +67,8 @@ describe('a site that sends values out of every honest range', () => {
           sentUnixMs: Date.now(),
           head: head.head,
           height: head.height,
-          examples: 800,
+          // Far more than any other site (under round.maxSiteExamples): its weight is capped.
+          examples: CLAIMED,
           state: 'READY',
         },
         HOSTILE,
@@ -73,6 +77,7 @@ describe('a site that sends values out of every honest range', () => {
     await hostile.transport
       .subscribe(s.roundOpen, async (m) => {
         const open: ControlBodies['round-open'] = openControl(m.data, 'round-open', hostile.keys).body;
+        opens.push(open);
         const mine = open.assignments.find((a) => a.site === HOSTILE);
         if (mine === undefined || sent.size >= ROUNDS) return;
         const update = hostileUpdate(
@@ -173,6 +178,31 @@ describe('a site that sends values out of every honest range', () => {
       ],
     );
   }, 120_000);
+
+  it('6: a claim of 9,999,999 examples is pinned at weightCapFactor × the round’s median', () => {
+    const factor = f.dep.config.round.weightCapFactor;
+    const withIt = opens.filter((o) => o.assignments.some((a) => a.site === HOSTILE));
+    const shares = withIt.map((o) => {
+      const pinned = o.assignments.find((a) => a.site === HOSTILE)!.examples;
+      const counts = o.assignments.map((a) => a.examples).sort((x, y) => x - y);
+      const others = o.assignments.filter((a) => a.site !== HOSTILE).map((a) => a.examples);
+      return { pinned, share: pinned / o.totalExamples, n: counts.length, max: Math.max(...others) };
+    });
+    ledger.record(
+      6,
+      `heartbeats claiming ${CLAIMED.toLocaleString('en-US')} examples (under round.maxSiteExamples) beside sites of 800`,
+      [
+        holds(
+          'RoundOpen pins at most weightCapFactor × the round’s median example count for it',
+          shares.length > 0 && shares.every((x) => x.pinned <= factor * x.max && x.pinned < CLAIMED),
+        ),
+        holds(
+          'its share of the round’s weight stays within factor / (factor + ⌈n/2⌉ − 1)',
+          shares.every((x) => x.share <= factor / (factor + Math.ceil(x.n / 2) - 1)),
+        ),
+      ],
+    );
+  });
 
   it('the attack table in docs/security.md is the one observed', () => {
     ledger.verify();

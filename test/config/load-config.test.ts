@@ -61,6 +61,7 @@ describe('loadConfig', () => {
         clipMultiplier: 6,
         minContributors: 3,
         maxSiteExamples: 10_000_000,
+        weightCapFactor: 4,
         clockSkewMs: 30_000,
         breaker: {
           enabled: true,

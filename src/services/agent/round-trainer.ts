@@ -13,7 +13,7 @@ import { replayProblem } from './round-attempt.ts';
 import { ownEvaluation } from './site-evaluation.ts';
 import { type SiteRows, siteRows } from './site-rows.ts';
 import { sendStatistics, statisticsProblem } from './statistics-round.ts';
-import { updateFraming, uploadUpdate } from './update-upload.ts';
+import { pinnedExamples, updateFraming, uploadUpdate } from './update-upload.ts';
 import { describe } from './voter.ts';
 
 /**
@@ -64,7 +64,9 @@ export async function onRoundOpen(
     );
   }
   if (core.keyset === null || core.macKey === null) return skip(`cannot encrypt: ${core.keysetError}`);
-  if (assignment.examples !== core.examples) {
+  // The coordinator may pin less than the site has (a weight capped at a multiple of the round's
+  // median), never more.
+  if (!(assignment.examples > 0) || assignment.examples > core.examples) {
     return skip(`RoundOpen pins ${assignment.examples} examples for this site, it has ${core.examples}`);
   }
   if (Date.now() >= open.deadlineUnixMs) return skip('deadline already passed');
@@ -177,10 +179,11 @@ export async function trainAndSend(
     // rule weighs every update alike too: a hostile site could claim any example count.
     const m = open.assignments.length;
     const weighted = privacy === null && serviceRobustRule(core.ctx.config) === null;
-    const scale = weighted ? (core.examples * m) / open.totalExamples : 1;
+    const examples = pinnedExamples(core, open);
+    const scale = weighted ? (examples * m) / open.totalExamples : 1;
     if (!(scale > 0) || !Number.isFinite(scale)) {
       throw new InvalidArgumentError(
-        `RoundOpen totalExamples ${open.totalExamples} cannot weigh ${core.examples} examples over ${m} sites`,
+        `RoundOpen totalExamples ${open.totalExamples} cannot weigh ${examples} examples over ${m} sites`,
       );
     }
     const update = new Float32Array(w.length);
@@ -236,7 +239,7 @@ function encodeWithFeedback(
     ...updateFraming(core, open),
     update,
     residual: previous !== null && previous.length === update.length ? previous : null,
-    exampleWeight: core.examples,
+    exampleWeight: pinnedExamples(core, open),
     extraLevels,
   });
   core.store.stageResidual(open.round, encoded.residual);
@@ -266,7 +269,7 @@ function encodePrivate(
       ...updateFraming(core, open),
       update: new Float32Array(0),
       residual: null,
-      exampleWeight: core.examples,
+      exampleWeight: pinnedExamples(core, open),
       extraLevels: levels,
     });
   } finally {

@@ -2,7 +2,7 @@ import type { ControlBodies } from '../../protocol/index.ts';
 import { encodeUpdate, featureTotals, statisticsLaneCount, statisticsLevels } from '../../protocol/index.ts';
 import { contractFeatureCount, federatedStandardization } from '../statistics-plan.ts';
 import type { AgentCore } from './agent-core.ts';
-import { updateFraming, uploadUpdate } from './update-upload.ts';
+import { pinnedExamples, updateFraming, uploadUpdate } from './update-upload.ts';
 import { describe } from './voter.ts';
 
 /** Why this site cannot take part in the statistics round `open` announced, or undefined. */
@@ -46,7 +46,7 @@ export async function sendStatistics(
       ...updateFraming(core, open),
       update: new Float32Array(0),
       residual: null,
-      exampleWeight: core.examples,
+      exampleWeight: pinnedExamples(core, open),
       extraLevels,
     });
     if (!(await uploadUpdate(core, open, aggregator, encoded, 0, stale))) {

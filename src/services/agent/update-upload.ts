@@ -48,6 +48,14 @@ export async function uploadUpdate(
   return true;
 }
 
+/**
+ * This site's FedAvg weight in the round: what RoundOpen pinned for it (its example count, or less
+ * when capped at a multiple of the round's median; never more, or the site skips the round).
+ */
+export function pinnedExamples(core: AgentCore, open: ControlBodies['round-open']): number {
+  return open.assignments.find((a) => a.site === core.member)?.examples ?? 0;
+}
+
 /** The round context and codec options of a site's update in the round `open` announced. */
 export function updateFraming(core: AgentCore, open: ControlBodies['round-open']) {
   const head = core.store.head()!;

@@ -32,6 +32,7 @@ import {
   encodeRoundParams,
   type RoundRobust,
 } from './round-params.ts';
+import { cappedWeights } from './weight-cap.ts';
 
 const EMPTY = new Uint8Array(0);
 
@@ -127,9 +128,14 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   const capacity = new Map(cfg.members!.aggregators.map((a) => [a.id, a.capacity]));
   const ring = createRing(aggregators.map((id) => ({ id, capacity: capacity.get(id) ?? 1 })));
   const assignment = assignBounded(ring, sites, cfg.round.epsilon);
-  // Each site's weight is pinned here: its update must declare exactly this many examples.
+  // Each site's weight is pinned here, capped at a multiple of the round's median: its update must
+  // declare exactly this many examples.
+  const weights = cappedWeights(
+    new Map(sites.map((s) => [s, host.membership.view(s)?.examples ?? 0])),
+    cfg.round.weightCapFactor,
+  );
   const assignments: Assignment[] = [...assignment]
-    .map(([site, aggregator]) => ({ site, aggregator, examples: host.membership.view(site)?.examples ?? 0 }))
+    .map(([site, aggregator]) => ({ site, aggregator, examples: weights.get(site) ?? 0 }))
     .sort((a, b) => (a.site < b.site ? -1 : a.site > b.site ? 1 : 0));
   const clip = Math.fround(host.clip);
   const totalExamples = assignments.reduce((n, a) => n + a.examples, 0);

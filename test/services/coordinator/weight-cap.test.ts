@@ -1,0 +1,62 @@
+// Weight caps relative to the round's median: hand-computed cases.
+import { describe, expect, it } from 'vitest';
+import { cappedWeights } from '../../../src/services/coordinator/weight-cap.ts';
+
+describe('cappedWeights', () => {
+  it('caps one site claiming 10^7 beside four of 10^4 at factor × the median', () => {
+    const reported = new Map([
+      ['site-1', 10_000],
+      ['site-2', 10_000],
+      ['site-3', 10_000],
+      ['site-4', 10_000],
+      ['site-5', 10_000_000],
+    ]);
+    const w = cappedWeights(reported, 4);
+    // Median 10,000: the claim is capped at 40,000; the others keep theirs.
+    expect(Object.fromEntries(w)).toEqual({
+      'site-1': 10_000,
+      'site-2': 10_000,
+      'site-3': 10_000,
+      'site-4': 10_000,
+      'site-5': 40_000,
+    });
+    // Its share: 40,000 / 80,000 = 1/2, within factor / (factor + ⌈5/2⌉ − 1) = 4/6 — not 99.6%.
+    const total = [...w.values()].reduce((a, b) => a + b, 0);
+    expect(w.get('site-5')! / total).toBe(0.5);
+    expect(w.get('site-5')! / total).toBeLessThanOrEqual(4 / (4 + Math.ceil(5 / 2) - 1));
+  });
+
+  it('leaves honest heterogeneity within the factor alone; even counts use the middle two', () => {
+    const w = cappedWeights(
+      new Map([
+        ['a', 100],
+        ['b', 300],
+        ['c', 500],
+        ['d', 700],
+      ]),
+      2,
+    );
+    // Median (300 + 500) / 2 = 400, cap 800: nothing is cut.
+    expect([...w.values()]).toEqual([100, 300, 500, 700]);
+    expect(cappedWeights(new Map([['a', 1000]]), 1).get('a')).toBe(1000);
+  });
+
+  it('a hostile majority can move the median: the bound is for fewer than half the sites', () => {
+    const w = cappedWeights(
+      new Map([
+        ['a', 10],
+        ['b', 10],
+        ['c', 1e6],
+        ['d', 1e6],
+        ['e', 1e6],
+      ]),
+      4,
+    );
+    expect(w.get('c')).toBe(1e6);
+  });
+
+  it('refuses a factor below 1 and counts that are not finite', () => {
+    expect(() => cappedWeights(new Map([['a', 1]]), 0.5)).toThrow(/factor/);
+    expect(() => cappedWeights(new Map([['a', Number.NaN]]), 2)).toThrow(/example count/);
+  });
+});
