@@ -9,7 +9,7 @@
 // them (COHORT_WRITE_ATTACKS=1 rewrites it, otherwise it must be the one observed).
 import { connect as netConnect } from 'node:net';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, it } from 'vitest';
 import { DEFAULT_CKKS_PARAMS, getCkksContext } from '../../crypto/ckks/index.ts';
 import type { CohortConfigInput } from '../../src/config/index.ts';
 import { type ControlBodies, FRAME_KIND, frame, openControl } from '../../src/protocol/index.ts';
