@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { AuditReport } from '../audit/index.ts';
 import type { FederationTimeline } from '../history/index.ts';
 import type { AdminActionBody } from '../protocol/index.ts';
@@ -9,6 +10,7 @@ import type {
   RunSettings,
 } from '../services/coordinator/index.ts';
 import type { ChainCommit } from '../services/federation-log/index.ts';
+import type { AdminRefusalReason } from './admin-refusals.ts';
 
 /**
  * What the admin API reads from and asks of the running coordinator: a narrow view of
@@ -49,16 +51,56 @@ export interface AdminDownload {
   readonly bytes: Uint8Array;
 }
 
+/** A download the API streams as it is produced (an audit bundle). */
+export interface AdminStream {
+  readonly contentType: string;
+  /** File name for `Content-Disposition`. */
+  readonly fileName: string;
+  /**
+   * The bytes, produced as they are read. It must end only once the whole file was produced, and
+   * error (not end) when production failed: the API then cuts the answer off.
+   */
+  readonly body: Readable;
+}
+
+/** What `GET /v1/audit/bundle` asks of {@link AdminDeps.exportAuditBundle}. */
+export interface AuditBundleRequest {
+  /**
+   * Include the stored contributions (false: the bundle's meta says they were skipped). The API
+   * decides it from the caller's scope and the federation's mode (docs/admin-api.md).
+   */
+  readonly contributions: boolean;
+  /** Aborted when the client leaves or a bound is reached: stop producing at once. */
+  readonly signal: AbortSignal;
+}
+
 /** Options of {@link AdminDeps.verifyLog}. */
 export interface VerifyLogOptions {
   /** Do not read the aggregates (each is listed as skipped): signatures, chain and history only. */
   readonly skipAggregates: boolean;
+  /** Aborted when no caller waits for the audit any more or its time bound is reached. */
+  readonly signal?: AbortSignal;
 }
 
-/** The Prometheus exposition, built by `src/metrics`. */
+/** How an audit job of the API ended (`cohort_admin_audit_jobs_total{outcome}`). */
+export type AuditJobOutcome = 'completed' | 'failed' | 'cancelled' | 'too_large' | 'timeout';
+
+/** What the API reports to the metrics as it goes; each method optional, none may throw. */
+export interface AdminApiEvents {
+  /** A request was refused (every error answer, by reason). */
+  refused?(reason: AdminRefusalReason): void;
+  /** An audit job (`bundle` or `verify`) started. */
+  auditJobStarted?(kind: 'bundle' | 'verify'): void;
+  /** An audit job ended. */
+  auditJobEnded?(kind: 'bundle' | 'verify', outcome: AuditJobOutcome): void;
+}
+
+/** The Prometheus exposition, built by `src/metrics`, and where the API's own counts go. */
 export interface AdminMetrics {
   readonly contentType: string;
   text(): Promise<string>;
+  /** The API's refusals and audit jobs, counted by the metrics (src/metrics `adminApiMetrics`). */
+  readonly events?: AdminApiEvents;
 }
 
 /**
@@ -77,11 +119,16 @@ export interface AdminDeps {
   readonly history: AdminHistory;
   /** The model of a chain commit as safetensors (needs a site's model store on this host). */
   readonly exportModel?: (commit: ChainCommit, timeline: FederationTimeline) => Promise<AdminDownload>;
-  /** The audit bundle (src/audit). */
-  readonly exportAuditBundle?: () => Promise<AdminDownload>;
   /**
-   * An audit of the live log (`verifyAudit` of src/audit over the coordinator's own connection,
-   * trusting the configuration's pinned registry and genesis): `GET /v1/audit/verify`.
+   * The audit bundle (src/audit), streamed: resolves once it is under way (its first bytes are
+   * there), rejects with why it could not start. Run it outside the coordinator's event loop (the
+   * coordinator command runs it in a child process).
+   */
+  readonly exportAuditBundle?: (request: AuditBundleRequest) => Promise<AdminStream>;
+  /**
+   * An audit of the live log (`verifyAudit` of src/audit, trusting the configuration's pinned
+   * registry and genesis): `GET /v1/audit/verify`. The coordinator command runs it in a child
+   * process.
    */
   readonly verifyLog?: (options: VerifyLogOptions) => Promise<AuditReport>;
   /** `GET /metrics`. */

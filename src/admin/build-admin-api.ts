@@ -2,9 +2,13 @@ import rateLimit from '@fastify/rate-limit';
 import swagger from '@fastify/swagger';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type RouteOptions } from 'fastify';
 import { InvalidArgumentError } from '../errors/index.ts';
+import { AddressLimiter } from './address-limiter.ts';
 import type { AdminDeps } from './admin-deps.ts';
 import { AdminApiError } from './admin-error.ts';
+import { AuditJobSlots } from './audit-job-slots.ts';
+import { type AdminAuditLimits, auditLimitsOf } from './audit-limits.ts';
 import { installErrorHandler } from './error-handler.ts';
+import { RefusalLog } from './refusal-log.ts';
 import { type AdminRateLimits, type RouteContext, rateLimitKey } from './route-kit.ts';
 import { registerAuditRoutes } from './routes-audit.ts';
 import { registerDashboardRoutes } from './routes-dashboard.ts';
@@ -35,6 +39,8 @@ export interface AdminApiOptions {
   /** Tokens by id, SHA-256 and scopes (`admin.tokens`). */
   readonly tokens: readonly AdminToken[];
   readonly rateLimit?: Partial<AdminRateLimits>;
+  /** Bounds of audit work (`admin.audit`; defaults `DEFAULT_AUDIT_LIMITS`). */
+  readonly audit?: Partial<AdminAuditLimits>;
   /** Serve `GET /metrics` without a token (`admin.metricsPublic`). */
   readonly metricsPublic?: boolean;
   /** HTTPS with this PEM certificate and key (contents, not paths). */
@@ -60,15 +66,19 @@ export function adminRoutes(app: FastifyInstance): readonly RegisteredRoute[] {
 
 /**
  * Builds the admin API (docs/admin-api.md) over `deps`, unstarted: the coordinator command calls
- * `listen`, tests call `inject()`. Order matters and is fixed here: the error handler; the OpenAPI
- * generator before any route; the per-token rate limit (route hooks, after authentication; its
- * own bucket, tighter, on sensitive routes); on the root, so that no route escapes them, an
- * `onRoute` hook that refuses a route without scope or schema and the one `onRequest` hook (the
- * by-address limit, then the bearer token, before any body is read); then the routes. Ajv never strips unknown fields
- * (`removeAdditional: false`) nor coerces types: every body and query schema is closed, so an
- * unknown field is a 400 naming it.
+ * `listen`, tests call `inject()`. Order matters and is fixed here: the error handler (which counts
+ * every error answer by reason: the metrics' `events`, and a refusal log that writes a summary a
+ * window, not a line a request; Fastify's own request logging is off); the OpenAPI generator
+ * before any route; the per-token rate limit (route hooks, after authentication, keyed by the
+ * token id alone; its own bucket, tighter, on sensitive routes; requests no token authenticated
+ * skip it); on the root, so that no route escapes them, an `onRoute` hook that refuses a route
+ * without scope or schema and the one `onRequest` hook (the bearer token first, then, for a
+ * request no token authenticates, the by-address budget, before any body is read); then the
+ * routes. Ajv never strips unknown fields (`removeAdditional: false`) nor coerces types: every
+ * body and query schema is closed, so an unknown field is a 400 naming it.
  *
- * @throws InvalidArgumentError when a token is malformed (id, 64-hex SHA-256, scopes).
+ * @throws InvalidArgumentError when a token is malformed (id, 64-hex SHA-256, scopes) or an audit
+ *   bound is out of range.
  */
 export function buildAdminApi(deps: AdminDeps, options: AdminApiOptions): FastifyInstance {
   for (const [i, t] of options.tokens.entries()) {
@@ -84,16 +94,34 @@ export function buildAdminApi(deps: AdminDeps, options: AdminApiOptions): Fastif
     }
   }
   const limits: AdminRateLimits = { ...DEFAULT_RATE_LIMITS, ...options.rateLimit };
+  const audit = auditLimitsOf(options.audit);
+  const events = deps.metrics?.events ?? {};
   const app = Fastify({
     ...(options.logger === undefined ? { logger: false } : { loggerInstance: options.logger }),
     ...(options.tls === undefined ? {} : { https: { cert: options.tls.cert, key: options.tls.key } }),
     bodyLimit: ADMIN_BODY_LIMIT,
     exposeHeadRoutes: false,
+    // No "incoming request" / "request completed" line per request: a flood would write two each.
+    disableRequestLogging: true,
     ajv: {
       customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: false },
     },
   }) as unknown as FastifyInstance;
-  installErrorHandler(app);
+  const refusals = new RefusalLog(options.logger, limits.windowMs);
+  installErrorHandler(app, (req, reason) => {
+    events.refused?.(reason);
+    refusals.record(reason, req.ip, req.routeOptions.url);
+  });
+  app.addHook('onClose', async () => refusals.flush());
+  // Accepted requests at debug level only (the caller's token id, never its value).
+  app.addHook('onResponse', async (req, reply) => {
+    if (req.adminCaller !== undefined && reply.statusCode < 400) {
+      req.log.debug(
+        { tokenId: req.adminCaller.tokenId, route: req.routeOptions.url, status: reply.statusCode },
+        'admin request',
+      );
+    }
+  });
   app.register(swagger, {
     openapi: {
       openapi: '3.0.3',
@@ -116,8 +144,12 @@ export function buildAdminApi(deps: AdminDeps, options: AdminApiOptions): Fastif
     timeWindow: limits.windowMs,
     hook: 'onRequest',
     keyGenerator: rateLimitKey,
+    // A request no token authenticated spent the by-address budget instead (token-auth.ts).
+    allowList: (req) => req.adminCaller === undefined,
     errorResponseBuilder: (_req, c) =>
-      new AdminApiError('RATE_LIMITED', `rate limit exceeded, retry in ${c.after}`),
+      new AdminApiError('RATE_LIMITED', `rate limit of this token exceeded, retry in ${c.after}`, {
+        details: { bucket: 'token' },
+      }),
   });
   const routes: RegisteredRoute[] = [];
   routesOf.set(app, routes);
@@ -131,30 +163,27 @@ export function buildAdminApi(deps: AdminDeps, options: AdminApiOptions): Fastif
     }
     routes.push({ method: String(route.method), url: route.url, scope, schema: route.schema });
   });
-  let byAddress: ReturnType<FastifyInstance['createRateLimit']> | undefined;
-  app.after(() => {
-    byAddress = app.createRateLimit({
-      max: limits.perIp,
-      timeWindow: limits.windowMs,
-      keyGenerator: (req) => `ip:${req.ip}`,
-    });
-  });
-  installTokenAuth(app, options.tokens, async (req, reply) => {
-    const r = await byAddress!(req);
-    if (!r.isAllowed && r.isExceeded) {
-      reply.header('retry-after', r.ttlInSeconds);
+  const byAddress = new AddressLimiter(limits.perIp, limits.windowMs);
+  installTokenAuth(app, options.tokens, (req) => {
+    const verdict = byAddress.take(req.ip);
+    if (!verdict.allowed) {
       throw new AdminApiError(
         'RATE_LIMITED',
-        `rate limit exceeded for ${req.ip}, retry in ${r.ttlInSeconds} s`,
+        `too many requests without a valid token from ${req.ip}, retry in ${verdict.retryAfterS} s`,
+        { details: { bucket: 'address', retryAfterS: verdict.retryAfterS } },
       );
     }
   });
+  const jobs = new AuditJobSlots(audit.maxJobs);
   app.register(async (scoped) => {
     const ctx: RouteContext = {
       app: scoped,
       deps,
       limits,
       metricsScope: options.metricsPublic === true ? 'public' : 'operator',
+      audit,
+      jobs,
+      events,
     };
     registerServiceRoutes(ctx);
     registerFederationRoutes(ctx);

@@ -12,7 +12,14 @@ import { type CoordinatorHandle, federationGenesis, modelSpecFor } from '../serv
 import { type FederationLogReader, openLogReader } from '../services/federation-log/index.ts';
 import type { MemberContext } from '../services/index.ts';
 import { bytesToHex, encodeSafetensors, modelTensors } from '../versions/index.ts';
-import type { AdminDeps, AdminDownload, AdminHistory, AdminMetrics, VerifyLogOptions } from './admin-deps.ts';
+import type {
+  AdminDeps,
+  AdminHistory,
+  AdminMetrics,
+  AdminStream,
+  AuditBundleRequest,
+  VerifyLogOptions,
+} from './admin-deps.ts';
 
 /** What {@link coordinatorAdminDeps} wires together. */
 export interface CoordinatorDepsInput {
@@ -25,9 +32,9 @@ export interface CoordinatorDepsInput {
   readonly modelStore?: string;
   /** `GET /metrics` (src/metrics). */
   readonly metrics?: AdminMetrics;
-  /** `GET /v1/audit/bundle` (src/audit). */
-  readonly exportAuditBundle?: () => Promise<AdminDownload>;
-  /** `GET /v1/audit/verify` (src/audit). */
+  /** `GET /v1/audit/bundle` (src/audit; run outside the coordinator's event loop). */
+  readonly exportAuditBundle?: (request: AuditBundleRequest) => Promise<AdminStream>;
+  /** `GET /v1/audit/verify` (src/audit; run outside the coordinator's event loop). */
   readonly verifyLog?: (options: VerifyLogOptions) => Promise<AuditReport>;
 }
 

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CohortError } from '../errors/index.ts';
+import { type AdminRefusalReason, refusalReason } from './admin-refusals.ts';
 
 /** HTTP status of each `CohortError` code the API answers; any other error is a bare 500. */
 export const STATUS_BY_CODE: Readonly<Record<string, number>> = Object.freeze({
@@ -23,6 +24,7 @@ export const STATUS_BY_CODE: Readonly<Record<string, number>> = Object.freeze({
   REGISTRY_CHANGE_REFUSED: 409,
   REGISTRY_SIGNATURE_INVALID: 422,
   RATE_LIMITED: 429,
+  AUDIT_BUSY: 429,
   NOT_CONFIGURED: 501,
   AUDIT_TRUST_MISSING: 501,
   NOT_STARTED: 503,
@@ -32,6 +34,10 @@ export const STATUS_BY_CODE: Readonly<Record<string, number>> = Object.freeze({
   LOG_SEQUENCE_CONFLICT: 503,
   LEASE_LOST: 503,
   AUDIT_SOURCE_UNAVAILABLE: 503,
+  AUDIT_CAPACITY: 503,
+  AUDIT_TIMEOUT: 503,
+  AUDIT_JOB_FAILED: 503,
+  AUDIT_JOB_ABORTED: 503,
 });
 
 /** The body of every error answer. */
@@ -98,13 +104,25 @@ function body(statusCode: number, code: string, message: string, field?: string)
   };
 }
 
+/** Told of every error answer, with its refusal reason (metrics, the aggregated refusal log). */
+export type RefusalListener = (req: FastifyRequest, reason: AdminRefusalReason) => void;
+
 /**
  * The API's one error handler: schema failures are 400 `VALIDATION_FAILED` naming the field (an
  * unknown field is refused, never stripped); a `CohortError` answers the status of its code
- * ({@link STATUS_BY_CODE}) with its message; Fastify's own client errors (bad JSON, wrong media
- * type, body too large) keep their 4xx; anything else is logged and answered as a bare 500.
+ * ({@link STATUS_BY_CODE}) with its message, and `Retry-After` when its `details.retryAfterS` says
+ * when to come back; Fastify's own client errors (bad JSON, wrong media type, body too large)
+ * keep their 4xx; anything else is logged and answered as a bare 500. Every error answer, 404s
+ * included, is passed to `onRefused` with its reason.
  */
-export function installErrorHandler(app: FastifyInstance): void {
+export function installErrorHandler(app: FastifyInstance, onRefused: RefusalListener = () => {}): void {
+  const refuse = (req: FastifyRequest, status: number, code: string, bucket?: unknown) => {
+    try {
+      onRefused(req, refusalReason(status, code, bucket));
+    } catch {
+      // counting never fails an answer
+    }
+  };
   app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     if (Array.isArray(err.validation) && err.validation.length > 0) {
       const first = err.validation[0] as {
@@ -120,12 +138,18 @@ export function installErrorHandler(app: FastifyInstance): void {
           : first.keyword === 'required'
             ? 'required'
             : (first.message ?? 'invalid');
+      refuse(req, 400, 'VALIDATION_FAILED');
       return reply.code(400).send(body(400, 'VALIDATION_FAILED', `${field}: ${why}`, field));
     }
     if (err instanceof CohortError) {
       const status = STATUS_BY_CODE[err.code];
       if (status !== undefined) {
         if (status >= 500) req.log.warn({ code: err.code, err: err.message }, 'admin request failed');
+        const retry = err.details['retryAfterS'];
+        if (typeof retry === 'number' && Number.isInteger(retry) && retry > 0) {
+          reply.header('retry-after', String(retry));
+        }
+        refuse(req, status, err.code, err.details['bucket']);
         return reply.code(status).send(body(status, err.code, err.message));
       }
     } else if (
@@ -134,12 +158,15 @@ export function installErrorHandler(app: FastifyInstance): void {
       err.statusCode < 500 &&
       typeof err.code === 'string'
     ) {
+      refuse(req, err.statusCode, err.code);
       return reply.code(err.statusCode).send(body(err.statusCode, err.code, err.message));
     }
     req.log.error({ err }, 'admin request failed');
+    refuse(req, 500, 'INTERNAL');
     return reply.code(500).send(body(500, 'INTERNAL', 'internal error'));
   });
   app.setNotFoundHandler((req, reply) => {
+    refuse(req, 404, 'NOT_FOUND');
     reply.code(404).send(body(404, 'NOT_FOUND', `no route ${req.method} ${req.url.split('?')[0]}`));
   });
 }

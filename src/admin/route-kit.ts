@@ -1,7 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import { canonicalJson } from '../data/index.ts';
-import type { AdminDeps } from './admin-deps.ts';
+import type { AdminApiEvents, AdminDeps } from './admin-deps.ts';
 import { AdminApiError } from './admin-error.ts';
+import type { AuditJobSlots } from './audit-job-slots.ts';
+import type { AdminAuditLimits } from './audit-limits.ts';
 import { ERROR_SCHEMA } from './error-handler.ts';
 import type { RouteScope } from './scopes.ts';
 
@@ -9,9 +11,12 @@ import type { RouteScope } from './scopes.ts';
 export interface AdminRateLimits {
   /** Window of every limit, ms. */
   readonly windowMs: number;
-  /** Requests per window by client address, before authentication. */
+  /**
+   * Requests per window by client address that no token authenticates (no token, an unknown
+   * one, public routes without one); a request a token authenticates never counts here.
+   */
   readonly perIp: number;
-  /** Requests per window by token, over all routes but the sensitive ones. */
+  /** Requests per window by token (its id), over all routes but the sensitive ones. */
   readonly perToken: number;
   /** Requests per window by token on each sensitive route (rollback, key rotation). */
   readonly sensitive: number;
@@ -24,6 +29,12 @@ export interface RouteContext {
   readonly limits: AdminRateLimits;
   /** Scope of `GET /metrics` (`public` with `admin.metricsPublic`). */
   readonly metricsScope: RouteScope;
+  /** Bounds of audit work (`admin.audit`). */
+  readonly audit: AdminAuditLimits;
+  /** Who runs audit jobs now (one per token, `audit.maxJobs` in all). */
+  readonly jobs: AuditJobSlots;
+  /** Where refusals and audit jobs are reported (the metrics'; empty without). */
+  readonly events: AdminApiEvents;
 }
 
 /** One route of the API: where, who may call, what it takes and answers. */

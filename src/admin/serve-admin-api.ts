@@ -3,6 +3,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { type CohortConfig, plaintextAdminProblem } from '../config/index.ts';
 import { ConfigError } from '../errors/index.ts';
 import type { AdminDeps } from './admin-deps.ts';
+import type { AdminAuditLimits } from './audit-limits.ts';
 import { buildAdminApi } from './build-admin-api.ts';
 
 /** A listening admin API. */
@@ -29,8 +30,16 @@ function readPem(path: string, field: string): Buffer {
 }
 
 /**
- * Builds the API from the configuration's `admin` section (tokens, rate limits, TLS files,
- * metrics scope) over `deps` and listens on `admin.host:admin.port`. Plain HTTP (no `admin.tls`)
+ * The `admin` section as this function reads it: the configuration's, and its `audit` bounds
+ * (`AdminAuditLimits`; defaults when absent, e.g. while the configuration schema has no such field).
+ */
+export type AdminSection = NonNullable<CohortConfig['admin']> & {
+  readonly audit?: Partial<AdminAuditLimits>;
+};
+
+/**
+ * Builds the API from the configuration's `admin` section (tokens, rate limits, audit bounds, TLS
+ * files, metrics scope) over `deps` and listens on `admin.host:admin.port`. Plain HTTP (no `admin.tls`)
  * listens only on a loopback host, unless `admin.insecurePlaintextOnNetwork` says otherwise (then
  * `logger` warns at start): the configuration refuses it already, and so does this function for a
  * section built by hand.
@@ -39,7 +48,7 @@ function readPem(path: string, field: string): Buffer {
  *   `CONFIG_UNREADABLE` naming `admin.tls.cert` or `admin.tls.key` for a file it cannot read.
  */
 export async function serveAdminApi(
-  admin: NonNullable<CohortConfig['admin']>,
+  admin: AdminSection,
   deps: AdminDeps,
   logger?: FastifyBaseLogger,
 ): Promise<ServedAdminApi> {
@@ -60,6 +69,7 @@ export async function serveAdminApi(
   const app = buildAdminApi(deps, {
     tokens: admin.tokens,
     rateLimit: admin.rateLimit,
+    ...(admin.audit === undefined ? {} : { audit: admin.audit }),
     metricsPublic: admin.metricsPublic,
     ...(tls === undefined ? {} : { tls }),
     ...(logger === undefined ? {} : { logger }),

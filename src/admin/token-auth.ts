@@ -59,44 +59,49 @@ export function findToken(tokens: readonly AdminToken[], token: string): AdminTo
   return found;
 }
 
-/** A check run before authentication (the by-address rate limit); throws to refuse. */
-export type PreAuthCheck = (req: FastifyRequest, reply: FastifyReply) => Promise<void>;
+/**
+ * Called for a request that no token authenticates (no token, an unknown one, a public or unknown
+ * route without one), before it is answered: the by-address budget; throws to refuse.
+ */
+export type UnauthenticatedCheck = (req: FastifyRequest, reply: FastifyReply) => void;
 
 /**
  * The one `onRequest` hook that decides who may call (STYLE §1.2): it runs before the body is
- * read, applies `preAuth` (the by-address rate limit), then checks the bearer token against the
- * route's `config.scope`: 401 `UNAUTHENTICATED` for a missing or unknown token, 403 `FORBIDDEN`
- * for one without the scope. A matched route without a scope is refused (fail closed). Logs name
- * the token id only.
+ * read and authenticates first: a presented bearer token is checked (SHA-256, compared with
+ * every configured hash) and, when it matches, the caller is set (`req.adminCaller`, public routes
+ * included, so that every authenticated request is limited by its token id alone) and the
+ * route's `config.scope` is checked: 403 `FORBIDDEN` for a token without it. A request no token
+ * authenticates goes through `unauthenticated` (the by-address budget, which may refuse it 429)
+ * and then, on a route that needs a token, 401 `UNAUTHENTICATED`. A matched route without a scope
+ * is refused (fail closed). Nothing is logged here: refusals are counted and summarized.
  */
 export function installTokenAuth(
   app: FastifyInstance,
   tokens: readonly AdminToken[],
-  preAuth: PreAuthCheck,
+  unauthenticated: UnauthenticatedCheck,
 ): void {
   app.addHook('onRequest', async (req, reply) => {
-    await preAuth(req, reply);
-    if (req.routeOptions.url === undefined) return; // no route: the not-found handler answers
-    const scope = req.routeOptions.config.scope;
-    if (scope === undefined) throw new AdminApiError('FORBIDDEN', 'this route names no scope');
-    if (scope === 'public') return;
-    const token = bearer(req.headers.authorization);
-    if (token === undefined) {
+    const presented = bearer(req.headers.authorization);
+    const match = presented === undefined ? undefined : findToken(tokens, presented);
+    const matched = req.routeOptions.url !== undefined;
+    const scope = matched ? req.routeOptions.config.scope : undefined;
+    if (match === undefined) {
+      unauthenticated(req, reply);
+      if (!matched) return; // no route: the not-found handler answers
+      if (scope === undefined) throw new AdminApiError('FORBIDDEN', 'this route names no scope');
+      if (scope === 'public') return;
       throw new AdminApiError(
         'UNAUTHENTICATED',
-        'a bearer token is required (Authorization: Bearer <token>)',
+        presented === undefined
+          ? 'a bearer token is required (Authorization: Bearer <token>)'
+          : 'unknown token',
       );
     }
-    const match = findToken(tokens, token);
-    if (match === undefined) {
-      req.log.info({ route: req.routeOptions.url }, 'admin request with an unknown token');
-      throw new AdminApiError('UNAUTHENTICATED', 'unknown token');
-    }
+    if (!matched) return;
+    if (scope === undefined) throw new AdminApiError('FORBIDDEN', 'this route names no scope');
     if (!scopeAllows(match.scopes, scope)) {
-      req.log.info({ tokenId: match.id, route: req.routeOptions.url, scope }, 'admin request refused: scope');
       throw new AdminApiError('FORBIDDEN', `token ${match.id} lacks the ${scope} scope`);
     }
     req.adminCaller = { tokenId: match.id, scopes: match.scopes, scope };
-    req.log.debug({ tokenId: match.id, route: req.routeOptions.url }, 'admin request');
   });
 }

@@ -1,3 +1,4 @@
+export { AUDIT_JOB_KINDS, AUDIT_JOB_OUTCOMES, adminApiMetrics } from './admin-api-metrics.ts';
 export {
   type CoordinatorMetrics,
   type CoordinatorMetricsOptions,

@@ -2,6 +2,7 @@
 // every admin action it was asked to log, over a real FederationTimeline folded from the
 // `versions` scenario (test/helpers/versions-history.ts). No NATS: the real coordinator is in
 // admin-coordinator.test.ts.
+import { Readable } from 'node:stream';
 import { initParameters, mlp } from '../../federation/index.ts';
 import type { AdminDeps, AdminToken } from '../../src/admin/index.ts';
 import { hashToken } from '../../src/admin/index.ts';
@@ -169,11 +170,14 @@ export function fixture(): Fixture {
       fileName: `model-${commit.commit.height}.safetensors`,
       bytes: new TextEncoder().encode(`model ${commit.commit.height}`),
     }),
-    exportAuditBundle: async () => ({
-      contentType: 'application/json',
-      fileName: 'audit.json',
-      bytes: new TextEncoder().encode('{"bundle":true}'),
-    }),
+    exportAuditBundle: async ({ contributions }) => {
+      calls.push(`bundle contributions=${contributions}`);
+      return {
+        contentType: 'application/json',
+        fileName: 'audit.json',
+        body: Readable.from([Buffer.from('{"bundle":true}')]),
+      };
+    },
     metrics: { contentType: 'text/plain; version=0.0.4', text: async () => 'cohort_up 1\n' },
     now: () => 1_700_000_200_000,
   };

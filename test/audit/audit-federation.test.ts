@@ -147,6 +147,43 @@ describe('cohort audit on a real federation log', () => {
     expect(skipped.verified).toBe(true);
   });
 
+  it('`audit verify` of a bundle without contributions: exit 2 naming CONTRIBUTIONS_UNAVAILABLE, or 0 skipping them', async () => {
+    const site = join(dir, 'site.bin');
+    const incomplete = await cohort('audit', 'verify', '--bundle', site, '--config', f.dep.configPath);
+    expect(incomplete.status).toBe(2);
+    expect(incomplete.stderr).toMatch(/^error \[AUDIT_INCOMPLETE\]: .*CONTRIBUTIONS_UNAVAILABLE/m);
+    expect(incomplete.stderr).toContain('--skip-contributions');
+    expect(incomplete.stderr).not.toMatch(/TypeError|undefined/);
+    const skipped = await cohort(
+      'audit',
+      'verify',
+      '--bundle',
+      site,
+      '--config',
+      f.dep.configPath,
+      '--skip-contributions',
+      '--json',
+    );
+    expect(skipped.status, skipped.stderr).toBe(0);
+    const report = JSON.parse(skipped.stdout) as AuditReport;
+    expect(report.unchecked.map((u) => u.code)).toEqual([...decisionAt].map(() => 'CONTRIBUTIONS_SKIPPED'));
+  });
+
+  it("a contribution missing within the configuration's retention is a problem: CONTRIBUTION_NOT_STORED, exit 3", async () => {
+    const [name] = [...bundle.contributions!].find(([, v]) => v !== null)!;
+    const contributions = new Map(bundle.contributions);
+    contributions.delete(name);
+    const path = join(dir, 'one-gone.bin');
+    writeFileSync(path, await encodeAuditBundle({ ...bundle, contributions }));
+    // The round is far younger than `history.updateRetentionMs` (which the CLI passes on): it was
+    // never stored, not gone with age.
+    const r = await cohort('audit', 'verify', '--bundle', path, '--config', f.dep.configPath, '--json');
+    expect(r.status).toBe(3);
+    expect((JSON.parse(r.stdout) as AuditReport).problems.map((p) => p.code)).toEqual([
+      'CONTRIBUTION_NOT_STORED',
+    ]);
+  });
+
   it('an altered aggregate in the object store: AGGREGATE_DIGEST_MISMATCH at its decision', async () => {
     const [round, sequence] = [...decisionAt][0]!;
     const objects = new Map(bundle.objects);

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { DEFAULT_CKKS_PARAMS } from '../../../crypto/ckks/index.ts';
 import {
   AuditError,
+  type AuditOptions,
   type AuditReport,
   auditIncomplete,
   bundleAuditSource,
@@ -10,6 +11,7 @@ import {
   resolveAuditTrust,
   verifyAudit,
 } from '../../audit/index.ts';
+import type { CohortConfig } from '../../config/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import { ckksParamsOf } from '../../services/index.ts';
 import type { CliContext } from '../cli-context.ts';
@@ -23,10 +25,11 @@ import {
   withLiveSource,
 } from './audit-session.ts';
 
-interface VerifyFlags extends AuditFlags {
+export interface VerifyFlags extends AuditFlags {
   bundle?: string;
   genesis?: string;
   json?: boolean;
+  skipContributions?: boolean;
 }
 
 /** Reads a bundle file whole; `BUNDLE_UNREADABLE` naming it when it cannot be read. */
@@ -45,13 +48,27 @@ export function readBundleFile(path: string): Uint8Array {
   }
 }
 
+/**
+ * The audit options of `cohort audit verify`'s flags: `--skip-aggregates`, `--skip-contributions`;
+ * with a configuration, its CKKS parameters (besides the default set) to re-add the aggregates and
+ * its `history.updateRetentionMs`, which tells a contribution gone with age (listed as expired)
+ * from one never stored (a problem).
+ */
+export function auditVerifyOptions(
+  flags: Pick<VerifyFlags, 'skipAggregates' | 'skipContributions'>,
+  config: CohortConfig | undefined,
+): AuditOptions {
+  return {
+    skipAggregates: flags.skipAggregates === true,
+    skipContributions: flags.skipContributions === true,
+    ckksParams: config === undefined ? [DEFAULT_CKKS_PARAMS] : [ckksParamsOf(config), DEFAULT_CKKS_PARAMS],
+    ...(config === undefined ? {} : { contributionRetentionMs: config.history.updateRetentionMs }),
+  };
+}
+
 async function runVerify(flags: VerifyFlags, ctx: CliContext): Promise<AuditReport> {
   const config = auditConfig(flags, ctx);
-  // The configuration's CKKS parameters, besides the default set, re-add the aggregates.
-  const options = {
-    skipAggregates: flags.skipAggregates === true,
-    ckksParams: config === undefined ? [DEFAULT_CKKS_PARAMS] : [ckksParamsOf(config), DEFAULT_CKKS_PARAMS],
-  };
+  const options = auditVerifyOptions(flags, config);
   const pins = flags.genesis === undefined ? {} : { genesisPin: flags.genesis };
   if (flags.bundle !== undefined) {
     if (flags.member !== undefined) {
@@ -83,17 +100,44 @@ async function runVerify(flags: VerifyFlags, ctx: CliContext): Promise<AuditRepo
 }
 
 /**
+ * Why an incomplete audit is incomplete, in words: how many aggregates could not be read and how
+ * many re-additions were not made for want of contributions, each with its unchecked code and the
+ * first message, and what to do about each.
+ */
+export function incompleteMessage(report: Pick<AuditReport, 'unchecked'>): string {
+  const parts: string[] = [];
+  const aggregates = report.unchecked.filter((u) => u.code === 'AGGREGATE_UNREADABLE');
+  if (aggregates.length > 0) {
+    parts.push(
+      `${aggregates.length} aggregate(s) could not be read, AGGREGATE_UNREADABLE (${aggregates[0]!.message}); use credentials that may read the aggregate store, or --skip-aggregates`,
+    );
+  }
+  const contributions = report.unchecked.filter((u) => u.code === 'CONTRIBUTIONS_UNAVAILABLE');
+  if (contributions.length > 0) {
+    parts.push(
+      `${contributions.length} aggregate(s) not re-added: contributions could not be read, CONTRIBUTIONS_UNAVAILABLE (${contributions[0]!.message}); use credentials (or a bundle) with the contributions, or --skip-contributions`,
+    );
+  }
+  return parts.length === 0 ? 'the audit is incomplete' : parts.join('; ');
+}
+
+/**
  * `cohort audit verify` (docs/log-format.md, "Auditing"): verifies a federation's log, live
  * (`--config <file> --member <auditor>`, the member's read-only NATS user) or from a bundle
  * (`--bundle <file>` written by `audit export`; `--config` then only supplies the trust), trusting
  * only the pinned registry (`--keys`, `--registry-sha256`) and the genesis of the configuration
- * (or the bundle's, pinned by `--genesis`). Prints the report as aligned lines (see
- * {@link auditLines}) or, with `--json`, the {@link AuditReport} object.
+ * (or the bundle's, pinned by `--genesis`). With a configuration, a contribution gone from a round
+ * that ended more than `history.updateRetentionMs` ago is listed as expired, not as a problem.
+ * `--skip-contributions` checks every aggregate without re-adding it (for a bundle exported
+ * without contributions, such as an auditor token's from the admin API in `plain` mode). Prints
+ * the report as aligned lines (see {@link auditLines}) or, with `--json`, the
+ * {@link AuditReport} object.
  *
  * Exit 0: verified. 3: the audit ran and found a problem (the report lists each, at its entry's
  * sequence). 2: it could not run (bad flags, unreadable or malformed bundle, no keys to trust,
- * NATS unreachable), or ran but could not read an aggregate without `--skip-aggregates`
- * (`AUDIT_INCOMPLETE`; the report is printed first).
+ * NATS unreachable), or ran but could not read an aggregate without `--skip-aggregates` or
+ * contributions without `--skip-contributions` (`AUDIT_INCOMPLETE`, naming
+ * `AGGREGATE_UNREADABLE` or `CONTRIBUTIONS_UNAVAILABLE`; the report is printed first).
  */
 export function registerAuditVerifyCommand(audit: Command, ctx: CliContext): void {
   addAuditOptions(
@@ -107,6 +151,10 @@ export function registerAuditVerifyCommand(audit: Command, ctx: CliContext): voi
         'verify an audit bundle (from `cohort audit export`) instead of the live log',
       )
       .option('--genesis <hash>', 'the genesis commit hash to require (hex)')
+      .option(
+        '--skip-contributions',
+        'do not read the stored contributions: aggregates are checked, not re-added (listed as skipped)',
+      )
       .option('--json', 'print the report as JSON (shape in docs/log-format.md)'),
   ).action(async (flags: VerifyFlags) => {
     const report = await runVerify(flags, ctx);
@@ -124,12 +172,6 @@ export function registerAuditVerifyCommand(audit: Command, ctx: CliContext): voi
       );
       throw auditFinding(`${report.problems.length} problem(s)`);
     }
-    if (auditIncomplete(report)) {
-      const n = report.unchecked.filter((u) => u.code === 'AGGREGATE_UNREADABLE').length;
-      throw new AuditError(
-        'AUDIT_INCOMPLETE',
-        `${n} aggregate(s) could not be read (${report.unchecked.find((u) => u.code === 'AGGREGATE_UNREADABLE')!.message}); use credentials that may read the aggregate store, or --skip-aggregates`,
-      );
-    }
+    if (auditIncomplete(report)) throw new AuditError('AUDIT_INCOMPLETE', incompleteMessage(report));
   });
 }
