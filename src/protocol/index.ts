@@ -128,6 +128,7 @@ export {
   sumFeatureTotals,
 } from './statistics-lanes.ts';
 export { UpdateInbox } from './update-inbox.ts';
+export { medianRmsOf, RMS_BUCKETS, rmsLevels } from './rms-lanes.ts';
 export { encodedLaneCount, type LayoutEncoding, type UpdateLayout, updateLayout } from './update-layout.ts';
 export {
   blockLeaf,

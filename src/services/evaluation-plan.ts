@@ -1,12 +1,14 @@
 import type { ModelSpec } from '../../federation/index.ts';
 import { modelLayout } from '../../federation/index.ts';
 import type { CohortConfig } from '../config/index.ts';
-import { evaluationLaneCount } from '../protocol/index.ts';
+import { evaluationLaneCount, RMS_BUCKETS } from '../protocol/index.ts';
 import { type ServicePrivacy, servicePrivacy } from './privacy-plan.ts';
 
 /**
- * How a round's updates are laid out: the model's parameters, then (with federated evaluation)
- * the evaluation lanes of a `classes`-class model. Coordinator and sites compute it from the same
+ * How a round's updates are laid out: the model's parameters, then the RMS histogram (one-hot in
+ * the bucket of the site's update RMS, `rms-lanes.ts`: the sites learn the contributors' median
+ * RMS for the next clip, and no vote carries a site's own), then (with federated evaluation) the
+ * evaluation lanes of a `classes`-class model. Coordinator and sites compute it from the same
  * configuration, and RoundOpen pins the total, so a site configured otherwise skips the round.
  */
 export interface UpdatePlan {
@@ -17,6 +19,8 @@ export interface UpdatePlan {
    * parameter's noised integer ({@link ServicePrivacy}).
    */
   readonly modelLanes: number;
+  /** Lanes every training update carries: the model's, then the {@link RMS_BUCKETS} histogram lanes. */
+  readonly requiredLanes: number;
   /** The federation's privacy plan, or null without `privacy`. */
   readonly privacy: ServicePrivacy | null;
   /** Classes evaluated, or null without federated evaluation. */
@@ -43,11 +47,12 @@ export function updatePlan(config: CohortConfig, spec: ModelSpec, bits: number):
   const parameters = layout.parameterCount;
   const privacy = servicePrivacy(config, spec);
   const modelLanes = privacy === null ? parameters : parameters * privacy.digits;
-  const base = { parameters, modelLanes, privacy };
+  const requiredLanes = modelLanes + RMS_BUCKETS;
+  const base = { parameters, modelLanes, requiredLanes, privacy };
   if (!federatedEvaluation(config)) {
-    return { ...base, classes: null, evaluationLanes: 0, totalParams: modelLanes };
+    return { ...base, classes: null, evaluationLanes: 0, totalParams: requiredLanes };
   }
   const classes = layout.layers[layout.layers.length - 1]!.outputs;
   const evaluationLanes = evaluationLaneCount(classes, bits);
-  return { ...base, classes, evaluationLanes, totalParams: modelLanes + evaluationLanes };
+  return { ...base, classes, evaluationLanes, totalParams: requiredLanes + evaluationLanes };
 }

@@ -6,6 +6,7 @@ import {
   encodeUpdate,
   type RoundContext,
   type RoundMac,
+  rmsLevels,
   sumUpdates,
 } from '../../src/protocol/index.ts';
 import { loadSiteDataKey, loadSiteKeyset, type MemberContext } from '../../src/services/index.ts';
@@ -26,7 +27,7 @@ export function macOf(
 
 /**
  * An aggregate of one site's update of `context`'s round, as a test playing the aggregator makes
- * it: the site's update (a small fixed step of `params` parameters) encoded with the site's own
+ * it: the site's update (a small fixed step of `params` parameters, then its RMS histogram lanes) encoded with the site's own
  * CKKS, MAC and signing keys, verified with `verifier`'s registry and summed. Its MAC is bound to
  * the round and `attempt`, so it decodes in that round (and attempt) only.
  */
@@ -50,6 +51,8 @@ export function siteAggregate(
   try {
     const encoded = encodeUpdate({
       update: new Float32Array(input.params).fill(0.001),
+      // The RMS histogram every training update carries after its parameters.
+      extraLevels: rmsLevels(0.001, input.options.clip),
       residual: null,
       credentials: { signer: site.member, ckks: keyset, signing: site.signing, mac },
       context: input.context,

@@ -12,6 +12,7 @@ import {
   codecEncoding,
   FRAME_KIND,
   openControl,
+  RMS_BUCKETS,
   sealControl,
   sumUpdates,
   type VerifiedBlock,
@@ -171,7 +172,7 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
       ...codec,
       deadlineUnixMs: Date.now() + 20_000,
       totalExamples: 1000 * assigned.length,
-      totalParams: PARAMETER_COUNT,
+      totalParams: PARAMETER_COUNT + RMS_BUCKETS,
       attempt: attemptOf(round),
     };
   }

@@ -18,6 +18,8 @@ import {
   decodeAggregate,
   encodeUpdate,
   openControl,
+  RMS_BUCKETS,
+  rmsLevels,
   sealControl,
 } from '../../src/protocol/index.ts';
 import {
@@ -121,6 +123,8 @@ function playAggregator(agg: MemberContext): void {
         context,
         options,
         exampleWeight: EXAMPLES,
+        // The RMS histogram every training update carries after its parameters.
+        extraLevels: rmsLevels(0.01, open.clip),
       });
       const blocks = enc.blocks.map((b) => verifier.verifyBlock(b));
       builder.add(assembleUpdate(verifier.verifyManifest(enc.manifest), blocks));
@@ -354,7 +358,7 @@ describe('coordinator', () => {
     expect(prep1.contributors.map((c) => c.site).sort()).toEqual(['site-1', 'site-2']);
     expect(prep1.totalWeight).toBe(2 * EXAMPLES);
     expect(prep1.participants).toBe(2);
-    expect(prep1.totalParams).toBe(PARAMS);
+    expect(prep1.totalParams).toBe(PARAMS + RMS_BUCKETS);
     expect(hex(prep1.aggregateDigest)).toBe(hex(aggregateDigest(prep1.ciphertexts)));
     expect(decodeRoundParams(prep1.params)).toMatchObject({ round: 1, bits: 8, strategy: 'fedavg' });
     // Read as a site reads it (stream info and single messages: the coordinator may create no consumer).

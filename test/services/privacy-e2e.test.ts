@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INTEGER_RDP_ORDERS, RdpLedger } from '../../federation/privacy/index.ts';
 import type { CohortConfigInput } from '../../src/config/index.ts';
+import { RMS_BUCKETS } from '../../src/protocol/index.ts';
 import { decodeRoundParams, modelSpecFor } from '../../src/services/coordinator/index.ts';
 import { roundCharge, servicePrivacy } from '../../src/services/privacy-plan.ts';
 import { e2eOverrides } from '../helpers/e2e-overrides.ts';
@@ -29,7 +30,8 @@ describe('differential privacy end to end (he mode, real nats-server)', () => {
     const privacy = servicePrivacy(probe.dep.config, modelSpecFor(probe.dep.config))!;
     await probe.stop();
     perRound = (k) => roundCharge(privacy, k);
-    lanes = privacy.plan.settings.dimension * privacy.digits;
+    // The parameters' digits, then the RMS histogram (left empty under privacy).
+    lanes = privacy.plan.settings.dimension * privacy.digits + RMS_BUCKETS;
     expect(privacy.digits).toBeGreaterThanOrEqual(2); // level + noise + offset needs more than 8 bits
     budget = spend([4, 3]) * (1 + 1e-9);
     expect(spend([4, 3, 3])).toBeGreaterThan(budget);
@@ -75,7 +77,8 @@ describe('differential privacy end to end (he mode, real nats-server)', () => {
     expect(summary.rounds.map((r) => [r.round, r.commit, r.contributors])).toEqual([[2, true, 3]]);
     const entries = await f.decisions();
     expectSingleChain(entries, f.genesis);
-    // Every round carried private levels: each parameter as the digits of its noised integer.
+    // Every round carried private levels: each parameter as the digits of its noised integer, then
+    // the RMS histogram lanes.
     const opens = (await f.logEntries()).flatMap((e) => (e.record.roundOpen ? [e.record.roundOpen] : []));
     expect(opens.map((o) => [o.round, o.totalParams])).toEqual([
       [1, lanes],

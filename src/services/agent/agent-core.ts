@@ -146,6 +146,8 @@ export interface AgentCore {
    * neither trains nor votes YES.
    */
   macKey: AggregateMacKey | null;
+  /** The contributors' median update RMS of the round prepared, for its YES vote (`medianRmsOf`). */
+  preparedRms: { readonly round: number; readonly rms: number } | null;
   /** The round whose candidate is prepared (state PREPARED), else null. */
   preparedRound: number | null;
   /** This site's update in the current round: RMS and bytes for its vote, digest for the residual. */

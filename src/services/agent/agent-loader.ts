@@ -98,6 +98,7 @@ export async function loadAgentCore(
     keysetError,
     dataKey,
     macKey,
+    preparedRms: null,
     preparedRound: null,
     lastUpdate: null,
     lastUploadMs: 0,

@@ -6,6 +6,7 @@ import {
   decodeAggregate,
   decodeEvaluation,
   type Evaluation,
+  medianRmsOf,
   type RoundMac,
 } from '../../protocol/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
@@ -22,6 +23,12 @@ export interface AppliedRound {
    * (null without, or when they do not add up to anyone's figures).
    */
   readonly evaluation: Evaluation | null;
+  /**
+   * The contributors' median update RMS from the aggregate's histogram lanes (`medianRmsOf`): what
+   * a YES vote reports for the next clip, the same at every site. Null when the histogram is not
+   * the contributors' (a contribution wrote other lanes, or no site sent its bucket: privacy).
+   */
+  readonly medianRms: number | null;
 }
 
 /**
@@ -47,9 +54,9 @@ export function applyAggregate(
 ): AppliedRound {
   assertDecryptable(core, info);
   const plan = updatePlan(core.ctx.config, core.spec, info.encoding.bits);
-  if (info.totalParams !== plan.modelLanes && info.totalParams !== plan.totalParams) {
+  if (info.totalParams !== plan.requiredLanes && info.totalParams !== plan.totalParams) {
     throw new InvalidArgumentError(
-      `aggregate has ${info.totalParams} lanes, the model ${plan.modelLanes} lanes of parameters` +
+      `aggregate has ${info.totalParams} lanes, the model ${plan.requiredLanes} lanes of parameters and RMS histogram` +
         (plan.evaluationLanes > 0 ? ` and ${plan.evaluationLanes} evaluation lanes` : ''),
     );
   }
@@ -82,10 +89,15 @@ export function applyAggregate(
   }
   const next = core.strategy.apply(model, meanDelta, state);
   const evaluation =
-    info.totalParams > plan.modelLanes && plan.classes !== null
-      ? decodeEvaluation(decoded.laneSums.subarray(plan.modelLanes), plan.classes, info.encoding.bits)
+    info.totalParams > plan.requiredLanes && plan.classes !== null
+      ? decodeEvaluation(decoded.laneSums.subarray(plan.requiredLanes), plan.classes, info.encoding.bits)
       : null;
-  return { parameters: next.parameters, strategyState: next.state, evaluation };
+  const medianRms = medianRmsOf(
+    decoded.laneSums.subarray(plan.modelLanes, plan.requiredLanes),
+    info.encoding.clip,
+    decoded.contributors,
+  );
+  return { parameters: next.parameters, strategyState: next.state, evaluation, medianRms };
 }
 
 /** The round and opening attempt an aggregate belongs to (PREPARE's, or a decision's fields). */

@@ -1,6 +1,6 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
-import { type ControlBodies, encodeUpdate, evaluationLevels } from '../../protocol/index.ts';
+import { type ControlBodies, encodeUpdate, evaluationLevels, RMS_BUCKETS, rmsLevels } from '../../protocol/index.ts';
 import { bytesToHex, type Commit } from '../../versions/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
 import type { ServicePrivacy } from '../privacy-plan.ts';
@@ -84,9 +84,9 @@ export async function onRoundOpen(
   if (siteRows(core, now.height) === null) return skip('the federation has no feature statistics yet');
   const plan = updatePlan(core.ctx.config, core.spec, open.bits);
   // A round without evaluation lanes (the coordinator's circuit breaker dropped optional work) only trains.
-  if (open.totalParams !== plan.totalParams && open.totalParams !== plan.modelLanes) {
+  if (open.totalParams !== plan.totalParams && open.totalParams !== plan.requiredLanes) {
     return skip(
-      `RoundOpen pins ${open.totalParams} lanes, the model has ${plan.modelLanes} lanes of parameters` +
+      `RoundOpen pins ${open.totalParams} lanes, the model has ${plan.requiredLanes} lanes of parameters and RMS histogram` +
         (plan.evaluationLanes > 0 ? ` and ${plan.evaluationLanes} evaluation lanes` : ''),
     );
   }
@@ -192,16 +192,21 @@ export async function trainAndSend(
       update[i] = (trained.parameters[i]! - w[i]!) * scale;
       squares += update[i]! * update[i]!;
     }
-    // With privacy the vote reports no RMS: it is a figure of the unnoised update.
+    // With privacy no RMS leaves the site, not even its histogram bucket: it is a figure of the
+    // unnoised update (the histogram lanes stay empty, and the clip stays as it is).
     const rms = privacy === null ? Math.sqrt(squares / Math.max(1, update.length)) : 0;
+    const histogram = privacy === null ? rmsLevels(rms, open.clip) : new Uint8Array(RMS_BUCKETS);
+    const extra = new Uint8Array(histogram.length + (extraLevels?.length ?? 0));
+    extra.set(histogram, 0);
+    if (extraLevels !== undefined) extra.set(extraLevels, histogram.length);
     core.machine.transition(
       'UPLOADING',
       `trained: loss ${trained.meanLoss.toFixed(4)}${privacy === null ? `, rms ${rms.toExponential(3)}` : ''}`,
     );
     const encoded =
       privacy === null
-        ? encodeWithFeedback(core, open, update, extraLevels)
-        : encodePrivate(core, open, privacy, update, extraLevels);
+        ? encodeWithFeedback(core, open, update, extra)
+        : encodePrivate(core, open, privacy, update, extra);
     update.fill(0);
     if (!(await uploadUpdate(core, open, aggregator, encoded, rms, stale))) {
       core.machine.transition('READY', `upload of round ${open.round} abandoned`);

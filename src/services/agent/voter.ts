@@ -107,6 +107,8 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
     modelHash: modelHash(next.parameters),
     params: p.params,
   });
+  // The contributors' median RMS (from the aggregate, never this site's own) goes with the YES vote.
+  core.preparedRms = next.medianRms === null ? null : { round: p.round, rms: next.medianRms };
   // The totals of the base model's evaluation go with the YES vote (the coordinator records them).
   core.evaluation.prepared =
     next.evaluation === null ? null : { round: p.round, totals: { ...next.evaluation, model: head.hash } };
@@ -289,7 +291,8 @@ export async function vote(
     commitHash: commit?.hash ?? new Uint8Array(0),
     modelHash: commit?.modelHash ?? new Uint8Array(0),
     reason: reason.slice(0, 1000),
-    meanUpdateRms: sent?.rms ?? 0,
+    // Never this site's own RMS: the contributors' median, decrypted from the aggregate's histogram.
+    meanUpdateRms: yes && core.preparedRms?.round === round ? core.preparedRms.rms : 0,
     bytesSent: sent?.bytes ?? 0,
     stateHash: candidate ? strategyStateHash(candidate.strategyState) : new Uint8Array(0),
     attempt: p.attempt,

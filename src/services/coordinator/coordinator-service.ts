@@ -64,7 +64,7 @@ class Coordinator implements IntakeHost {
   readonly membership: Membership;
   readonly switches = new SwitchTracker();
   readonly parameterCount: number;
-  readonly modelLanes: number;
+  readonly requiredLanes: number;
   readonly budget: PrivacyBudget;
   readonly updateLength: number;
   clip: number;
@@ -112,7 +112,7 @@ class Coordinator implements IntakeHost {
     this.#genesis = federationGenesis(ctx.config);
     const plan = updatePlan(ctx.config, modelSpecFor(ctx.config), ctx.config.codec.bits);
     this.parameterCount = plan.parameters;
-    this.modelLanes = plan.modelLanes;
+    this.requiredLanes = plan.requiredLanes;
     this.budget = new PrivacyBudget(
       plan.privacy,
       () => this.log.history,

@@ -39,8 +39,11 @@ export interface RoundHost {
   readonly log: CoordinatorLog;
   /** Parameters of the federation's model. */
   readonly parameterCount: number;
-  /** Lanes the parameters take in an update (more than `parameterCount` with differential privacy). */
-  readonly modelLanes: number;
+  /**
+   * Lanes every training update carries: the parameters' (more than `parameterCount` with
+   * differential privacy), then the RMS histogram (`UpdatePlan.requiredLanes`).
+   */
+  readonly requiredLanes: number;
   /** Differential privacy: the plan, what is spent, the gate before each round. */
   readonly budget: PrivacyBudget;
   /** Lanes of every site's update in a training round: the parameters, then the evaluation lanes. */

@@ -147,7 +147,7 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   const totalParams = statistics
     ? statisticsLaneCount(contractFeatureCount(cfg)!, cfg.codec.bits)
     : host.breaker.dropsOptionalWork
-      ? host.modelLanes
+      ? host.requiredLanes
       : host.updateLength;
   const attempt = new Uint8Array(randomBytes(ATTEMPT_BYTES));
   const context: RoundContext = {
