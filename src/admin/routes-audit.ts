@@ -16,7 +16,7 @@ function whenClientLeaves(reply: FastifyReply, onLeft: () => void): void {
   });
 }
 
-/** A job for the caller of `reply`'s request: its slot (429/503 when none), its bound, its signal. */
+/** A job of `tokenId`: its slot (429/503 when none is free), its time bound, its signal. */
 function startJob(ctx: RouteContext, tokenId: string, kind: 'bundle' | 'verify'): AuditJobRun {
   return new AuditJobRun(kind, ctx.jobs.acquire(tokenId), ctx.audit.timeoutMs, ctx.events);
 }
