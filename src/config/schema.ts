@@ -418,13 +418,31 @@ const adminSchema = z
     metricsPublic: z.boolean().default(false),
     /** A site's model store readable on the coordinator's host, for `GET /v1/versions/{ref}/export`. */
     modelStore: z.string().min(1).optional(),
-    /** Requests per window: by client address before authentication, by token after, and per token on rollback and key rotation. */
+    /**
+     * Requests per window. A token is checked first: `perToken` counts each token's requests (and
+     * `sensitive` its rollbacks and key rotations); `perIp` counts only requests no token
+     * authenticates, per address, so a flood without a token locks out no token.
+     */
     rateLimit: z
       .strictObject({
         windowMs: z.int().min(1000).max(3_600_000).default(60_000),
         perIp: z.int().min(1).max(1_000_000).default(600),
         perToken: z.int().min(1).max(1_000_000).default(120),
         sensitive: z.int().min(1).max(1_000_000).default(5),
+      })
+      .prefault({}),
+    /**
+     * Bounds of the audit routes (docs/admin-api.md, "Audit routes"): each bundle export or log
+     * audit runs in a process of its own, one per token, `maxJobs` in all, stopped at
+     * `maxBundleBytes` or `timeoutMs` or when its client leaves; in `plain` mode the stored
+     * contributions (the sites' updates in the clear) go only to `plainContributions` and wider.
+     */
+    audit: z
+      .strictObject({
+        maxJobs: z.int().min(1).max(16).default(2),
+        maxBundleBytes: z.int().min(1024).max(Number.MAX_SAFE_INTEGER).default(1024 * 1024 * 1024),
+        timeoutMs: z.int().min(1).max(86_400_000).default(900_000),
+        plainContributions: adminScopeSchema.default('admin'),
       })
       .prefault({}),
   })

@@ -8,6 +8,7 @@ import {
   type NatsServerHandle,
   type NatsUser,
   natsAuthOptions,
+  renderServerLimits,
   startNatsServer,
 } from '../transport/index.ts';
 import { runKeyCeremony } from './key-ceremony.ts';
@@ -17,6 +18,7 @@ import {
   loadCertificateAuthority,
   memberNatsPaths,
 } from './nats-credentials.ts';
+import { federationLimitsFor } from './nats-limits.ts';
 import { generateSigningKeyPairs } from './signing-key-pool.ts';
 
 /** A local federation: keys, a nats-server (mutual TLS, NKEY users, permissions), and the config file. */
@@ -113,11 +115,15 @@ export async function createLocalDeployment(options: {
       },
     };
   }
+  const allUsers = admin === undefined ? users : [...users, admin.user];
+  // The federation's server-wide limits, as `cohort nats config` writes them; a test's own
+  // configuration comes after them (a repeated key takes the last value).
+  const limits = renderServerLimits(federationLimitsFor(allUsers.length, ckks));
   const nats = await startNatsServer({
     jetstream: true,
     tls,
-    users: admin === undefined ? users : [...users, admin.user],
-    ...(options.natsConfig === undefined ? {} : { config: options.natsConfig }),
+    users: allUsers,
+    config: options.natsConfig === undefined ? limits : `${limits}\n${options.natsConfig}`,
   });
   const input = {
     ...options.overrides,

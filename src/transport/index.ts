@@ -53,10 +53,15 @@ export {
 } from './reassembler.ts';
 export { ANY_INBOX, federationReplyPolicy, type ReplyPolicy, replyAllowed } from './reply-policy.ts';
 export {
+  type FederationLimitsSpec,
+  federationServerLimits,
   type NatsServerConfigSpec,
+  type NatsServerLimits,
   type NatsServerTlsFiles,
   renderServerConfig,
+  renderServerLimits,
   renderTlsBlock,
+  SERVER_LIMIT_DEFAULTS,
 } from './server-config.ts';
 export { assertSubject } from './subject-check.ts';
 export {

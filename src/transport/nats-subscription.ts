@@ -17,7 +17,11 @@ import type {
 import { errorMessage, TransportError } from './transport-error.ts';
 import { resolveLimits } from './transport-limits.ts';
 
-const EXPIRY_REASONS: readonly TransportDropReason[] = ['REASSEMBLY_TIMEOUT', 'REASSEMBLY_MEMORY'];
+const EXPIRY_REASONS: readonly TransportDropReason[] = [
+  'REASSEMBLY_TIMEOUT',
+  'REASSEMBLY_MEMORY',
+  'REASSEMBLY_SENDER_SHARE',
+];
 
 /**
  * A subscription of a {@link NatsTransport}: the chunk checks (see `ChunkIntake`), reassembly,

@@ -12,6 +12,7 @@ import {
   codecEncoding,
   FRAME_KIND,
   openControl,
+  RMS_BUCKETS,
   sealControl,
   type VerifiedBlock,
   type VerifiedUpdate,
@@ -128,7 +129,7 @@ describe('a slow site (many local epochs)', () => {
       ...codec,
       deadlineUnixMs,
       totalExamples: 2000,
-      totalParams: 7850,
+      totalParams: 7850 + RMS_BUCKETS, // the parameters, then the RMS histogram
       attempt: new Uint8Array(16).fill(round),
     };
     if (lastOpened !== null) {

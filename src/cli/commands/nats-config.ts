@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
+import { getCkksContext } from '../../../crypto/ckks/index.ts';
 import type { CohortConfig } from '../../config/index.ts';
 import { ConfigError, InvalidArgumentError } from '../../errors/index.ts';
 import { RegistryView } from '../../registry/index.ts';
@@ -12,7 +13,8 @@ import {
   roleOf,
 } from '../../services/index.ts';
 import { readLoggedRegistry } from '../../services/logged-registry.ts';
-import { federationAuthorization, renderServerConfig } from '../../transport/index.ts';
+import { federationLimitsFor } from '../../services/nats-limits.ts';
+import { federationUsers, renderAuthorization, renderServerConfig } from '../../transport/index.ts';
 import type { CliContext } from '../cli-context.ts';
 import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
 
@@ -99,11 +101,13 @@ export function registerNatsConfigCommand(nats: Command, ctx: CliContext): void 
     const registry = await registryOf(config, flags.as, flags.keysDir);
     const { spec, without } = federationAuthorizationSpec(config, registry, flags.keysDir);
     const tls = federationTlsPaths(resolve(flags.tlsDir));
+    const users = federationUsers(spec);
     const text = renderServerConfig({
       listen: flags.listen,
       tls: { cert: tls.serverCert, key: tls.serverKey, ca: tls.caCert },
       jetStreamStoreDir: resolve(flags.storeDir),
-      authorization: federationAuthorization(spec),
+      authorization: renderAuthorization(users),
+      limits: federationLimitsFor(users.length, await getCkksContext(config.crypto.ckks)),
       ...(flags.maxPayload === undefined ? {} : { maxPayload: Number(flags.maxPayload) }),
     });
     if (flags.as === undefined) {

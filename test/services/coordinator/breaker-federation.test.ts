@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CohortConfigInput } from '../../../src/config/index.ts';
 import { createCoordinatorMetrics } from '../../../src/metrics/index.ts';
+import { RMS_BUCKETS } from '../../../src/protocol/index.ts';
 import type { CoordinatorEvent, CoordinatorHandle } from '../../../src/services/coordinator/index.ts';
 import { expectSingleChain, Federation, waitFor } from '../../helpers/federation.ts';
 import { parseExposition, sample } from '../../helpers/promtool.ts';
@@ -224,8 +225,9 @@ describe('circuit breaker over a real federation', () => {
     await handle.stop();
     expectSingleChain(await f.decisions(), f.genesis);
 
-    // From level 2 (the probe included) rounds carry no evaluation lanes, and still commit.
-    const parameters = handle.stats().parameters;
+    // From level 2 (the probe included) rounds carry no evaluation lanes (only the parameters and
+    // the RMS histogram), and still commit.
+    const parameters = handle.stats().parameters + RMS_BUCKETS;
     const opens = (await f.logEntries()).flatMap((e) => (e.record.roundOpen ? [e.record.roundOpen] : []));
     const dropped = opens.filter((o) => w.levels.get(o.round)! >= 2);
     expect(dropped.map((o) => o.round)).toContain(probe!.round);
