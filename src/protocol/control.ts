@@ -117,6 +117,21 @@ export interface ControlBodies {
      * Decoded messages always carry it.
      */
     params?: Uint8Array;
+    /**
+     * NO because this site's update is missing from the aggregate: the framed {@link ControlBodies}
+     * `receipt` its aggregator signed for it (empty otherwise). Decoded messages always carry it.
+     */
+    receipt?: Uint8Array;
+  };
+  /** An aggregator's receipt of a site's whole update (the answer to the request that completed it). */
+  receipt: {
+    federation: string;
+    round: number;
+    attempt: Uint8Array;
+    aggregator: string;
+    site: string;
+    updateDigest: Uint8Array;
+    exampleWeight: number;
   };
   'log-record': LogRecordBody;
   'rollback-request': {
@@ -154,6 +169,7 @@ const TYPE_NAMES: Record<ControlType, string> = {
   'round-open': 'cohort.v1.RoundOpen',
   prepare: 'cohort.v1.Prepare',
   vote: 'cohort.v1.Vote',
+  receipt: 'cohort.v1.Receipt',
   heartbeat: 'cohort.v1.Heartbeat',
   switched: 'cohort.v1.Switched',
   'log-record': 'cohort.v1.LogRecord',
@@ -172,7 +188,9 @@ const TYPES = Object.fromEntries(
  */
 export const CONTROL_MAX_BYTES: Readonly<Record<ControlType, number>> = Object.freeze({
   heartbeat: 8 * 1024,
-  vote: 8 * 1024,
+  // A NO vote may carry its aggregator's receipt (a signature of its own).
+  vote: 16 * 1024,
+  receipt: 8 * 1024,
   switched: 8 * 1024,
   'rollback-request': 8 * 1024,
   'round-open': 4 * 1024 * 1024,

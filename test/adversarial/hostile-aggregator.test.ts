@@ -47,7 +47,7 @@ const OVERRIDES: Partial<CohortConfigInput> = {
   log: { level: 'error' },
 };
 
-const KINDS = ['honest', 'plaintext', 'drop', 'duplicate', 'swap', 'replay', 'isolate'] as const;
+const KINDS = ['honest', 'plaintext', 'drop', 'duplicate', 'swap', 'replay', 'isolate', 'unlisted'] as const;
 type Kind = (typeof KINDS)[number];
 
 const ledger = new AttackLedger('hostile-aggregator', [
@@ -112,7 +112,9 @@ describe('a hostile aggregator in a live federation, randomized', () => {
     /** The partial of `open`'s round: the honest sum, or the lie `kind`. */
     const sendPartial = async (open: ControlBodies['round-open'], kind: Kind) => {
       const mine = collected.get(open.round)!;
-      const sites = [...mine.keys()].sort();
+      // 'unlisted': one site's update, received and receipted, left out of the sum and the list.
+      const gone = kind === 'unlisted' ? [...mine.keys()].sort()[Math.floor(draw() * mine.size)] : undefined;
+      const sites = [...mine.keys()].filter((site) => site !== gone).sort();
       const u = sites.map((site) => mine.get(site)!.update);
       const pick = () => Math.floor(draw() * u.length);
       const randomDelta = () => {
@@ -127,6 +129,7 @@ describe('a hostile aggregator in a live federation, randomized', () => {
       let ciphertexts: Uint8Array[];
       switch (kind) {
         case 'honest':
+        case 'unlisted':
           ciphertexts = sumCiphertexts(ctx, u);
           break;
         case 'plaintext': {
@@ -230,16 +233,35 @@ describe('a hostile aggregator in a live federation, randomized', () => {
         );
         const mine = collected.get(open.round)!;
         mine.set(site, { update, manifest: held.manifest });
+        // An honest aggregator's answer to the request that completes an update: its signed receipt.
+        const receipt = sealControl(
+          'receipt',
+          {
+            federation: F,
+            round: open.round,
+            attempt: open.attempt,
+            aggregator: AGG,
+            site,
+            updateDigest: update.digest,
+            exampleWeight: update.exampleWeight,
+          },
+          AGG,
+          evil.signing,
+        );
         if (mine.size === open.assignments.length) {
           let kind: Kind =
-            lies >= LIES ? 'honest' : draw() < 0.15 ? 'honest' : KINDS[1 + Math.floor(draw() * 6)]!;
+            lies >= LIES
+              ? 'honest'
+              : draw() < 0.15
+                ? 'honest'
+                : KINDS[1 + Math.floor(draw() * (KINDS.length - 1))]!;
           // A replay needs an earlier round this aggregator kept an update of.
           if (kind === 'replay' && ![...collected.keys()].some((r) => r < open.round)) kind = 'duplicate';
           if (kind !== 'honest') lies++;
           played.set(open.round, kind);
           void sendPartial(open, kind).catch(() => undefined);
         }
-        return AGGREGATOR_ACK;
+        return receipt;
       })
       .ready();
     for (const site of f.dep.sites) await f.startAgent(site);
@@ -295,23 +317,25 @@ describe('a hostile aggregator in a live federation, randomized', () => {
         continue;
       }
       const reasons = noReasons.get(round) ?? [];
+      const fault = kind === 'unlisted' ? 'UPDATE_DROPPED' : 'PARTIAL_NOT_SUM';
       const named =
-        d.culprits.length === 1 &&
-        d.culprits[0]!.member === AGG &&
-        d.culprits[0]!.fault === 'PARTIAL_NOT_SUM';
-      const everyNoMac = reasons.length >= 3 && reasons.every((r) => r.startsWith('BLOCK_MAC_MISMATCH'));
+        d.culprits.length === 1 && d.culprits[0]!.member === AGG && d.culprits[0]!.fault === fault;
+      // A sum that is not its list: every voter finds the MAC wrong. A site left out of sum and
+      // list alike: the sum holds, and the site left out votes NO with the receipt of its update.
+      const noes =
+        kind === 'unlisted'
+          ? reasons.length === 1 && reasons[0]!.startsWith('UPDATE_DROPPED')
+          : reasons.length >= 3 && reasons.every((r) => r.startsWith('BLOCK_MAC_MISMATCH'));
       const struck = d.exclusions.filter((x) => x.sinceRound === round && x.site !== AGG).map((x) => x.site);
       struckVoters.push(...struck);
-      expect({ round, kind, commit: d.commit, named, everyNoMac, evidence: d.culprits[0]?.evidence }).toEqual(
-        {
-          round,
-          kind,
-          commit: false,
-          named: true,
-          everyNoMac: true,
-          evidence: `round-${round}-partial-${AGG}`,
-        },
-      );
+      expect({ round, kind, commit: d.commit, named, noes, evidence: d.culprits[0]?.evidence }).toEqual({
+        round,
+        kind,
+        commit: false,
+        named: true,
+        noes: true,
+        evidence: kind === 'unlisted' ? '' : `round-${round}-partial-${AGG}`,
+      });
       caught++;
     }
     // Every committed round is one the aggregator summed honestly.
@@ -320,13 +344,16 @@ describe('a hostile aggregator in a live federation, randomized', () => {
     );
     ledger.record(
       2,
-      'in each of 100 rounds a random lie: a plaintext added to any slots, a listed contribution left out, one added twice, one swapped for another listed one, one of an earlier round, or one site’s update (plus a plaintext) listed as the sum of all; honest rounds in between',
+      'in each of 100 rounds a random lie: a plaintext added to any slots, a listed contribution left out, one added twice, one swapped for another listed one, one of an earlier round, one site’s update (plus a plaintext) listed as the sum of all, or a received update left out of sum and list; honest rounds in between',
       [
         holds(
-          'every lie caught before any site switched: the round aborts, every voter BLOCK_MAC_MISMATCH',
+          'every lie caught before any site switched: the round aborts, every voter BLOCK_MAC_MISMATCH (the site left out: UPDATE_DROPPED with the receipt of its update)',
           caught >= LIES && committedLies.length === 0,
         ),
-        holds('each decision names agg-1 PARTIAL_NOT_SUM and keeps its partial as evidence', caught >= LIES),
+        holds(
+          'each decision names agg-1 (PARTIAL_NOT_SUM, its partial kept as evidence; UPDATE_DROPPED)',
+          caught >= LIES,
+        ),
         holds('no honest site is struck for a lie', struckVoters.length === 0),
         holds('every honest round commits', honestCommitted === honestRounds && honestRounds > 0),
       ],

@@ -125,9 +125,20 @@ async function send(siteIndex: number, frame: Uint8Array, aggregator = 'agg-1'):
   return site.transport.request(site.subjects.update(aggregator, site.member), frame);
 }
 
-async function sendAll(siteIndex: number, u: EncodedUpdate): Promise<void> {
-  for (const frame of [...u.blocks, u.manifest])
-    expect([...(await send(siteIndex, frame))]).toEqual([...ACK]);
+/**
+ * Sends a whole update: each block is acknowledged, and the manifest, which completes it, is
+ * answered with the aggregator's signed receipt of it.
+ */
+async function sendAll(siteIndex: number, u: EncodedUpdate, aggregator = 'agg-1'): Promise<void> {
+  for (const frame of u.blocks) expect([...(await send(siteIndex, frame, aggregator))]).toEqual([...ACK]);
+  const reply = await send(siteIndex, u.manifest, aggregator);
+  const receipt = openControl(reply, 'receipt', coordinator.keys, { signer: aggregator }).body;
+  expect(receipt).toMatchObject({
+    site: sites[siteIndex]!.member,
+    aggregator,
+    federation: dep.config.federation.id,
+  });
+  expect(receipt.updateDigest).toEqual(u.digest);
 }
 
 async function remoteFailure(p: Promise<unknown>): Promise<string> {
@@ -395,8 +406,10 @@ describe('aggregator service over NATS', () => {
     await new Promise((r) => setTimeout(r, 100));
     await openRound(4, [assigned('site-1', 'agg-1')], 10_000);
     expect([...(await early)]).toEqual([...ACK]);
-    for (const frame of [...u.blocks.slice(1), u.manifest])
-      expect([...(await send(0, frame))]).toEqual([...ACK]);
+    for (const frame of u.blocks.slice(1)) expect([...(await send(0, frame))]).toEqual([...ACK]);
+    // The manifest completes the update: its answer is the receipt.
+    const receipt = openControl(await send(0, u.manifest), 'receipt', coordinator.keys, { signer: 'agg-1' });
+    expect(receipt.body).toMatchObject({ round: 4, site: 'site-1' });
     const { manifest, decoded } = await partialOf(4, 5_000);
     expect(manifest.contributorList.map((c) => c.site)).toEqual(['site-1']);
     expectSumOf(decoded.laneSums, [u]);

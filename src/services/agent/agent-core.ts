@@ -162,6 +162,8 @@ export interface AgentCore {
     digest: Uint8Array;
     aggregator: string;
     peers: readonly string[];
+    /** Its aggregator's signed receipt of it (framed), or null when none valid came back. */
+    receipt: Uint8Array | null;
   } | null;
   /** Measured time of the last upload, ms (the next round leaves that much before its deadline). */
   lastUploadMs: number;

@@ -1,4 +1,5 @@
-import type { ControlBodies } from '../../protocol/index.ts';
+import { bytesEqual } from '../../../crypto/digest/index.ts';
+import { type ControlBodies, openControl } from '../../protocol/index.ts';
 import { failpoint } from '../failpoint.ts';
 import type { AgentCore } from './agent-core.ts';
 import { roundMacOf } from './apply-aggregate.ts';
@@ -32,8 +33,9 @@ export async function uploadUpdate(
     // Mid-upload: a block acknowledged, the manifest (and any further block) not yet sent.
     failpoint('agent.update-block-sent', open.round);
   }
-  await core.ctx.transport.request(subject, update.manifest);
+  const ack = await core.ctx.transport.request(subject, update.manifest);
   core.lastUploadMs = performance.now() - u0;
+  const receipt = checkedReceipt(core, open, aggregator, update.digest, ack);
   core.counters.updatesSent++;
   core.lastUpdate = {
     round: open.round,
@@ -44,8 +46,41 @@ export async function uploadUpdate(
     peers: open.assignments
       .filter((a) => a.aggregator === aggregator && a.site !== core.member)
       .map((a) => a.site),
+    receipt,
   };
   return true;
+}
+
+/**
+ * The aggregator's signed receipt of this site's update in `ack` (the answer to the manifest, the
+ * request that completes the update), checked: signed by `aggregator`, naming this federation,
+ * round, attempt, site and update digest. Null (logged) for anything else: the update may still be
+ * summed, but this site could not prove a drop.
+ */
+function checkedReceipt(
+  core: AgentCore,
+  open: ControlBodies['round-open'],
+  aggregator: string,
+  digest: Uint8Array,
+  ack: Uint8Array,
+): Uint8Array | null {
+  try {
+    const body = openControl(ack, 'receipt', core.ctx.keys, { signer: aggregator }).body;
+    if (
+      body.federation === core.ctx.config.federation.id &&
+      body.round === open.round &&
+      bytesEqual(body.attempt, open.attempt) &&
+      body.aggregator === aggregator &&
+      body.site === core.member &&
+      bytesEqual(body.updateDigest, digest)
+    ) {
+      return ack;
+    }
+    core.ctx.log.warn({ round: open.round, aggregator }, 'the receipt of the update names another update');
+  } catch (err) {
+    core.ctx.log.warn({ round: open.round, aggregator, err }, 'no valid receipt of the update');
+  }
+  return null;
 }
 
 /**

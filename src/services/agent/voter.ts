@@ -28,7 +28,7 @@ import { materialize } from './catch-up.ts';
 import { checkPrivacyRecord } from './privacy-record.ts';
 import { robustDeltaFor } from './robust-record.ts';
 import { replayProblem } from './round-attempt.ts';
-import { VoteNo } from './voter-error.ts';
+import { UPDATE_DROPPED, VoteNo } from './voter-error.ts';
 
 export { VoteNo };
 
@@ -181,7 +181,8 @@ function checkContributors(core: AgentCore, p: ControlBodies['prepare']): void {
   // not: it was dropped. A partial cut whole (late, refused) lists none of its sites: no offence.
   if (sent !== null && listed === undefined && p.contributors.some((c) => sent.peers.includes(c.site))) {
     throw new VoteNo(
-      `my update of round ${p.round} was acknowledged by ${sent.aggregator}, whose partial is in the aggregate without it`,
+      `${UPDATE_DROPPED}: my update of round ${p.round} was received by ${sent.aggregator}, whose partial is in the aggregate without it`,
+      sent.receipt ?? undefined,
     );
   }
   if (listed !== undefined && sent !== null && !bytesEqual(listed.digest, sent.digest)) {
@@ -259,7 +260,7 @@ export async function onPrepare(
   } catch (err) {
     const reason = describe(err);
     log.warn({ reason }, 'voting NO');
-    await vote(core, p, false, reason);
+    await vote(core, p, false, reason, undefined, err instanceof VoteNo ? err.receipt : undefined);
     return;
   }
   core.preparedRound = p.round;
@@ -279,6 +280,7 @@ export async function vote(
   yes: boolean,
   reason: string,
   candidate?: PreparedCandidate,
+  receipt?: Uint8Array,
 ): Promise<void> {
   const round = p.round;
   const sent = core.lastUpdate?.round === round ? core.lastUpdate : null;
@@ -298,6 +300,7 @@ export async function vote(
     attempt: p.attempt,
     evaluation: yes && core.evaluation.prepared?.round === round ? core.evaluation.prepared.totals : null,
     params: yes && commit?.kind === 'statistics' ? commit.params : new Uint8Array(0),
+    receipt: !yes && receipt !== undefined ? receipt : new Uint8Array(0),
   };
   if (yes) core.counters.votesYes++;
   else core.counters.votesNo++;

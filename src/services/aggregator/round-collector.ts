@@ -36,6 +36,8 @@ export type SiteOutcome = 'added' | 'failed';
  * a `CohortError`) that has already been counted in `counters`.
  */
 export class RoundCollector {
+  /** Each site whose update is in the sum: its digest and weight. */
+  readonly #added = new Map<string, { readonly digest: Uint8Array; readonly weight: number }>();
   readonly open: RoundOpenBody;
   readonly context: RoundContext;
   readonly assigned: ReadonlySet<string>;
@@ -294,6 +296,11 @@ export class RoundCollector {
     }
   }
 
+  /** The digest and weight of `site`'s update once it is in the sum (what its receipt states). */
+  addedUpdate(site: string): { readonly digest: Uint8Array; readonly weight: number } | undefined {
+    return this.#added.get(site);
+  }
+
   /**
    * The contribution of `site` once its update is in the sum: its manifest and blocks exactly as
    * received ({@link encodeContribution}), for the updates store. Handed out once.
@@ -340,7 +347,9 @@ export class RoundCollector {
   #tryAdd(site: string, inbox: UpdateInbox): AcceptOutcome {
     if (!inbox.whole) return 'stored';
     try {
-      this.#builder.add(inbox.assemble());
+      const update = inbox.assemble();
+      this.#builder.add(update);
+      this.#added.set(site, { digest: update.digest, weight: update.exampleWeight });
     } catch (err) {
       // A whole, signed update that cannot be summed (e.g. lane headroom): the site is out.
       this.#settled.set(site, 'failed');

@@ -1,4 +1,4 @@
-import { FRAME_KIND, maxBlockFrameBytes, maxManifestFrameBytes } from '../../protocol/index.ts';
+import { FRAME_KIND, maxBlockFrameBytes, maxManifestFrameBytes, sealControl } from '../../protocol/index.ts';
 import type { InboundMessage } from '../../transport/index.ts';
 import { failpoint } from '../failpoint.ts';
 import { type AggregatorIntakeHost, roundOfFrame, routeFrame } from './frame-intake.ts';
@@ -41,6 +41,7 @@ export class SiteUpdateIntake {
   readonly #prefix: string;
   readonly #counts: SiteUpdateCounts = { blocksAccepted: 0, manifestsAccepted: 0, updatesAdded: 0 };
   readonly #early = new FutureRoundGate();
+  readonly #receipts = new Map<string, Uint8Array>();
 
   constructor(host: SiteUpdateHost) {
     this.#host = host;
@@ -91,6 +92,35 @@ export class SiteUpdateIntake {
       // After the ack is on its way: signing and sending the partial take a while.
       if (round.complete) setImmediate(() => host.finish(round, 'all sites in'));
     }
-    return AGGREGATOR_ACK;
+    // The request that completed the update (or a repeat of one once it is in) is answered with
+    // the signed receipt the site can later show should the aggregate leave its update out.
+    return round.addedUpdate(site) === undefined ? AGGREGATOR_ACK : this.#receipt(round, site);
+  }
+
+  /** `site`'s signed receipt in `round` (made once per round and site). */
+  #receipt(round: RoundCollector, site: string): Uint8Array {
+    const key = `${round.round}/${site}`;
+    const known = this.#receipts.get(key);
+    if (known !== undefined) return known;
+    const added = round.addedUpdate(site)!;
+    const { ctx } = this.#host;
+    const receipt = sealControl(
+      'receipt',
+      {
+        federation: ctx.config.federation.id,
+        round: round.round,
+        attempt: round.open.attempt,
+        aggregator: ctx.member,
+        site,
+        updateDigest: added.digest,
+        exampleWeight: added.weight,
+      },
+      ctx.member,
+      ctx.signing,
+    );
+    // Only the current round's are asked for again: forget older rounds'.
+    for (const k of this.#receipts.keys()) if (!k.startsWith(`${round.round}/`)) this.#receipts.delete(k);
+    this.#receipts.set(key, receipt);
+    return receipt;
   }
 }

@@ -27,6 +27,8 @@ export interface RoundFacts {
   readonly contributed?: readonly string[];
   /** Members found at fault for the round's failure (struck instead of the voters they misled). */
   readonly culprits?: readonly CulpritRecord[];
+  /** NO voters whose vote proves someone else's fault (a receipt of an update left out): not struck. */
+  readonly excused?: readonly string[];
 }
 
 /** A verdict without votes (the round failed before PREPARE). */
@@ -69,7 +71,8 @@ export async function decide(
   const culprits = aborted === undefined ? [...(facts.culprits ?? [])] : [];
   // A NO for a fault of the aggregate every voter found alike is no offence of the voter's: the
   // culprits are struck instead (docs/security.md, "Blame").
-  const misled = verdict.aggregateFault ? [] : verdict.no;
+  const excused = new Set(facts.excused ?? []);
+  const misled = verdict.aggregateFault ? [] : verdict.no.filter((v) => !excused.has(v));
   const table = host.membership.nextTable({
     offenders: [...new Set([...misled, ...verdict.missing, ...culprits.map((c) => c.member)])],
     credited: verdict.commit ? verdict.yes : [],

@@ -19,6 +19,7 @@ import { nextRoundPrivacy } from '../privacy-plan.ts';
 import { serviceRobustRule } from '../robust-plan.ts';
 import { contractFeatureCount, federatedStandardization, statisticsCommitAt } from '../statistics-plan.ts';
 import { buildAggregationTree, treeLinks } from './aggregation-tree.ts';
+import { droppedUpdates } from './dropped-updates.ts';
 import type { RoundSummary } from './events.ts';
 import { findCulprits } from './fault-finder.ts';
 import { PartialIntake } from './partial-intake.ts';
@@ -377,12 +378,18 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   });
   const verdict = await collectVotes(host, state, prepare);
   if (verdict === undefined) return undefined;
-  if (verdict.aggregateFault) {
-    facts = {
-      ...facts,
-      culprits: await blame(host, { open, encoding, partials: intake.accepted, evidenceKept }),
-    };
-  }
+  // NO votes proving their aggregator dropped the voter's update: it is struck, they are not.
+  const dropped = droppedUpdates({
+    open,
+    votes: state.votes,
+    no: verdict.no,
+    partials: intake.accepted,
+    keys: (id) => ctx.keys(id),
+  });
+  const culprits = verdict.aggregateFault
+    ? await blame(host, { open, encoding, partials: intake.accepted, evidenceKept })
+    : [];
+  facts = { ...facts, culprits: [...culprits, ...dropped.culprits], excused: dropped.excused };
   return decide(host, state, facts, verdict);
 }
 
