@@ -63,6 +63,12 @@ export const AUDIT_PROBLEM_CODES = [
   'PRIVACY_RECORD_INVALID',
   /** A `plain`-mode round commit's robust record names an aggregate update Δ̄ (or kept sites) other than its rule gives on the stored contributions. */
   'ROBUST_AGGREGATE_MISMATCH',
+  /**
+   * An ABORT names a culprit its evidence does not bear out: a partial kept as evidence that is not
+   * its aggregator's signed partial or is the exact sum of what it lists, a drop no logged receipt
+   * proves, a contribution said not stored that is (docs/security.md, "Blame").
+   */
+  'CULPRIT_UNPROVEN',
 ] as const;
 
 export type AuditProblemCode = (typeof AUDIT_PROBLEM_CODES)[number];
@@ -98,6 +104,12 @@ export const AUDIT_UNCHECKED_CODES = [
   'CONTRIBUTIONS_SKIPPED',
   /** A COMMIT of a log written before partial records were logged: nothing to re-add from. */
   'CONTRIBUTIONS_UNLOGGED',
+  /**
+   * A culprit named by elimination over rounds (`ISOLATED`: the one site in every aggregate a
+   * contribution spoiled), which one round's evidence cannot prove. Listed; does not make the
+   * audit incomplete.
+   */
+  'CULPRIT_BY_ELIMINATION',
 ] as const;
 
 export type AuditUncheckedCode = (typeof AUDIT_UNCHECKED_CODES)[number];
@@ -166,6 +178,8 @@ export interface AuditCheckCounts {
   readonly privacyRecords: number;
   /** `plain`-mode round commits whose robust aggregate update was recomputed from their contributions. */
   readonly robustAggregates: number;
+  /** Culprits an ABORT names whose fault its evidence proves (`checkCulprits`). */
+  readonly culprits: number;
   /** Records of a kind this build does not check. */
   readonly uncheckedKinds: number;
 }

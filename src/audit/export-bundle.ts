@@ -110,14 +110,22 @@ async function planBundle(
         }
       }
       const d = record.decision;
-      if (d?.commit && d.kind !== 'rollback' && d.aggregate != null) {
-        objects.set(d.aggregate.object, d.aggregate.objectBytes);
+      // An ABORT that names culprits: the evidence they were named on, and the round's contributions.
+      const blamed = d != null && !d.commit && d.aggregate != null && (d.culprits?.length ?? 0) > 0;
+      if (blamed) {
+        for (const c of d.culprits) {
+          if (c.evidence !== '') objects.set(c.evidence, 2 * d.aggregate!.objectBytes + (1 << 20));
+        }
+      }
+      if ((d?.commit && d.kind !== 'rollback' && d.aggregate != null) || blamed) {
+        if (d!.commit) objects.set(d!.aggregate!.object, d!.aggregate!.objectBytes);
         // A contribution (seeded ciphertexts, frames) is smaller than the full-ciphertext sum.
-        const maxFrames = expectedAggregateBlocks(d.aggregate) + 1;
-        for (const key of listed.get(d.round) ?? []) {
+        const aggregate = d!.aggregate!;
+        const maxFrames = expectedAggregateBlocks(aggregate) + 1;
+        for (const key of listed.get(d!.round) ?? []) {
           contributions.set(contributionName(key), {
             key,
-            maxBytes: 2 * d.aggregate.objectBytes + (1 << 20),
+            maxBytes: 2 * aggregate.objectBytes + (1 << 20),
             maxFrames,
           });
         }

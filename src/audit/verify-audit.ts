@@ -1,7 +1,7 @@
 import { type CkksParams, DEFAULT_CKKS_PARAMS } from '../../crypto/ckks/index.ts';
 import { bytesEqual, sha256 } from '../../crypto/digest/index.ts';
 import { assertInteger } from '../errors/index.ts';
-import type { ControlBodies, DecisionBody } from '../protocol/index.ts';
+import { type ControlBodies, type DecisionBody, openControl } from '../protocol/index.ts';
 import { openRegistryChange, type VerifiedRegistry } from '../registry/index.ts';
 import { decodeRoundParams, type RoundRobust } from '../services/coordinator/round-params.ts';
 import {
@@ -33,6 +33,7 @@ import {
 } from './audit-report.ts';
 import type { AuditSource } from './audit-source.ts';
 import type { BundleAuditSource } from './bundle-source.ts';
+import { checkCulprits } from './culprit-check.ts';
 import { openStoredEntry } from './open-entry.ts';
 import { PrivacyTrail } from './privacy-trail.ts';
 import { type LoggedPartialRecord, recomputeAggregate } from './recompute-check.ts';
@@ -187,12 +188,15 @@ class AuditRun {
     recomputed: 0,
     privacyRecords: 0,
     robustAggregates: 0,
+    culprits: 0,
     uncheckedKinds: 0,
   };
   readonly #privacy = new PrivacyTrail();
   /** Each round's RoundOpen and partial records, as opened (kept past the history rules, for the recomputation). */
   readonly #opens = new Map<number, ControlBodies['round-open']>();
   readonly #partials = new Map<number, LoggedPartialRecord[]>();
+  /** Each round's logged votes of its attempt, by voter (a culprit's evidence may be one). */
+  readonly #votes = new Map<number, Map<string, ControlBodies['vote']>>();
   #previous: LogPosition = LOG_ORIGIN;
   #entries = 0;
   #folding = true;
@@ -282,6 +286,24 @@ class AuditRun {
     if (p && opened !== undefined && bytesEqual(opened.attempt, p.attempt)) {
       this.#partials.get(p.round)?.push({ sequence: entry.sequence, record: p });
     }
+    const batch =
+      entry.record.votes ?? (entry.record.vote ? { ...entry.record.vote, votes: [entry.record.vote] } : null);
+    const votedIn = batch ? this.#opens.get(batch.round) : undefined;
+    if (batch && votedIn !== undefined && bytesEqual(votedIn.attempt, batch.attempt)) {
+      const view = this.#history.registry!;
+      const votes = this.#votes.get(batch.round) ?? new Map<string, ControlBodies['vote']>();
+      for (const v of batch.votes) {
+        try {
+          votes.set(
+            v.member,
+            openControl(v.envelope, 'vote', (id) => view.current(id), { signer: v.member }).body,
+          );
+        } catch {
+          // the history rules report a vote that does not open (VOTE_INVALID)
+        }
+      }
+      this.#votes.set(batch.round, votes);
+    }
   }
 
   #checkCommitHash(sequence: number, d: DecisionBody): void {
@@ -366,6 +388,7 @@ class AuditRun {
     const info = d.aggregate;
     const named = d.commit && d.kind !== 'rollback' && info != null;
     let status: AuditRound['aggregate'] = 'none';
+    if (!d.commit && (d.culprits?.length ?? 0) > 0) await this.#checkCulprits(sequence, d);
     if (d.commit && d.kind === 'round') {
       const problem = this.#privacy.check(sequence, d);
       if (problem !== null) this.#problems.push(problem);
@@ -432,6 +455,31 @@ class AuditRun {
       height: d.height,
       aggregate: status,
     });
+  }
+
+  /** An ABORT's culprits, against the evidence (`checkCulprits`); skipped with the contributions. */
+  async #checkCulprits(sequence: number, d: DecisionBody): Promise<void> {
+    const open = this.#opens.get(d.round);
+    if (open === undefined || this.#options.skipContributions === true) return;
+    const view = this.#history.registry!;
+    const checked = await checkCulprits({
+      source: this.#source,
+      sequence,
+      decision: d,
+      open,
+      partials: this.#partials.get(d.round) ?? [],
+      votes: this.#votes.get(d.round) ?? new Map(),
+      keys: (id) => view.current(id),
+      siteKey: (id) => (view.role(id) === 'site' ? view.current(id) : undefined),
+      ckksParams: this.#options.ckksParams ?? [DEFAULT_CKKS_PARAMS],
+      ...(this.#options.contributionRetentionMs === undefined
+        ? {}
+        : { retentionMs: this.#options.contributionRetentionMs }),
+      ...(this.#options.now === undefined ? {} : { now: this.#options.now }),
+    });
+    this.#counts.culprits += checked.proven;
+    this.#problems.push(...checked.problems);
+    this.#unchecked.push(...checked.unchecked);
   }
 
   finish(last: number): AuditReport {

@@ -78,6 +78,7 @@ const REPORT: AuditReport = {
     recomputed: 0,
     privacyRecords: 0,
     robustAggregates: 0,
+    culprits: 0,
     uncheckedKinds: 0,
   },
   problems: [],

@@ -28,6 +28,7 @@ import type { MemberContext } from '../../src/services/index.ts';
 import { addPlaintext, sumCiphertexts } from '../helpers/codec-fixture.ts';
 import { Federation, waitFor } from '../helpers/federation.ts';
 import { rng } from '../helpers/rng.ts';
+import { auditLive } from '../helpers/run-cli.ts';
 import { AttackLedger, holds } from './attack-ledger.ts';
 
 const F = 'hostileagg';
@@ -338,6 +339,8 @@ describe('a hostile aggregator in a live federation, randomized', () => {
       });
       caught++;
     }
+    // The audit, from the log and the stores alone, proves every culprit named.
+    const report = await auditLive(f.dep.configPath);
     // Every committed round is one the aggregator summed honestly.
     const committedLies = [...decisions.values()].filter(
       (d) => d.commit && played.get(d.round) !== 'honest' && played.has(d.round),
@@ -355,6 +358,10 @@ describe('a hostile aggregator in a live federation, randomized', () => {
           caught >= LIES,
         ),
         holds('no honest site is struck for a lie', struckVoters.length === 0),
+        holds(
+          'the audit proves every culprit from the log and the stores alone (re-adds each kept partial’s contributions; checks each receipt)',
+          report.problems.length === 0 && report.checked.culprits === caught,
+        ),
         holds('every honest round commits', honestCommitted === honestRounds && honestRounds > 0),
       ],
     );

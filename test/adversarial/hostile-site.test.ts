@@ -30,11 +30,11 @@ import {
   AGGREGATOR_ACK,
   type AggregatorService,
   contributionWriter,
+  encodeContribution,
 } from '../../src/services/aggregator/index.ts';
 import {
   type CoordinatorEvent,
   type CoordinatorHandle,
-  encodeAggregateObject,
   federationGenesis,
   type RoundSummary,
 } from '../../src/services/coordinator/index.ts';
@@ -533,7 +533,8 @@ describe('a hostile site against a live federation', () => {
     });
     await sub.ready();
     let attacked = 0;
-    let sent: Uint8Array[] = [];
+    /** The partial agg-2 sent: its frames as the coordinator keeps them for evidence. */
+    let sent: Uint8Array = new Uint8Array(0);
     let liveAtNext = false;
     try {
       // Every round opened from here has all its frames at the hostile subscription too. The
@@ -594,7 +595,6 @@ describe('a hostile site against a live federation', () => {
       // The sum holds the first site's update twice; the list names each site once, with its own manifest.
       const first = updates[0]!.update;
       const ciphertexts = sumCiphertexts(evil.ckks, [first, ...updates.map((u) => u.update)]);
-      sent = ciphertexts;
       const sites = updates.flatMap((u) => u.update.sites);
       const partial = encodeAggregate(
         {
@@ -612,6 +612,7 @@ describe('a hostile site against a live federation', () => {
           siteManifests: updates.map((u) => u.manifest),
         },
       );
+      sent = encodeContribution({ manifest: partial.manifest, blocks: partial.blocks });
       for (const frame of [...partial.blocks, partial.manifest]) {
         await evil.transport.request(s().partial('agg-2'), frame);
       }
@@ -666,7 +667,7 @@ describe('a hostile site against a live federation', () => {
           'the partial it signed is kept as evidence (`round-<r>-partial-agg-2`)',
           culprit?.evidence === `round-${attacked}-partial-agg-2` &&
             evidence !== null &&
-            bytesEqual(evidence, encodeAggregateObject(sent)),
+            bytesEqual(evidence, sent),
         ),
         holds(
           'no voter is struck: agg-2 alone gets a strike (the decision’s exclusions, the `excluded` events)',

@@ -264,6 +264,7 @@ describe('verifyAudit', () => {
       recomputed: 0,
       privacyRecords: 0,
       robustAggregates: 0,
+      culprits: 0,
       uncheckedKinds: 0,
     });
     expect(r.rounds.map((x) => [x.round, x.sequence, x.outcome, x.aggregate])).toEqual([

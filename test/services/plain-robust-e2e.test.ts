@@ -318,6 +318,7 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
           manifest: p.manifest,
           siteManifests: m.siteManifests,
           ciphertexts: [],
+          blocks: [],
         },
       ];
     });

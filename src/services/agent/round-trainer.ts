@@ -1,6 +1,12 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
-import { type ControlBodies, encodeUpdate, evaluationLevels, RMS_BUCKETS, rmsLevels } from '../../protocol/index.ts';
+import {
+  type ControlBodies,
+  encodeUpdate,
+  evaluationLevels,
+  RMS_BUCKETS,
+  rmsLevels,
+} from '../../protocol/index.ts';
 import { bytesToHex, type Commit } from '../../versions/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
 import type { ServicePrivacy } from '../privacy-plan.ts';

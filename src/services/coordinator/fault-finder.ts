@@ -5,10 +5,10 @@ import {
   type CulpritRecord,
   type Encoding,
 } from '../../protocol/index.ts';
+import { encodeContribution } from '../aggregator/index.ts';
 import { readListedContributions } from './contribution-readback.ts';
 import type { AcceptedPartial } from './partial-intake.ts';
 import type { RoundHost } from './round-host.ts';
-import { encodeAggregateObject } from './round-params.ts';
 
 /** What {@link findCulprits} found about a round whose aggregate every voter found wrong. */
 export interface Findings {
@@ -21,7 +21,7 @@ export interface Findings {
   readonly exact: boolean;
 }
 
-/** Object of the aggregates store that keeps the ciphertexts of `aggregator`'s partial of `round`. */
+/** Object of the aggregates store that keeps the frames of `aggregator`'s partial of `round`. */
 export function partialEvidenceName(round: number, aggregator: string): string {
   return `round-${round}-partial-${aggregator}`;
 }
@@ -30,9 +30,9 @@ export function partialEvidenceName(round: number, aggregator: string): string {
  * Finds who made a round's aggregate wrong (docs/security.md, "Blame"): for each partial the
  * coordinator took in, reads back every contribution it lists from the contributions stream and
  * re-adds them (ciphertext addition is deterministic, so an honest partial is the same bytes). A
- * partial that is not that sum names its aggregator (`PARTIAL_NOT_SUM`), and its ciphertexts are
- * stored as evidence (an auditor checks them against the aggregator's signed Merkle root and
- * re-adds the contributions); a listed contribution the assigned aggregator did not keep, or kept
+ * partial that is not that sum names its aggregator (`PARTIAL_NOT_SUM`), and its frames as
+ * received (the aggregator-signed manifest and blocks, `encodeContribution`) are stored as
+ * evidence: an auditor verifies them under the aggregator's key and re-adds the contributions; a listed contribution the assigned aggregator did not keep, or kept
  * otherwise, names that aggregator (`CONTRIBUTION_NOT_STORED`). Run only when every voter found
  * the aggregate wrong, so the cost of re-adding falls on a round that failed anyway.
  */
@@ -86,7 +86,7 @@ export async function findCulprits(
       try {
         await (await host.aggregates()).putBlob(
           { name: evidence },
-          encodeAggregateObject(partial.ciphertexts),
+          encodeContribution({ manifest: partial.manifest, blocks: partial.blocks }),
         );
       } catch (err) {
         stored = '';

@@ -25,6 +25,8 @@ interface PartialInbox {
   readonly verifier: BlockVerifier;
   /** The aggregator's partial as it arrives (blocks and manifest, one update digest). */
   readonly update: UpdateInbox;
+  /** Its block frames as received, by block index (the evidence should the partial be wrong). */
+  readonly frames: Map<number, Uint8Array>;
 }
 
 /** What {@link PartialIntake.accept} reports about a whole partial. */
@@ -41,6 +43,8 @@ export interface AcceptedPartial {
    * aggregate turns out wrong (`findCulprits`).
    */
   readonly ciphertexts: readonly Uint8Array[];
+  /** The partial's block frames as received, in block-index order (signed by the aggregator). */
+  readonly blocks: readonly Uint8Array[];
 }
 
 /**
@@ -217,12 +221,15 @@ export class PartialIntake {
           onSignatureVerified: signatureTimer(this.#timings, 'partial'),
         }),
         update: new UpdateInbox(),
+        frames: new Map(),
       };
       this.#inboxes.set(aggregator, inbox);
     }
     const kind = data[5];
     if (kind === FRAME_KIND.block) {
-      inbox.update.addBlock(inbox.verifier.verifyBlock(data));
+      const block = inbox.verifier.verifyBlock(data);
+      inbox.update.addBlock(block);
+      inbox.frames.set(block.blockIndex, data.slice());
       return undefined;
     }
     if (kind !== FRAME_KIND.manifest) {
@@ -250,6 +257,7 @@ export class PartialIntake {
       manifest: data.slice(),
       siteManifests: manifest.siteManifests.map((m) => m.slice()),
       ciphertexts: update.ciphertexts,
+      blocks: [...inbox.frames.keys()].sort((a, b) => a - b).map((i) => inbox.frames.get(i)!),
     };
     this.#accepted.push(accepted);
     return accepted;
