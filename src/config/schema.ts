@@ -440,7 +440,11 @@ const adminSchema = z
     audit: z
       .strictObject({
         maxJobs: z.int().min(1).max(16).default(2),
-        maxBundleBytes: z.int().min(1024).max(Number.MAX_SAFE_INTEGER).default(1024 * 1024 * 1024),
+        maxBundleBytes: z
+          .int()
+          .min(1024)
+          .max(Number.MAX_SAFE_INTEGER)
+          .default(1024 * 1024 * 1024),
         timeoutMs: z.int().min(1).max(86_400_000).default(900_000),
         plainContributions: adminScopeSchema.default('admin'),
       })

@@ -51,7 +51,13 @@ function limbSlotsOfBlock(layout: UpdateLayout, block: number): { local: number;
  * update can change without changing the sum. A tag's linear part is the sum of these over every
  * block, in any order or split.
  */
-export function macBlockSum(mac: RoundMac, layout: UpdateLayout, block: number, slots: Float64Array, acc = 0n): bigint {
+export function macBlockSum(
+  mac: RoundMac,
+  layout: UpdateLayout,
+  block: number,
+  slots: Float64Array,
+  acc = 0n,
+): bigint {
   const n = layout.slotsPerBlock;
   const limbs = limbSlotsOfBlock(layout, block);
   let values: Float64Array = slots.subarray(0, n);

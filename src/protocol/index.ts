@@ -110,6 +110,7 @@ export {
   VerifyWorkerError,
 } from './parallel-verifier.ts';
 export { RejectionCounters } from './rejection-counters.ts';
+export { medianRmsOf, RMS_BUCKETS, rmsLevels } from './rms-lanes.ts';
 export { assertRoundContext, type RoundContext } from './round-context.ts';
 export { RoundTree, type RoundTreeSource } from './round-tree.ts';
 export {
@@ -128,7 +129,6 @@ export {
   sumFeatureTotals,
 } from './statistics-lanes.ts';
 export { UpdateInbox } from './update-inbox.ts';
-export { medianRmsOf, RMS_BUCKETS, rmsLevels } from './rms-lanes.ts';
 export { encodedLaneCount, type LayoutEncoding, type UpdateLayout, updateLayout } from './update-layout.ts';
 export {
   blockLeaf,

@@ -139,7 +139,10 @@ describe('aggregate MAC', () => {
     expect(layout.totalSlots).toBeLessThan(fx.ctx.slots);
     fc.assert(
       fc.property(
-        fc.oneof(fc.nat(layout.totalSlots - 1), fc.integer({ min: layout.totalSlots, max: fx.ctx.slots - 1 })),
+        fc.oneof(
+          fc.nat(layout.totalSlots - 1),
+          fc.integer({ min: layout.totalSlots, max: fx.ctx.slots - 1 }),
+        ),
         fc.integer({ min: -(2 ** 30), max: 2 ** 30 }).filter((v) => v !== 0),
         (slot, v) => {
           const delta = new Float64Array(fx.ctx.slots);

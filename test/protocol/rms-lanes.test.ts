@@ -8,7 +8,11 @@ const CLIP = 0.06;
 
 function histogram(...rms: number[]): number[] {
   const out = new Array<number>(RMS_BUCKETS).fill(0);
-  for (const r of rms) rmsLevels(r, CLIP).forEach((v, j) => (out[j]! += v));
+  for (const r of rms) {
+    rmsLevels(r, CLIP).forEach((v, j) => {
+      out[j]! += v;
+    });
+  }
   return out;
 }
 
