@@ -157,6 +157,20 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
     registers: [registry],
   });
   for (const outcome of ['kept', 'dropped', 'norm_clipped']) robustUpdates.inc({ outcome }, 0);
+  const culprits = new Counter<'role' | 'fault'>({
+    name: 'cohort_culprits_total',
+    help: 'Members a round decision named at fault (docs/security.md, "Blame"), by role and fault.',
+    labelNames: ['role', 'fault'],
+    registers: [registry],
+  });
+  for (const [role, fault] of [
+    ['aggregator', 'PARTIAL_NOT_SUM'],
+    ['aggregator', 'CONTRIBUTION_NOT_STORED'],
+    ['aggregator', 'UPDATE_DROPPED'],
+    ['site', 'ISOLATED'],
+  ] as const) {
+    culprits.inc({ role, fault }, 0);
+  }
   const lastCommit = new Gauge({
     name: 'cohort_last_commit_timestamp_seconds',
     help: 'When this coordinator last published a COMMIT, seconds since the epoch (0: none yet).',
@@ -221,6 +235,7 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
           roundDuration.observe({ phase: o.phase }, o.seconds);
         drift.decided(s.round, s.commit, at, (site) => live().has(site));
         if (s.commit) lastCommit.set(at / 1000);
+        for (const c of s.culprits) culprits.inc({ role: c.role, fault: c.fault });
         const parameters = options.parameters ?? stats.get().parameters;
         if (s.kind === 'round' && s.uploadBytes > 0 && s.participants > 0 && parameters > 0) {
           sentBytes.inc(s.uploadBytes);

@@ -44,6 +44,7 @@ describe('deploy/prometheus/cohort.rules.yaml', () => {
       [
         'CohortBreakerDegraded',
         'CohortCompressionLow',
+        'CohortCulpritNamed',
         'CohortCoordinatorDown',
         'CohortForgedMessages',
         'CohortHeartbeatLossHigh',

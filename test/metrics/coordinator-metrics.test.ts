@@ -56,6 +56,7 @@ function summary(over: Partial<RoundSummary>): RoundSummary {
     noVoters: [],
     missing: [],
     evaluation: null,
+    culprits: [],
     ...over,
   };
 }
@@ -152,6 +153,31 @@ describe('createCoordinatorMetrics', () => {
     expect(sample(s, 'cohort_robust_updates_total', { outcome: 'kept' })).toBe(8);
     expect(sample(s, 'cohort_robust_updates_total', { outcome: 'dropped' })).toBe(2);
     expect(sample(s, 'cohort_robust_updates_total', { outcome: 'norm_clipped' })).toBe(2);
+  });
+
+  it('counts the culprits decisions name, by role and fault', async () => {
+    const m = createCoordinatorMetrics({ stats: () => baseStats() });
+    let s = parseExposition(await m.text());
+    expect(sample(s, 'cohort_culprits_total', { role: 'aggregator', fault: 'PARTIAL_NOT_SUM' })).toBe(0);
+    const culprit = (member: string, role: 'aggregator' | 'site', fault: string) => ({
+      member,
+      role,
+      fault,
+      detail: '',
+      evidence: '',
+    });
+    m.onEvent({
+      type: 'decision',
+      summary: summary({ commit: false, culprits: [culprit('agg-1', 'aggregator', 'PARTIAL_NOT_SUM')] }),
+    });
+    m.onEvent({
+      type: 'decision',
+      summary: summary({ round: 4, commit: false, culprits: [culprit('site-5', 'site', 'ISOLATED')] }),
+    });
+    s = parseExposition(await m.text());
+    expect(sample(s, 'cohort_culprits_total', { role: 'aggregator', fault: 'PARTIAL_NOT_SUM' })).toBe(1);
+    expect(sample(s, 'cohort_culprits_total', { role: 'site', fault: 'ISOLATED' })).toBe(1);
+    expect(sample(s, 'cohort_culprits_total', { role: 'aggregator', fault: 'UPDATE_DROPPED' })).toBe(0);
   });
 
   it('counts drift when a live YES voter does not switch', async () => {

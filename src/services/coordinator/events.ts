@@ -1,4 +1,9 @@
-import type { Assignment, CryptoTimingObserver, EvaluationBody } from '../../protocol/index.ts';
+import type {
+  Assignment,
+  CryptoTimingObserver,
+  CulpritRecord,
+  EvaluationBody,
+} from '../../protocol/index.ts';
 import type { AdminControls } from './admin-control.ts';
 import type { BreakerLevelName, BreakerState } from './circuit-breaker.ts';
 
@@ -162,6 +167,8 @@ export interface RoundSummary {
    * round's base model (the parent commit), as the decision records them; null otherwise.
    */
   readonly evaluation: EvaluationBody | null;
+  /** ABORT: the members found at fault, as the decision records them (docs/security.md, "Blame"). */
+  readonly culprits: readonly CulpritRecord[];
 }
 
 /** What `CoordinatorHandle.done` resolves with. */

@@ -184,6 +184,7 @@ export async function decide(
     noVoters: verdict.no,
     missing: verdict.missing,
     evaluation,
+    culprits,
   };
 }
 
