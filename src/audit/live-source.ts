@@ -10,13 +10,14 @@ import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
 import { encodeContribution } from '../services/aggregator/index.ts';
 import { logStreamName } from '../services/federation-log/index.ts';
 import {
+  aggregateStore,
   type ContributionKey,
   DEFAULT_STORE_TIMEOUT_MS,
-  readObject,
   readStoredContribution,
+  readWriteOnceObject,
   StoreError,
+  type WriteOnceStore,
 } from '../services/store/index.ts';
-import { federationSubjects } from '../transport/index.ts';
 import { AuditError } from './audit-error.ts';
 import type { AggregateRead, AuditSource, ContributionRead, StoredEntry } from './audit-source.ts';
 
@@ -34,7 +35,7 @@ export interface LiveAuditSourceOptions {
 /**
  * A live {@link AuditSource} on `nc`: the log's stored entries (`$JS.API.STREAM.INFO` and
  * `STREAM.MSG.GET` of the log stream only, no consumer, no account check), aggregates
- * (`readObject`, get-message only) of the aggregate store, and contributions
+ * (`readWriteOnceObject`, get-message only) of the aggregates stream, and contributions
  * (`readStoredContribution`: info and get-message of the contributions stream), so a read-only NATS
  * user suffices: an auditor's reads all three, a site's the log and the aggregates (not the
  * contributions: its audit then lists every re-addition as not made). A failure to read the log
@@ -52,9 +53,8 @@ export async function openLiveAuditSource(
   assertInteger('options.window', window, 1, 1024);
   const timeoutMs = options.timeoutMs ?? DEFAULT_STORE_TIMEOUT_MS;
   assertInteger('options.timeoutMs', timeoutMs, 1, 600_000);
-  const subjects = federationSubjects(options.federation);
   const jsm = await jetstreamManager(nc, { checkAPI: false, timeout: timeoutMs });
-  return new LiveSource(nc, jsm, options, window, timeoutMs, subjects.aggregatesBucket);
+  return new LiveSource(nc, jsm, options, window, timeoutMs, aggregateStore(options.federation));
 }
 
 class LiveSource implements AuditSource {
@@ -67,7 +67,7 @@ class LiveSource implements AuditSource {
   readonly #jsm: JetStreamManager;
   readonly #window: number;
   readonly #timeoutMs: number;
-  readonly #bucket: string;
+  readonly #aggregates: WriteOnceStore;
 
   constructor(
     nc: NatsConnection,
@@ -75,7 +75,7 @@ class LiveSource implements AuditSource {
     options: LiveAuditSourceOptions,
     window: number,
     timeoutMs: number,
-    bucket: string,
+    aggregates: WriteOnceStore,
   ) {
     this.#nc = nc;
     this.#jsm = jsm;
@@ -84,7 +84,7 @@ class LiveSource implements AuditSource {
     this.stream = logStreamName(options.federation);
     this.#window = window;
     this.#timeoutMs = timeoutMs;
-    this.#bucket = bucket;
+    this.#aggregates = aggregates;
   }
 
   readAtUnixMs(): number {
@@ -129,7 +129,7 @@ class LiveSource implements AuditSource {
   }
 
   aggregate(name: string, maxBytes: number): Promise<AggregateRead> {
-    return this.#read(this.#bucket, name, maxBytes);
+    return this.#read(this.#aggregates, name, maxBytes);
   }
 
   async contribution(key: ContributionKey, maxBytes: number, maxFrames: number): Promise<ContributionRead> {
@@ -157,10 +157,10 @@ class LiveSource implements AuditSource {
     }
   }
 
-  async #read(bucket: string, name: string, maxBytes: number): Promise<AggregateRead> {
+  async #read(store: WriteOnceStore, name: string, maxBytes: number): Promise<AggregateRead> {
     let bytes: Uint8Array | null;
     try {
-      bytes = await readObject(this.#nc, bucket, name, { maxBytes, timeoutMs: this.#timeoutMs });
+      bytes = await readWriteOnceObject(this.#nc, store, name, { maxBytes, timeoutMs: this.#timeoutMs });
     } catch (err) {
       if (err instanceof StoreError) {
         if (err.code === 'BUCKET_NOT_FOUND') return { status: 'absent' };

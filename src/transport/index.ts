@@ -65,6 +65,7 @@ export {
 } from './server-config.ts';
 export { assertSubject } from './subject-check.ts';
 export {
+  assertObjectToken,
   assertSubjectToken,
   type FederationSubjects,
   federationSubjects,

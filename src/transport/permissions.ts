@@ -1,11 +1,6 @@
 import { fromPublic } from '@nats-io/nkeys';
 import { InvalidArgumentError } from '../errors/index.ts';
-import {
-  assertSubjectToken,
-  federationSubjects,
-  objectStreamName,
-  readOnlyStreamSubjects,
-} from './subjects.ts';
+import { assertSubjectToken, federationSubjects, readOnlyStreamSubjects } from './subjects.ts';
 
 /** Subjects a user may (`allow`) or may not (`deny`) use; an absent list places no limit of its kind. */
 export interface NatsPermissionSet {
@@ -66,8 +61,9 @@ export interface FederationAuthorizationSpec {
   readonly aggregators?: readonly MemberCredential[];
   readonly sites?: readonly MemberCredential[];
   /**
-   * Read-only members: they may read the log stream and the aggregate store (ciphertexts of sums,
-   * which `cohort audit verify` re-hashes) and subscribe to their inbox, and publish nothing else.
+   * Read-only members: they may read the log stream, the aggregates stream (ciphertexts of sums,
+   * which `cohort audit verify` re-hashes) and the contributions stream, and subscribe to their
+   * inbox and the registry announcements, and publish nothing else.
    */
   readonly auditors?: readonly MemberCredential[];
   /**
@@ -109,12 +105,11 @@ export function assertUserNkey(name: string, nkey: unknown): asserts nkey is str
 
 /**
  * The JetStream API subjects that the single writer of `stream` needs, and no more: create it and
- * read its info (`STREAM.CREATE`, `STREAM.INFO`: what `ensureLogStream`, `Kvm.create` and
- * `Objm.create` send) and read a message (`STREAM.MSG.GET`: the log reader, `kv.get`, the object
- * store's metadata lookups). Never `STREAM.DELETE`, `STREAM.PURGE`, `STREAM.MSG.DELETE`,
- * `STREAM.UPDATE` or consumers: the coordinator neither watches nor lists. (Overwriting an object
- * makes the object store client purge the old chunks; that purge is refused and the client ignores
- * it, so the coordinator's objects have unique names.)
+ * read its info (`STREAM.CREATE`, `STREAM.INFO`: what `ensureLogStream`, `ensureStream` and
+ * `Kvm.create` send) and read a message (`STREAM.MSG.GET`: the log reader, `kv.get`, the
+ * write-once object writer reading back a frame it finds stored). Never `STREAM.DELETE`,
+ * `STREAM.PURGE`, `STREAM.MSG.DELETE`, `STREAM.UPDATE` or consumers: the coordinator neither
+ * watches nor lists.
  */
 function streamWriterSubjects(stream: string): string[] {
   return [...readOnlyStreamSubjects(stream), `$JS.API.STREAM.CREATE.${stream}`];
@@ -129,8 +124,8 @@ function streamWriterSubjects(stream: string): string[] {
  *   coordinator and its aggregator answer its requests), and subscribes only to round.open,
  *   prepare, decision, the registry announcements and its own inbox, so it never receives another
  *   site's update; for catch-up
- *   it may read (stream info and get-message, nothing else) the log and the aggregate and snapshot
- *   object stores; it answers no request;
+ *   it may read (stream info and get-message, nothing else) the log and the aggregates and
+ *   snapshots streams; it answers no request;
  * - an aggregator subscribes to the updates and child aggregators' partials addressed to it
  *   (`update.<self>.>`, `subpartial.<self>.*`) and answers them, and to the registry announcements;
  *   it publishes its partial (a request to the coordinator, `partial.<self>`, or to a parent
@@ -144,14 +139,16 @@ function streamWriterSubjects(stream: string): string[] {
  *   the rollback and registry request subjects, and answers them; it publishes round.open, prepare,
  *   decision, the registry announcements and (as the operator's `cohort versions rollback` and
  *   `cohort registry enroll|rotate|revoke`) the admin requests, appends to the log
- *   subject, and uses the JetStream API of its own streams only: the log, the aggregate and
- *   snapshot object stores, the contributions stream (created with its retention and write-once
- *   subjects; it writes nothing there, it reads contributions back for a robust rule) and the
- *   lease bucket (create, info, get message; never delete, purge, update or consumers), plus
- *   `$KV.<lease>.>` and `$O.<bucket>.>` of its own buckets and `$JS.API.INFO` (the account check
- *   of `jetstreamManager`);
+ *   subject, writes its objects on the subjects of its write-once aggregates and snapshots
+ *   streams (`aggregate.>`, `snapshot-store.>`: a JetStream publish; the streams refuse a second
+ *   message on a subject, rollups, deletes and purges), and uses the JetStream API of its own
+ *   streams only: the log, the aggregates and snapshots streams, the contributions stream
+ *   (created with its retention and write-once subjects; it writes nothing there, it reads
+ *   contributions back for a robust rule) and the lease bucket (create, info, get message; never
+ *   delete, purge, update or consumers), plus `$KV.<lease>.>` and `$JS.API.INFO` (the account
+ *   check of `jetstreamManager`); no object store (`$O.>`) at all;
  * - an auditor subscribes to its inbox and the registry announcements and may only read the log
- *   stream, the aggregate store and the contributions stream (info and get-message: to re-add each
+ *   stream, the aggregates stream and the contributions stream (info and get-message: to re-add each
  *   round's contributions; never snapshots or leases). Sites may not read the contributions
  *   stream (DESIGN §10), nor may any role subscribe to its subjects.
  * Every member may connect only as a NATS client (`allowed_connection_types: ["STANDARD"]`). How
@@ -203,8 +200,8 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
   assertSubjectToken('coordinator.id', spec.coordinator?.id);
   const coordinatorStreams = [
     s.logStream,
-    objectStreamName(s.aggregatesBucket),
-    objectStreamName(s.snapshotsBucket),
+    s.aggregatesStream,
+    s.snapshotsStream,
     s.contributionsStream,
     `KV_${s.leaseBucket}`,
   ];
@@ -220,11 +217,12 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
         s.registryRequest,
         s.registry,
         s.log,
+        // Its objects: a JetStream publish on the write-once streams' own subjects.
+        s.aggregates,
+        s.snapshotStore,
         '$JS.API.INFO',
         ...coordinatorStreams.flatMap(streamWriterSubjects),
         `$KV.${s.leaseBucket}.>`,
-        `$O.${s.aggregatesBucket}.>`,
-        `$O.${s.snapshotsBucket}.>`,
       ],
     },
     {
@@ -284,8 +282,8 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
           s.switched(site.id),
           s.snapshot(site.id),
           ...readOnlyStreamSubjects(s.logStream),
-          ...readOnlyStreamSubjects(objectStreamName(s.aggregatesBucket)),
-          ...readOnlyStreamSubjects(objectStreamName(s.snapshotsBucket)),
+          ...readOnlyStreamSubjects(s.aggregatesStream),
+          ...readOnlyStreamSubjects(s.snapshotsStream),
         ],
       },
       { allow: [s.roundOpen, s.prepare, s.decision, s.registry, ownInbox(site.id)] },
@@ -300,7 +298,7 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
       {
         allow: [
           ...readOnlyStreamSubjects(s.logStream),
-          ...readOnlyStreamSubjects(objectStreamName(s.aggregatesBucket)),
+          ...readOnlyStreamSubjects(s.aggregatesStream),
           ...readOnlyStreamSubjects(s.contributionsStream),
         ],
       },

@@ -53,8 +53,25 @@ export interface FederationSubjects {
   readonly log: string;
   /** `COHORT_<F upper-cased>`: the JetStream stream of the log. */
   readonly logStream: string;
-  /** `cohort-F-aggregates`: object store of each round's aggregate (stream `OBJ_cohort-F-aggregates`). */
-  readonly aggregatesBucket: string;
+  /**
+   * `COHORT_<F>_AGGREGATES`: the write-once stream of each round's aggregate, a robust round's Δ̄
+   * and a culprit partial's evidence (docs/log-format.md, "Aggregates and snapshots"); only the
+   * coordinator writes it.
+   */
+  readonly aggregatesStream: string;
+  /** `cohort.F.aggregate.>`: every subject of the aggregates stream. */
+  readonly aggregates: string;
+  /**
+   * `cohort.F.aggregate.<object>.<frame>`: frame `frame` of object `object` of the aggregates
+   * stream (0 its header, 1… its bytes); `object` is one token of 1-255 characters of A-Z, a-z,
+   * 0-9, `-` and `_` (`round-<r>`, `round-<r>-robust`, `round-<r>-partial-<aggregator>`).
+   */
+  aggregateFrame(object: string, frame: number): string;
+  /**
+   * `cohort-F-aggregates`: the object store that held the aggregates before the write-once stream
+   * ({@link aggregatesStream}) replaced it; no member writes or reads it any more.
+   */
+  readonly legacyAggregatesBucket: string;
   /**
    * `cohort-F-updates`: the object store where aggregators kept the site updates they summed
    * before the contributions stream ({@link contributionsStream}) replaced it; no member writes or
@@ -78,8 +95,23 @@ export interface FederationSubjects {
   contributionFrame(aggregator: string, round: number, attempt: string, site: string, frame: number): string;
   /** `cohort.F.contribution.<aggregator>.<round>.<attempt>.<site>.*`: every frame of one contribution. */
   contributionFrames(aggregator: string, round: number, attempt: string, site: string): string;
-  /** `cohort-F-snapshots`: object store of encrypted model snapshots. */
-  readonly snapshotsBucket: string;
+  /**
+   * `COHORT_<F>_SNAPSHOTS`: the write-once stream of encrypted model snapshots (docs/log-format.md,
+   * "Aggregates and snapshots"); only the coordinator writes it, from its scheduled writer's offer.
+   */
+  readonly snapshotsStream: string;
+  /** `cohort.F.snapshot-store.>`: every subject of the snapshots stream. */
+  readonly snapshotStore: string;
+  /**
+   * `cohort.F.snapshot-store.<object>.<frame>`: frame `frame` of snapshot object `object`
+   * (`height-<h>-<site>-<digest prefix>`; 0 its header, 1… its bytes).
+   */
+  snapshotFrame(object: string, frame: number): string;
+  /**
+   * `cohort-F-snapshots`: the object store that held the snapshots before the write-once stream
+   * ({@link snapshotsStream}) replaced it; no member writes or reads it any more.
+   */
+  readonly legacySnapshotsBucket: string;
   /** `cohort-F-lease`: KV bucket of the coordinator's lease. */
   readonly leaseBucket: string;
   /** `cohort.F.snapshot.<site>`: a site hands the coordinator a snapshot to store. */
@@ -132,6 +164,31 @@ export function readOnlyStreamSubjects(stream: string): string[] {
 }
 
 const ATTEMPT_HEX_RE = /^[0-9a-f]{2,128}$/;
+const OBJECT_TOKEN_RE = /^[A-Za-z0-9_-]{1,255}$/;
+
+/**
+ * Throws `INVALID_ARGUMENT` unless `object` can name an object of a write-once stream: one subject
+ * token of 1-255 characters of A-Z, a-z, 0-9, `-` and `_`.
+ */
+export function assertObjectToken(name: string, object: unknown): asserts object is string {
+  if (typeof object !== 'string' || !OBJECT_TOKEN_RE.test(object)) {
+    throw new InvalidArgumentError(
+      `${name} must be 1-255 characters of A-Z, a-z, 0-9, "-" and "_" (one subject token), got ${JSON.stringify(String(object).slice(0, 300))}`,
+      { details: { name } },
+    );
+  }
+}
+
+/** `<prefix>.<object>.<frame>`, both validated. */
+function objectFrameSubject(prefix: string, object: string, frame: number): string {
+  assertObjectToken('object', object);
+  if (!Number.isSafeInteger(frame) || frame < 0) {
+    throw new InvalidArgumentError(`frame must be a non-negative integer, got ${String(frame)}`, {
+      details: { name: 'frame', value: String(frame) },
+    });
+  }
+  return `${prefix}.${object}.${frame}`;
+}
 
 /** The round, attempt and site tokens of a contribution subject, validated. */
 function contributionTokens(aggregator: string, round: number, attempt: string, site: string): string {
@@ -197,7 +254,12 @@ export function federationSubjects(federation: string): FederationSubjects {
     },
     log: `${base}.log`,
     logStream,
-    aggregatesBucket: `cohort-${federation}-aggregates`,
+    aggregatesStream: `${logStream}_AGGREGATES`,
+    aggregates: `${base}.aggregate.>`,
+    aggregateFrame(object: string, frame: number): string {
+      return objectFrameSubject(`${base}.aggregate`, object, frame);
+    },
+    legacyAggregatesBucket: `cohort-${federation}-aggregates`,
     updatesBucket: `cohort-${federation}-updates`,
     contributionsStream: `${logStream}_CONTRIBUTIONS`,
     contributions: `${base}.contribution.>`,
@@ -222,7 +284,12 @@ export function federationSubjects(federation: string): FederationSubjects {
     contributionFrames(aggregator: string, round: number, attempt: string, site: string): string {
       return `${base}.contribution.${contributionTokens(aggregator, round, attempt, site)}.*`;
     },
-    snapshotsBucket: `cohort-${federation}-snapshots`,
+    snapshotsStream: `${logStream}_SNAPSHOTS`,
+    snapshotStore: `${base}.snapshot-store.>`,
+    snapshotFrame(object: string, frame: number): string {
+      return objectFrameSubject(`${base}.snapshot-store`, object, frame);
+    },
+    legacySnapshotsBucket: `cohort-${federation}-snapshots`,
     leaseBucket: `cohort-${federation}-lease`,
     snapshot(site: string): string {
       assertSubjectToken('site', site);

@@ -39,7 +39,7 @@ import {
   type RoundSummary,
 } from '../../src/services/coordinator/index.ts';
 import { loadSiteKeyset, type MemberContext, memberConnectOptions } from '../../src/services/index.ts';
-import { readObject } from '../../src/services/store/index.ts';
+import { aggregateStore, readWriteOnceObject } from '../../src/services/store/index.ts';
 import { sumCiphertexts } from '../helpers/codec-fixture.ts';
 import { Federation, waitFor } from '../helpers/federation.ts';
 import { cohort } from '../helpers/run-cli.ts';
@@ -636,9 +636,9 @@ describe('a hostile site against a live federation', () => {
     const votes = votesOf(attacked);
     const codes = [...new Set(votes.map((v) => v.reason.split(':')[0]))];
     const culprit = decision.culprits[0];
-    const evidence = await readObject(
+    const evidence = await readWriteOnceObject(
       f.coord.transport.connection,
-      f.coord.subjects.aggregatesBucket,
+      aggregateStore(f.coord.subjects.federation),
       `round-${attacked}-partial-agg-2`,
       { maxBytes: 64 << 20 },
     ).catch(() => null);

@@ -13,7 +13,6 @@
 // changes changes the tables: the test fails until the docs say so.
 import { readFileSync } from 'node:fs';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { Objm } from '@nats-io/obj';
 import { connect, type NatsConnection, headers as natsHeaders } from '@nats-io/transport-node';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,7 +27,13 @@ import {
 import { maxContributionFrameBytes } from '../../src/services/aggregator/index.ts';
 import type { CoordinatorHandle } from '../../src/services/coordinator/index.ts';
 import { memberConnectOptions } from '../../src/services/index.ts';
-import { ensureContributionStream, lazyObjectStore } from '../../src/services/store/index.ts';
+import {
+  aggregateStore,
+  ensureContributionStream,
+  lazyWriteOnceStore,
+  readWriteOnceObject,
+  snapshotStore,
+} from '../../src/services/store/index.ts';
 import { Federation, waitFor } from '../helpers/federation.ts';
 import { markdownTable, SECURITY_DOC, verifySection } from './doc-section.ts';
 import {
@@ -113,10 +118,10 @@ describe('the permission matrix: every role, every operation, observed (issue 22
         maxFrameBytes: maxContributionFrameBytes(f.coord.ckks.maxCiphertextBytes),
       },
     );
-    for (const bucket of [s.aggregatesBucket, s.snapshotsBucket]) {
-      await lazyObjectStore(f.coord.transport.connection, bucket, {
+    for (const store of [aggregateStore(F), snapshotStore(F)]) {
+      await lazyWriteOnceStore(f.coord.transport.connection, store, {
         replicas: cfg.history.replicas,
-        description: `permission matrix: ${bucket}`,
+        maxPayload: f.coord.transport.maxPayload,
       })();
     }
     const onServer = new Set<string>();
@@ -355,42 +360,60 @@ describe('the permission matrix: every role, every operation, observed (issue 22
     for (const [header, outcome] of logTries) expect(outcome, header).not.toMatch(/^(stored|duplicate)$/);
     expect(await count(s.logStream), 'the log keeps every entry and gains none').toBe(logBefore);
 
-    // The coordinator on its object stores (aggregates, snapshots): an object store needs rollup
-    // headers (each object's meta is rolled up on its subject), so the stream allows them.
-    const objm = new Objm(f.coord.transport.connection);
-    for (const bucket of [s.aggregatesBucket, s.snapshotsBucket]) {
-      const label = bucket === s.aggregatesBucket ? 'aggregates' : 'snapshots';
-      const store = await objm.open(bucket);
-      await store.putBlob({ name: 'permission-sentinel' }, new Uint8Array(64).fill(1));
-      // Another object under the same name, as the object store client writes one: new chunks,
-      // then the metadata with `Nats-Rollup: sub` on its subject.
-      const replaced = await store.putBlob({ name: 'permission-sentinel' }, new Uint8Array(64).fill(2)).then(
-        () => 'stored',
-        (err: Error) => err.message,
-      );
-      // Read back as the operator (the object store client reads through a consumer).
-      const reads = (await (await new Objm(admin).open(bucket)).getBlob('permission-sentinel'))?.[0];
-      headerRows.push([
-        'coordinator',
-        `another object under the name of one in the ${label} store (the object store client: new chunks, then the metadata with \`Nats-Rollup: sub\`)`,
-        replaced === 'stored'
-          ? `accepted: the name now reads the ${reads === 2 ? 'new' : 'old'} bytes`
-          : `refused \`${replaced}\``,
-      ]);
-      const stream = `OBJ_${bucket}`;
-      const n = await count(stream);
-      const outcome = await jsOutcome(
-        jsc.publish(`$O.${bucket}.M.cGVybWlzc2lvbi1wcm9iZQ`, 'x', { headers: hdr('Nats-Rollup', 'all') }),
-      );
-      const left = await count(stream);
-      const sentinel = (await store.info('permission-sentinel')) !== null;
-      headerRows.push([
-        'coordinator',
-        `\`Nats-Rollup: all\` on a meta subject of the ${label} store, which holds an object`,
-        outcome === 'stored'
-          ? `accepted: the store is cut to that one message (${n} messages before, ${left} after; the object it held is ${sentinel ? 'still there' : 'gone'})`
-          : `${said(outcome)}; the store keeps its ${n} messages`,
-      ]);
+    // The coordinator on its write-once object streams (aggregates, snapshots): it writes every
+    // object there, so it is the one that could replace or roll one up.
+    for (const store of [aggregateStore(F), snapshotStore(F)]) {
+      const label = store.kind;
+      const sentinel = new Uint8Array(64).fill(1);
+      const objects = await lazyWriteOnceStore(f.coord.transport.connection, store, {
+        replicas: f.dep.config.history.replicas,
+      })();
+      await objects.put('permission-sentinel', sentinel);
+      const n = await count(store.stream);
+      const header = store.frameSubject('permission-sentinel', 0);
+      const seq = (await jsm.streams.getMessage(store.stream, { last_by_subj: header }))!.seq;
+      const storeTries: [string, string][] = [
+        [
+          `another object under the name of one it stored (its writer: new frames, then a new header)`,
+          await objects.put('permission-sentinel', new Uint8Array(64).fill(2)).then(
+            () => 'stored',
+            (err: Error & { code?: string }) => err.code ?? err.message,
+          ),
+        ],
+        [
+          'a second message on the header subject of a stored object, with no expectation',
+          await jsOutcome(jsc.publish(header, 'x')),
+        ],
+        [
+          '`Nats-Expected-Last-Subject-Sequence` naming the stored header’s own sequence, on its subject',
+          await jsOutcome(jsc.publish(header, 'x', { expect: { lastSubjectSequence: seq } })),
+        ],
+        [
+          '`Nats-Rollup: all` on a new subject',
+          await jsOutcome(
+            jsc.publish(store.frameSubject('permission-probe', 0), 'x', {
+              headers: hdr('Nats-Rollup', 'all'),
+            }),
+          ),
+        ],
+        [
+          '`Nats-Rollup: sub` on the header subject of a stored object',
+          await jsOutcome(jsc.publish(header, 'x', { headers: hdr('Nats-Rollup', 'sub') })),
+        ],
+      ];
+      const left = await count(store.stream);
+      const reads = await readWriteOnceObject(admin, store, 'permission-sentinel', { maxBytes: 1024 });
+      const kept = reads !== null && Buffer.from(reads).equals(sentinel);
+      for (const [attempt, outcome] of storeTries) {
+        headerRows.push([
+          'coordinator',
+          `${attempt}, in the ${label} stream, which holds an object`,
+          `${said(outcome)}; the stream keeps its ${n} messages${kept ? ' and the object reads as stored' : ''}`,
+        ]);
+        expect(outcome, attempt).not.toMatch(/^(stored|duplicate)$/);
+      }
+      expect(left, `the ${label} stream keeps every message and gains none`).toBe(n);
+      expect(kept, `the ${label} object reads as stored`).toBe(true);
     }
   }, 60_000);
 
@@ -581,6 +604,36 @@ describe('the permission matrix: every role, every operation, observed (issue 22
   const allowedPublishes = (role: Role) =>
     [...matrices.get(role)!.cells].filter(([k, v]) => v && k.startsWith('publish ')).map(([k]) => k.slice(8));
 
+  it('only the coordinator writes the aggregates and snapshots streams; sites read both, auditors the aggregates', () => {
+    const writes = (role: Role) =>
+      allowedPublishes(role).filter((p) => p.startsWith('aggregate.') || p.startsWith('snapshot-store.'));
+    expect(writes('coordinator').sort()).toEqual([
+      'aggregate.<object>.<frame>',
+      'snapshot-store.<object>.<frame>',
+    ]);
+    for (const role of ['site', 'aggregator', 'auditor'] as const) expect(writes(role), role).toEqual([]);
+    for (const role of ROLES) {
+      expect(subscribes(role, 'aggregate.', 'snapshot-store.', '>'), role).toEqual([]);
+      expect(
+        allowedPublishes(role).filter((p) => p.startsWith('$O.')),
+        role,
+      ).toEqual([]);
+    }
+    expect(apiOn('coordinator', 'aggregates')).toEqual(['STREAM.CREATE', 'STREAM.INFO', 'STREAM.MSG.GET']);
+    expect(apiOn('coordinator', 'snapshots')).toEqual(['STREAM.CREATE', 'STREAM.INFO', 'STREAM.MSG.GET']);
+    expect(apiOn('site', 'aggregates')).toEqual(['STREAM.INFO', 'STREAM.MSG.GET']);
+    expect(apiOn('site', 'snapshots')).toEqual(['STREAM.INFO', 'STREAM.MSG.GET']);
+    expect(apiOn('auditor', 'aggregates')).toEqual(['STREAM.INFO', 'STREAM.MSG.GET']);
+    expect(apiOn('auditor', 'snapshots')).toEqual([]);
+    expect(apiOn('aggregator', 'aggregates')).toEqual([]);
+    expect(apiOn('aggregator', 'snapshots')).toEqual([]);
+    // The object stores that held them before are no one's.
+    for (const role of ROLES) {
+      for (const old of ['legacyAggregates', 'legacySnapshots'])
+        expect(apiOn(role, old), `${role} ${old}`).toEqual([]);
+    }
+  });
+
   it('the claims of “What each role can learn” hold in the matrix', () => {
     const text = (
       readFileSync(SECURITY_DOC, 'utf8').split('## What each role can learn')[1]?.split('\n## ')[0] ?? ''
@@ -592,7 +645,14 @@ describe('the permission matrix: every role, every operation, observed (issue 22
         'RoundOpen, PREPARE (the summed ciphertexts), decisions, the log, the aggregates and snapshots (read only)',
         ['round.open', 'prepare', 'decision'].every((b) => subscribes('site', b).length === 1) &&
           ['log', 'aggregates', 'snapshots'].every((st) => readOnly(apiOn('site', st))) &&
-          !allowedPublishes('site').some((p) => p === 'log' || p.startsWith('$O.') || p.startsWith('$KV.')),
+          !allowedPublishes('site').some(
+            (p) =>
+              p === 'log' ||
+              p.startsWith('aggregate.') ||
+              p.startsWith('snapshot-store.') ||
+              p.startsWith('$O.') ||
+              p.startsWith('$KV.'),
+          ),
       ],
       [
         'its NATS user may not subscribe to update subjects nor read the contributions stream',

@@ -3,9 +3,10 @@
 //
 // Subjects come from `federationSubjects(F)`: every subject it holds, and every subject builder
 // called with every member id in each member place (own and others'), fixed values elsewhere
-// (round 1, attempt `00`, frame 0); an inbox prefix gives `<prefix>.…` to publish and `<prefix>.>`
-// to subscribe. Streams are the ones `federationSubjects` names (log and contributions streams, and
-// the object-store and KV buckets, as streams `OBJ_<bucket>` / `KV_<bucket>`) and any other the
+// (round 1, attempt `00`, frame 0, object `round-1`); an inbox prefix gives `<prefix>.…` to publish and `<prefix>.>`
+// to subscribe. Streams are the ones `federationSubjects` names (the log, contributions, aggregates
+// and snapshots streams, and the object-store and KV buckets, as streams `OBJ_<bucket>` /
+// `KV_<bucket>`: the object stores no longer created among them) and any other the
 // server holds; for each, the JetStream API subjects of every stream and consumer operation, its
 // direct gets and acks, and its `$KV.<bucket>.…` / `$O.<bucket>.…` data subjects. A few account-wide
 // wildcards (`>`, `$JS.API.>`, `$SYS.>`, `_INBOX.>`…) close the list.
@@ -84,7 +85,12 @@ export interface Universe {
 }
 
 /** Values of the subject builders' arguments that are not member ids. */
-const FIXED_ARGUMENTS: Readonly<Record<string, string | number>> = { round: 1, attempt: '00', frame: 0 };
+const FIXED_ARGUMENTS: Readonly<Record<string, string | number>> = {
+  round: 1,
+  attempt: '00',
+  frame: 0,
+  object: 'round-1',
+};
 
 /** The token a probe chooses where a subject needs one. */
 const FREE = 'permission-probe';

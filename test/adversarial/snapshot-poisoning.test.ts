@@ -15,7 +15,7 @@ import { federationGenesis } from '../../src/services/agent/index.ts';
 import type { CoordinatorHandle } from '../../src/services/coordinator/index.ts';
 import { type LogEntry, snapshotWriter } from '../../src/services/federation-log/index.ts';
 import { loadSiteDataKey, type MemberContext } from '../../src/services/index.ts';
-import { readObject } from '../../src/services/store/index.ts';
+import { readWriteOnceObject, snapshotStore } from '../../src/services/store/index.ts';
 import { maxSnapshotBytes } from '../../src/versions/snapshot.ts';
 import { strategyStateHash } from '../../src/versions/strategy-state-hash.ts';
 import { Federation, hex, type MemberProcess, waitFor } from '../helpers/federation.ts';
@@ -201,9 +201,9 @@ describe('snapshot poisoning by a site with valid credentials', () => {
     const mine = snapshots.filter((s) => s.height === h && s.site === HOSTILE);
     let intact = true;
     for (const s of snapshots) {
-      const bytes = await readObject(
+      const bytes = await readWriteOnceObject(
         f.coord.transport.connection,
-        f.coord.subjects.snapshotsBucket,
+        snapshotStore(f.coord.subjects.federation),
         s.object,
         {
           maxBytes: 64 << 20,

@@ -4,7 +4,7 @@
 // own; the coordinator is never restarted, so it must ride through.
 import { jetstreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { federationSubjects, objectStreamName } from '../../src/transport/index.ts';
+import { federationSubjects } from '../../src/transport/index.ts';
 import {
   type ClusterPlan,
   clusterNodeConfig,
@@ -138,9 +138,9 @@ describe('fault suite: one node of a three-node JetStream cluster SIGKILLed mid-
       // Every stream of the federation kept three replicas (history.replicas), two of them alive.
       for (const name of [
         s.logStream,
-        objectStreamName(s.aggregatesBucket),
-        objectStreamName(s.snapshotsBucket),
-        objectStreamName(s.updatesBucket),
+        s.aggregatesStream,
+        s.snapshotsStream,
+        s.contributionsStream,
         `KV_${s.leaseBucket}`,
       ]) {
         // A stream whose leader was the dead node answers once the two left elect a new one: on

@@ -1,7 +1,6 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Objm, StorageType } from '@nats-io/obj';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type Aggregate,
@@ -33,6 +32,7 @@ import {
   type MemberContext,
   openMember,
 } from '../../src/services/index.ts';
+import { aggregateStore, lazyWriteOnceStore } from '../../src/services/store/index.ts';
 import { bytesToHex, type Commit } from '../../src/versions/index.ts';
 import { waitFor } from '../helpers/federation.ts';
 import { siteAggregate } from '../helpers/site-aggregate.ts';
@@ -216,10 +216,10 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
     await logOpen(round, head);
     const digest = aggregateDigest(aggregate.ciphertexts);
     const object = encodeAggregateObject(aggregate.ciphertexts);
-    const store = await new Objm(coordinator.transport.connection).create(`cohort-${FEDERATION}-aggregates`, {
-      storage: StorageType.File,
-    });
-    await store.putBlob({ name: `round-${round}` }, object);
+    const store = await lazyWriteOnceStore(coordinator.transport.connection, aggregateStore(FEDERATION), {
+      replicas: 1,
+    })();
+    await store.put(`round-${round}`, object);
     aggregates.set(round, {
       encoding: aggregate.encoding,
       totalParams: aggregate.totalParams,

@@ -37,7 +37,7 @@ import {
   type MemberContext,
   openMember,
 } from '../../src/services/index.ts';
-import { readObject } from '../../src/services/store/index.ts';
+import { aggregateStore, readWriteOnceObject } from '../../src/services/store/index.ts';
 import { bytesToHex, commitHash, modelHash, strategyStateHash } from '../../src/versions/index.ts';
 import { macOf, siteMacKey } from '../helpers/site-aggregate.ts';
 
@@ -361,8 +361,8 @@ describe('coordinator', () => {
     expect(prep1.totalParams).toBe(PARAMS + RMS_BUCKETS);
     expect(hex(prep1.aggregateDigest)).toBe(hex(aggregateDigest(prep1.ciphertexts)));
     expect(decodeRoundParams(prep1.params)).toMatchObject({ round: 1, bits: 8, strategy: 'fedavg' });
-    // Read as a site reads it (stream info and single messages: the coordinator may create no consumer).
-    const stored = await readObject(coord.transport.connection, `cohort-${F}-aggregates`, 'round-1', {
+    // Read as a site reads it (single messages of the aggregates stream: no consumer).
+    const stored = await readWriteOnceObject(coord.transport.connection, aggregateStore(F), 'round-1', {
       maxBytes: 64 << 20,
       timeoutMs: 3000,
     });

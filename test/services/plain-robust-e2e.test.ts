@@ -37,7 +37,12 @@ import {
   plainUpdateDelta,
   robustDeltaObjectName,
 } from '../../src/services/robust-plan.ts';
-import { type ContributionKey, readObject, readStoredContribution } from '../../src/services/store/index.ts';
+import {
+  aggregateStore,
+  type ContributionKey,
+  readStoredContribution,
+  readWriteOnceObject,
+} from '../../src/services/store/index.ts';
 import { e2eOverrides } from '../helpers/e2e-overrides.ts';
 import { expectSingleChain, Federation, hex, waitFor } from '../helpers/federation.ts';
 import { auditLive } from '../helpers/run-cli.ts';
@@ -161,9 +166,9 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
       // Δ̄ as stored: what the commit's record names, and the mean of the kept sites' updates as
       // this test decodes them from the updates store.
       const nc = f.coord.transport.connection;
-      const stored = await readObject(
+      const stored = await readWriteOnceObject(
         nc,
-        f.coord.subjects.aggregatesBucket,
+        aggregateStore(f.coord.subjects.federation),
         robustDeltaObjectName(decision.round),
         {
           maxBytes: 4 * record.parameters,
@@ -264,9 +269,14 @@ describe('plain mode with Multi-Krum end to end (real nats-server)', () => {
     const open = log.flatMap((e) => (e.record.roundOpen?.round === 1 ? [e.record.roundOpen] : []))[0]!;
     const info = decision.aggregate!;
     const nc = f.coord.transport.connection;
-    const aggregate = await readObject(nc, f.coord.subjects.aggregatesBucket, info.object, {
-      maxBytes: 64 << 20,
-    });
+    const aggregate = await readWriteOnceObject(
+      nc,
+      aggregateStore(f.coord.subjects.federation),
+      info.object,
+      {
+        maxBytes: 64 << 20,
+      },
+    );
     const record = decodeRoundParams(decision.params).robust!;
     const check = (robust: RoundRobust) =>
       openLiveAuditSource(nc, { federation: f.dep.config.federation.id, member: f.dep.coordinator }).then(
@@ -425,9 +435,9 @@ describe('plain mode with FedAvg of the sum end to end (real nats-server)', () =
       expect(decodeRoundParams(d.params).robust).toBeUndefined();
     }
     // The stored sum is readable as it is: 3 sites' presence lanes and the mean of their levels.
-    const stored = await readObject(
+    const stored = await readWriteOnceObject(
       f.coord.transport.connection,
-      f.coord.subjects.aggregatesBucket,
+      aggregateStore(f.coord.subjects.federation),
       'round-2',
       {
         maxBytes: 64 << 20,

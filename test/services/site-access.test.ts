@@ -1,10 +1,9 @@
-// A site's NATS user can read what catch-up needs — the log, the aggregate and snapshot stores —
+// A site's NATS user can read what catch-up needs — the log, the aggregates and snapshots streams —
 // and change none of it: over a real nats-server with the federation's users and permissions.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { Objm, StorageType } from '@nats-io/obj';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { federationGenesis } from '../../src/services/agent/index.ts';
 import {
@@ -19,7 +18,12 @@ import {
   type MemberContext,
   openMember,
 } from '../../src/services/index.ts';
-import { readObject } from '../../src/services/store/index.ts';
+import {
+  aggregateStore,
+  lazyWriteOnceStore,
+  readWriteOnceObject,
+  snapshotStore,
+} from '../../src/services/store/index.ts';
 
 const F = 'access';
 let dir: string;
@@ -38,7 +42,7 @@ beforeAll(async () => {
   });
   coord = await openMember(dep.config, 'coordinator');
   site = await openMember(dep.config, 'site-1');
-  // What the coordinator writes: one log entry, one aggregate, one snapshot-store object.
+  // What the coordinator writes: one log entry, one aggregate, one snapshot.
   const nc = coord.transport.connection;
   await ensureLogStream(await jetstreamManager(nc), { federation: F, replicas: 1, maxBytes: 1 << 24 });
   const writer = await openLogWriter(nc, {
@@ -65,9 +69,9 @@ beforeAll(async () => {
       attempt: new Uint8Array(16),
     },
   });
-  for (const bucket of [coord.subjects.aggregatesBucket, coord.subjects.snapshotsBucket]) {
-    const os = await new Objm(nc).create(bucket, { storage: StorageType.File });
-    await os.putBlob({ name: 'object-1' }, new Uint8Array(300_000).fill(7));
+  for (const store of [aggregateStore(F), snapshotStore(F)]) {
+    const objects = await lazyWriteOnceStore(nc, store, { replicas: 1 })();
+    await objects.put('object-1', new Uint8Array(300_000).fill(7));
   }
 });
 
@@ -78,7 +82,7 @@ afterAll(async () => {
 });
 
 describe("a site's read-only access", () => {
-  it('reads the log and both object stores', async () => {
+  it('reads the log and both object streams', async () => {
     const reader = await openLogReader(site.transport.connection, {
       federation: F,
       coordinator: 'coordinator',
@@ -86,8 +90,10 @@ describe("a site's read-only access", () => {
     });
     expect(await reader.lastSequence()).toBe(1);
     expect((await reader.get(1)).record.roundOpen?.round).toBe(1);
-    for (const bucket of [site.subjects.aggregatesBucket, site.subjects.snapshotsBucket]) {
-      const bytes = await readObject(site.transport.connection, bucket, 'object-1', { maxBytes: 1 << 20 });
+    for (const store of [aggregateStore(F), snapshotStore(F)]) {
+      const bytes = await readWriteOnceObject(site.transport.connection, store, 'object-1', {
+        maxBytes: 1 << 20,
+      });
       expect(bytes?.length).toBe(300_000);
     }
   });
@@ -100,11 +106,12 @@ describe("a site's read-only access", () => {
     await expect(jsm.streams.purge(site.subjects.logStream)).rejects.toThrow();
     await expect(jsm.streams.delete(site.subjects.logStream)).rejects.toThrow();
     await expect(jsm.streams.deleteMessage(site.subjects.logStream, 1)).rejects.toThrow();
-    // An object store write is a publish to its chunk and meta subjects.
-    await expect(
-      js.publish(`$O.${site.subjects.aggregatesBucket}.C.forged`, new Uint8Array(10)),
-    ).rejects.toThrow();
-    await expect(new Objm(nc).open(site.subjects.aggregatesBucket)).rejects.toThrow(/Permissions Violation/);
+    // An object is written by publishing its frames on the stream's subjects.
+    for (const store of [aggregateStore(F), snapshotStore(F)]) {
+      await expect(js.publish(store.frameSubject('forged', 0), new Uint8Array(10))).rejects.toThrow();
+      await expect(jsm.streams.purge(store.stream)).rejects.toThrow();
+      await expect(jsm.streams.deleteMessage(store.stream, 1)).rejects.toThrow();
+    }
     // Still intact, read by the coordinator.
     const reader = await openLogReader(coord.transport.connection, {
       federation: F,
@@ -112,9 +119,16 @@ describe("a site's read-only access", () => {
       keys: coord.keys,
     });
     expect(await reader.lastSequence()).toBe(1);
-    const forged = await readObject(coord.transport.connection, coord.subjects.aggregatesBucket, 'forged', {
+    const forged = await readWriteOnceObject(coord.transport.connection, aggregateStore(F), 'forged', {
       maxBytes: 1 << 20,
     });
     expect(forged).toBeNull();
+    expect(
+      (
+        await readWriteOnceObject(coord.transport.connection, aggregateStore(F), 'object-1', {
+          maxBytes: 1 << 20,
+        })
+      )?.length,
+    ).toBe(300_000);
   });
 });

@@ -1,37 +1,40 @@
 import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
 import { decodeAggregateObject } from '../coordinator/index.ts';
-import { readObject } from '../store/index.ts';
+import { aggregateStore, readWriteOnceObject, type WriteOnceStore } from '../store/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
 import { VoteNo } from './voter-error.ts';
 
 /**
- * Reads object `name` of `bucket` with the site's read-only JetStream access, at most `maxBytes`
- * (checked before any chunk is read). `REPLAY_UNAVAILABLE` when it cannot be read or is not stored.
+ * Reads object `name` of the write-once stream `store` (aggregates or snapshots) with the site's
+ * read-only JetStream access, at most `maxBytes` (checked before any data frame is read).
+ * `REPLAY_UNAVAILABLE` when it cannot be read or is not stored.
  */
 export async function fetchObject(
   core: AgentCore,
-  bucket: string,
+  store: WriteOnceStore,
   name: string,
   maxBytes: number,
 ): Promise<Uint8Array> {
   let bytes: Uint8Array | null;
   try {
-    bytes = await readObject(core.ctx.transport.connection, bucket, name, {
+    bytes = await readWriteOnceObject(core.ctx.transport.connection, store, name, {
       maxBytes,
       timeoutMs: core.ctx.config.nats.timeoutMs,
     });
   } catch (cause) {
-    throw new AgentError('REPLAY_UNAVAILABLE', `cannot read ${bucket}/${name}: ${(cause as Error).message}`, {
-      cause,
-    });
+    throw new AgentError(
+      'REPLAY_UNAVAILABLE',
+      `cannot read ${store.stream}/${name}: ${(cause as Error).message}`,
+      { cause },
+    );
   }
-  if (bytes === null) throw new AgentError('REPLAY_UNAVAILABLE', `${bucket}/${name} is not stored`);
+  if (bytes === null) throw new AgentError('REPLAY_UNAVAILABLE', `${store.stream}/${name} is not stored`);
   return bytes;
 }
 
 /**
- * The ciphertexts of a round's stored aggregate (object `name` of the aggregates store): read,
+ * The ciphertexts of a round's stored aggregate (object `name` of the aggregates stream): read,
  * hashed against `digest` (the one PREPARE or the log names) and split. A digest mismatch is a
  * {@link VoteNo} on PREPARE (`onMismatch: 'vote-no'`) and `REPLAY_MISMATCH` on catch-up.
  */
@@ -44,7 +47,7 @@ export async function fetchAggregate(
 ): Promise<Uint8Array[]> {
   const bytes = await fetchObject(
     core,
-    core.ctx.subjects.aggregatesBucket,
+    aggregateStore(core.ctx.config.federation.id),
     name,
     aggregateLimit(core, totalParams),
   );

@@ -2,6 +2,7 @@ import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
 import type { RobustRule } from '../../../federation/index.ts';
 import { decodeRoundParams, type RoundRobust } from '../coordinator/index.ts';
 import { decodeRobustDelta, robustDeltaObjectName, serviceRobustRule } from '../robust-plan.ts';
+import { aggregateStore } from '../store/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
 import { fetchObject } from './aggregate-fetch.ts';
@@ -62,7 +63,12 @@ export async function robustDeltaFor(
     );
   }
   const name = robustDeltaObjectName(r.round);
-  const bytes = await fetchObject(core, core.ctx.subjects.aggregatesBucket, name, 4 * r.parameters);
+  const bytes = await fetchObject(
+    core,
+    aggregateStore(core.ctx.config.federation.id),
+    name,
+    4 * r.parameters,
+  );
   if (!bytesEqual(sha256(bytes), record.delta))
     throw refuse(`${name} does not hash to the digest the round records`);
   try {

@@ -3,6 +3,7 @@ import type { StrategyState } from '../../../federation/index.ts';
 import { bytesToHex, openSnapshot, SnapshotError } from '../../versions/index.ts';
 import { maxSnapshotBytes } from '../../versions/snapshot.ts';
 import type { LoggedSnapshot } from '../federation-log/index.ts';
+import { snapshotStore } from '../store/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
 import { fetchObject } from './aggregate-fetch.ts';
@@ -88,7 +89,7 @@ async function openLogged(
   const cc = core.follower.history.commitAt(s.height)!;
   const decision = cc.commit.kind === 'genesis' ? null : (await core.follower.roundOf(cc)).decision;
   const maxBytes = maxSnapshotBytes(core.genesis.parameters.length);
-  const bytes = await fetchObject(core, core.ctx.subjects.snapshotsBucket, s.object, maxBytes);
+  const bytes = await fetchObject(core, snapshotStore(core.ctx.config.federation.id), s.object, maxBytes);
   const digest = sha256(bytes);
   if (!bytesEqual(digest, s.digest)) {
     throw new SnapshotError(

@@ -1,5 +1,4 @@
 import { jetstreamManager } from '@nats-io/jetstream';
-import type { ObjectStore } from '@nats-io/obj';
 import { CohortError } from '../../errors/index.ts';
 import type { TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
@@ -7,7 +6,13 @@ import { maxContributionFrameBytes } from '../aggregator/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
 import { snapshotWriter } from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
-import { CONTRIBUTION_HEADER_BYTES, ensureContributionStream, lazyObjectStore } from '../store/index.ts';
+import {
+  aggregateStore,
+  CONTRIBUTION_HEADER_BYTES,
+  ensureContributionStream,
+  lazyWriteOnceStore,
+  type WriteOnceObjects,
+} from '../store/index.ts';
 import { adminControls } from './admin-control.ts';
 import { feedBreaker, reportBreakerChange } from './breaker-feed.ts';
 import { type BreakerTransition, CircuitBreaker, type RoundOutcome } from './circuit-breaker.ts';
@@ -78,7 +83,7 @@ class Coordinator implements IntakeHost {
   readonly runs: RunControl;
   readonly breaker: CircuitBreaker;
   readonly suspects = new SuspectSet();
-  readonly #aggregates: () => Promise<ObjectStore>;
+  readonly #aggregates: () => Promise<WriteOnceObjects>;
   #updatesStore: Promise<void> | undefined;
   readonly #intake = new MemberIntake(this);
   #log: CoordinatorLog | undefined;
@@ -124,10 +129,15 @@ class Coordinator implements IntakeHost {
     this.runs = new RunControl({ idle: options.idle === true, now: this.now, wake: () => this.#wake() });
     this.#rollbacks = new RollbackQueue(() => this.runs.rollbackQueued());
     this.breaker = new CircuitBreaker(ctx.config.round.breaker);
-    this.#aggregates = lazyObjectStore(ctx.transport.connection, ctx.subjects.aggregatesBucket, {
-      replicas: ctx.config.history.replicas,
-      description: `Cohort ${ctx.config.federation.id}: aggregate of each round`,
-    });
+    this.#aggregates = lazyWriteOnceStore(
+      ctx.transport.connection,
+      aggregateStore(ctx.config.federation.id),
+      {
+        replicas: ctx.config.history.replicas,
+        timeoutMs: ctx.config.nats.timeoutMs,
+        maxPayload: ctx.transport.maxPayload,
+      },
+    );
   }
 
   get log(): CoordinatorLog {
@@ -215,7 +225,7 @@ class Coordinator implements IntakeHost {
     return this.#rollbacks.request(this.#log?.history, target, reason);
   }
 
-  aggregates(): Promise<ObjectStore> {
+  aggregates(): Promise<WriteOnceObjects> {
     return this.#aggregates();
   }
 

@@ -21,7 +21,7 @@ export interface Findings {
   readonly exact: boolean;
 }
 
-/** Object of the aggregates store that keeps the frames of `aggregator`'s partial of `round`. */
+/** Object of the aggregates stream that keeps the frames of `aggregator`'s partial of `round`. */
 export function partialEvidenceName(round: number, aggregator: string): string {
   return `round-${round}-partial-${aggregator}`;
 }
@@ -84,8 +84,8 @@ export async function findCulprits(
       const evidence = partialEvidenceName(open.round, partial.aggregator);
       let stored = evidence;
       try {
-        await (await host.aggregates()).putBlob(
-          { name: evidence },
+        await (await host.aggregates()).put(
+          evidence,
           encodeContribution({ manifest: partial.manifest, blocks: partial.blocks }),
         );
       } catch (err) {

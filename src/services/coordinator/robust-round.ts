@@ -99,7 +99,7 @@ export async function robustStep(
     };
   }
   try {
-    await (await host.aggregates()).putBlob({ name: robustDeltaObjectName(input.open.round) }, result.bytes);
+    await (await host.aggregates()).put(robustDeltaObjectName(input.open.round), result.bytes);
   } catch (err) {
     return { failed: `cannot store the aggregate update: ${(err as Error).message}` };
   }

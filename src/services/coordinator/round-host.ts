@@ -1,6 +1,6 @@
-import type { ObjectStore } from '@nats-io/obj';
 import type { ControlBodies } from '../../protocol/index.ts';
 import type { MemberContext } from '../member-context.ts';
+import type { WriteOnceObjects } from '../store/index.ts';
 import type { BreakerTransition, CircuitBreaker, RoundOutcome } from './circuit-breaker.ts';
 import type { CoordinatorLog } from './coordinator-log.ts';
 import type { CoordinatorEvent, CoordinatorOptions, CoordinatorStats } from './events.ts';
@@ -57,11 +57,14 @@ export interface RoundHost {
   emit(event: CoordinatorEvent): void;
   /** Waits until `condition` holds, the deadline passes or the coordinator stops (see the service). */
   until(condition: () => boolean, deadline: number): Promise<boolean>;
-  /** The object store of aggregates (created on first use with `history.replicas`). */
-  aggregates(): Promise<ObjectStore>;
   /**
-   * Creates (once) the object store where aggregators keep the site updates they sum
-   * (`cohort-F-updates`, `history.updateRetentionMs`), so aggregators only ever write to it.
+   * The write-once stream of aggregates (`COHORT_<F>_AGGREGATES`, created or checked on first use
+   * with `history.replicas`): each round's aggregate, a robust round's Δ̄, a culprit's evidence.
+   */
+  aggregates(): Promise<WriteOnceObjects>;
+  /**
+   * Creates (once) the write-once stream where aggregators keep the site updates they sum
+   * (`COHORT_<F>_CONTRIBUTIONS`, `history.updateRetentionMs`), so aggregators only ever write to it.
    */
   ensureUpdatesStore(): Promise<void>;
   /** Sites suspected of spoiling aggregates with a wrong tag, narrowed round by round. */

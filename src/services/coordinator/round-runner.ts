@@ -332,7 +332,7 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     contributed: contributors.map((c) => c.site),
   };
   try {
-    await (await host.aggregates()).putBlob({ name: objectName }, object);
+    await (await host.aggregates()).put(objectName, object);
   } catch (err) {
     ctx.log.error({ round, err }, 'cannot store the aggregate');
     return decide(host, state, facts, noVotes(`cannot store the aggregate: ${(err as Error).message}`));

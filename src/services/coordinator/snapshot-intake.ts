@@ -1,10 +1,9 @@
-import type { ObjectStore } from '@nats-io/obj';
 import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
 import { BlockRejectedError } from '../../errors/index.ts';
 import { bytesToHex, readSnapshotHeader, SnapshotError } from '../../versions/index.ts';
 import { maxSnapshotBytes, peekSnapshotHeader } from '../../versions/snapshot.ts';
 import { snapshotWriter } from '../federation-log/index.ts';
-import { lazyObjectStore } from '../store/index.ts';
+import { lazyWriteOnceStore, StoreError, snapshotStore, type WriteOnceObjects } from '../store/index.ts';
 import type { RoundHost } from './round-host.ts';
 
 /** The reply that acknowledges a stored (or already stored) snapshot. */
@@ -17,14 +16,6 @@ export const SNAPSHOT_ACK: Uint8Array = Uint8Array.of(1);
  */
 export function snapshotObjectName(height: number, site: string, digest: Uint8Array): string {
   return `height-${height}-${site}-${bytesToHex(digest).slice(0, 16)}`;
-}
-
-/** The 32 bytes of an object store digest `SHA-256=<base64 or base64url>`, or null. */
-function objectDigest(text: string): Uint8Array | null {
-  const prefix = 'SHA-256=';
-  if (!text.startsWith(prefix)) return null;
-  const bytes = Buffer.from(text.slice(prefix.length).replace(/-/g, '+').replace(/_/g, '/'), 'base64');
-  return bytes.length === 32 ? new Uint8Array(bytes) : null;
 }
 
 /**
@@ -42,23 +33,25 @@ function objectDigest(text: string): Uint8Array | null {
  * count and a commit of the log's chain with that commit's model hash; the site is the height's
  * scheduled writer (`SNAPSHOT_NOT_SCHEDULED`); then the ciphertext digest and the site's
  * signature. One snapshot per height and writer: a later offer for it is acknowledged and dropped.
- * It is stored in `cohort-<F>-snapshots` under {@link snapshotObjectName} — never over an object
- * of another content — and logged as a SnapshotRecord (object name, SHA-256, size, site).
+ * It is stored in the write-once stream `COHORT_<F>_SNAPSHOTS` under {@link snapshotObjectName}
+ * (a stored object is never replaced: not by this coordinator, and not by anyone with its
+ * credentials) and logged as a SnapshotRecord (object name, SHA-256, size, site).
  */
 export class SnapshotIntake {
   readonly #host: RoundHost;
   /** Heights and writers (`<h>/<site>`) being stored now. */
   readonly #inFlight = new Set<string>();
   readonly #pending = new Set<Promise<unknown>>();
-  readonly #store: () => Promise<ObjectStore>;
+  readonly #store: () => Promise<WriteOnceObjects>;
   #stored = 0;
 
   constructor(host: RoundHost) {
     this.#host = host;
     const { ctx } = host;
-    this.#store = lazyObjectStore(ctx.transport.connection, ctx.subjects.snapshotsBucket, {
+    this.#store = lazyWriteOnceStore(ctx.transport.connection, snapshotStore(ctx.config.federation.id), {
       replicas: ctx.config.history.replicas,
-      description: `Cohort ${ctx.config.federation.id}: encrypted model snapshots`,
+      timeoutMs: ctx.config.nats.timeoutMs,
+      maxPayload: ctx.transport.maxPayload,
     });
   }
 
@@ -159,7 +152,7 @@ export class SnapshotIntake {
       });
       const digest = sha256(data);
       const name = snapshotObjectName(h, site, digest);
-      await this.#storeOnce(name, data, digest);
+      await this.#storeOnce(name, data);
       await log.append({
         snapshot: {
           commitHash: claimed.commitHash,
@@ -180,20 +173,22 @@ export class SnapshotIntake {
   }
 
   /**
-   * Puts `data` under `name` unless the store holds it already (a run that stored it and stopped
-   * before logging it); an object of that name with other content is never overwritten.
+   * Puts `data` under `name`; the same bytes stored before (a run that stored them and stopped
+   * before logging them) count as stored, an object of that name with other bytes is never
+   * replaced (the stream refuses it).
    */
-  async #storeOnce(name: string, data: Uint8Array, digest: Uint8Array): Promise<void> {
+  async #storeOnce(name: string, data: Uint8Array): Promise<void> {
     const store = await this.#store();
-    const existing = await store.info(name);
-    if (existing !== null && !existing.deleted) {
-      const stored = objectDigest(existing.digest);
-      if (stored !== null && bytesEqual(stored, digest) && existing.size === data.length) return;
-      throw new BlockRejectedError(
-        'DUPLICATE',
-        `snapshot object ${name} exists with other content; a stored snapshot is never overwritten`,
-      );
+    try {
+      await store.put(name, data);
+    } catch (err) {
+      if (err instanceof StoreError && err.code === 'OBJECT_EXISTS') {
+        throw new BlockRejectedError(
+          'DUPLICATE',
+          `snapshot object ${name} exists with other content; a stored snapshot is never overwritten`,
+        );
+      }
+      throw err;
     }
-    await store.putBlob({ name }, data);
   }
 }

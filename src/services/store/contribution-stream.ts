@@ -1,16 +1,7 @@
-import {
-  DiscardPolicy,
-  JetStreamApiCodes,
-  JetStreamApiError,
-  type JetStreamManager,
-  RetentionPolicy,
-  StorageType,
-} from '@nats-io/jetstream';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
 import { assertSubjectToken, federationSubjects } from '../../transport/index.ts';
-import { StoreError } from './store-error.ts';
-import type { ExpectedStreamSettings } from './stream-settings.ts';
-import { checkStreamSettings } from './stream-settings.ts';
+import { type ExpectedStreamSettings, ensureStream } from './stream-settings.ts';
 
 /**
  * Which stored contribution: the update `site` sent for `round` (its opening `attempt`), as the
@@ -128,56 +119,5 @@ export async function ensureContributionStream(
   federation: string,
   options: ContributionStreamOptions,
 ): Promise<string> {
-  const expected = contributionStreamSettings(federation, options);
-  const name = expected.name;
-  const check = async (): Promise<boolean> => {
-    let info: Awaited<ReturnType<JetStreamManager['streams']['info']>>;
-    try {
-      info = await jsm.streams.info(name);
-    } catch (err) {
-      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return false;
-      throw new StoreError('STORE_UNAVAILABLE', `cannot read stream ${name}: ${(err as Error).message}`, {
-        cause: err,
-        details: { stream: name },
-      });
-    }
-    const problems = checkStreamSettings(info, expected);
-    if (problems.length > 0) {
-      throw new StoreError(
-        'STREAM_MISMATCH',
-        `stream ${name} exists with settings the contributions cannot be kept under: ${problems.join('; ')}`,
-        { details: { stream: name, problems } },
-      );
-    }
-    return true;
-  };
-  if (await check()) return name;
-  try {
-    await jsm.streams.add({
-      name,
-      subjects: [...expected.subjects],
-      storage: StorageType.File,
-      retention: RetentionPolicy.Limits,
-      max_msgs: -1,
-      max_bytes: -1,
-      // Nanoseconds: 100 days is 8.64e15, below 2^53.
-      max_age: options.retentionMs * 1_000_000,
-      max_msg_size: expected.maxMsgSize!,
-      discard: DiscardPolicy.New,
-      num_replicas: options.replicas,
-      deny_delete: true,
-      deny_purge: true,
-      allow_rollup_hdrs: false,
-      max_msgs_per_subject: 1,
-      discard_new_per_subject: true,
-    });
-  } catch (err) {
-    // Another process may have created it meanwhile: fine if it has our settings.
-    if (await check().catch(() => false)) return name;
-    throw new StoreError('STORE_UNAVAILABLE', `cannot create stream ${name}: ${(err as Error).message}`, {
-      cause: err,
-      details: { stream: name },
-    });
-  }
-  return name;
+  return ensureStream(jsm, contributionStreamSettings(federation, options), 'the contributions');
 }

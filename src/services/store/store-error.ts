@@ -11,7 +11,10 @@ export const STORE_ERROR_CODES = [
   'OBJECT_CORRUPT',
   /** The object is valid but uses a feature this reader does not follow (a link to another object). */
   'OBJECT_UNSUPPORTED',
-  /** The object store's stream (`OBJ_<bucket>`) does not exist. */
+  /**
+   * The store's stream does not exist: an object store's (`OBJ_<bucket>`) or a write-once object
+   * stream (`COHORT_<F>_AGGREGATES`, `COHORT_<F>_SNAPSHOTS`).
+   */
   'BUCKET_NOT_FOUND',
   /**
    * A stream exists with settings other than (weaker than) the ones its role needs: e.g. a
@@ -19,6 +22,11 @@ export const STORE_ERROR_CODES = [
    * lists every difference.
    */
   'STREAM_MISMATCH',
+  /**
+   * A write-once object stream already holds an object of that name with other bytes: a stored
+   * object is never replaced (the same bytes again are a retry, and succeed).
+   */
+  'OBJECT_EXISTS',
   /** JetStream could not be reached or answered with an error (timeout, permissions, API error); `cause` holds it. */
   'STORE_UNAVAILABLE',
   /** Another holder has a live lease (after waiting `waitMs` for it to expire). */

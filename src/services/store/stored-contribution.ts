@@ -9,6 +9,7 @@ import {
 } from './contribution-stream.ts';
 import { DEFAULT_STORE_TIMEOUT_MS } from './object-reader.ts';
 import { StoreError } from './store-error.ts';
+import { streamApi as api, apiFailure, NO_MESSAGE_FOUND, STREAM_NOT_FOUND } from './stream-api.ts';
 
 /** Limits of {@link readStoredContribution}. */
 export interface ContributionReadLimits {
@@ -40,58 +41,6 @@ export type StoredContributionRead =
 const MAX_INFO_ANSWER_BYTES = 8 * 1024 * 1024;
 /** Frames requested at once. */
 const PARALLEL_GETS = 16;
-/** JetStream error codes (`err_code`). */
-const STREAM_NOT_FOUND = 10059;
-const NO_MESSAGE_FOUND = 10037;
-
-interface ApiAnswer {
-  readonly error?: { readonly code?: number; readonly err_code?: number; readonly description?: string };
-  readonly [field: string]: unknown;
-}
-
-/** One JetStream API request, its answer capped at `maxBytes` before it is parsed. */
-async function api(
-  nc: NatsConnection,
-  subject: string,
-  body: unknown,
-  maxBytes: number,
-  timeoutMs: number,
-): Promise<ApiAnswer> {
-  let data: Uint8Array;
-  try {
-    data = (await nc.request(subject, JSON.stringify(body), { timeout: timeoutMs })).data;
-  } catch (err) {
-    throw new StoreError('STORE_UNAVAILABLE', `${subject}: ${(err as Error).message}`, {
-      cause: err,
-      details: { subject },
-    });
-  }
-  if (data.length > maxBytes) {
-    throw new StoreError(
-      'STORE_UNAVAILABLE',
-      `${subject}: a ${data.length}-byte answer, at most ${maxBytes}`,
-      {
-        details: { subject },
-      },
-    );
-  }
-  try {
-    return JSON.parse(new TextDecoder().decode(data)) as ApiAnswer;
-  } catch (err) {
-    throw new StoreError('STORE_UNAVAILABLE', `${subject}: the answer is not JSON`, {
-      cause: err,
-      details: { subject },
-    });
-  }
-}
-
-function apiFailure(subject: string, error: NonNullable<ApiAnswer['error']>): StoreError {
-  return new StoreError(
-    'STORE_UNAVAILABLE',
-    `${subject}: ${error.description ?? 'error'} (${error.err_code ?? error.code ?? '?'})`,
-    { details: { subject, errCode: error.err_code } },
-  );
-}
 
 /**
  * Reads one contribution from the federation's contributions stream (`COHORT_<F>_CONTRIBUTIONS`)

@@ -1,5 +1,14 @@
-import type { StreamInfo } from '@nats-io/jetstream';
+import {
+  DiscardPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  type JetStreamManager,
+  RetentionPolicy,
+  StorageType,
+  type StreamInfo,
+} from '@nats-io/jetstream';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
+import { StoreError } from './store-error.ts';
 
 /** The settings a durable stream must have (see {@link checkStreamSettings}). */
 export interface ExpectedStreamSettings {
@@ -139,4 +148,71 @@ export function checkStreamSettings(
     problems.push(`the stream sources ${c.sources.length} other stream(s), expected none`);
   }
   return problems;
+}
+
+/**
+ * Creates stream `expected.name` with exactly the settings `expected` states (limits retention,
+ * no message, byte or age limit beyond them), or checks an existing one against them
+ * ({@link checkStreamSettings}). `what` says what the stream keeps, for the error message.
+ * Returns the stream's name.
+ *
+ * @throws StoreError `STREAM_MISMATCH` listing every weaker (or other) setting of an existing
+ *   stream; `STORE_UNAVAILABLE` when JetStream cannot be reached or refuses the creation.
+ */
+export async function ensureStream(
+  jsm: JetStreamManager,
+  expected: ExpectedStreamSettings,
+  what: string,
+): Promise<string> {
+  const name = expected.name;
+  const check = async (): Promise<boolean> => {
+    let info: Awaited<ReturnType<JetStreamManager['streams']['info']>>;
+    try {
+      info = await jsm.streams.info(name);
+    } catch (err) {
+      if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamNotFound) return false;
+      throw new StoreError('STORE_UNAVAILABLE', `cannot read stream ${name}: ${(err as Error).message}`, {
+        cause: err,
+        details: { stream: name },
+      });
+    }
+    const problems = checkStreamSettings(info, expected);
+    if (problems.length > 0) {
+      throw new StoreError(
+        'STREAM_MISMATCH',
+        `stream ${name} exists with settings ${what} cannot be kept under: ${problems.join('; ')}`,
+        { details: { stream: name, problems } },
+      );
+    }
+    return true;
+  };
+  if (await check()) return name;
+  try {
+    await jsm.streams.add({
+      name,
+      subjects: [...expected.subjects],
+      storage: StorageType.File,
+      retention: RetentionPolicy.Limits,
+      max_msgs: -1,
+      max_bytes: -1,
+      // Nanoseconds: 100 days is 8.64e15, below 2^53.
+      max_age: expected.maxAgeMs * 1_000_000,
+      max_msg_size: expected.maxMsgSize ?? -1,
+      discard: expected.discard === 'new' ? DiscardPolicy.New : DiscardPolicy.Old,
+      num_replicas: expected.replicas,
+      deny_delete: expected.denyDelete,
+      deny_purge: expected.denyPurge,
+      allow_rollup_hdrs: expected.allowRollup,
+      max_msgs_per_subject: expected.maxMsgsPerSubject,
+      ...(expected.discardNewPerSubject === true ? { discard_new_per_subject: true } : {}),
+    });
+  } catch (err) {
+    // Another process may have created it meanwhile: fine if it has our settings.
+    if (await check().catch(() => false)) return name;
+    throw new StoreError('STORE_UNAVAILABLE', `cannot create stream ${name}: ${(err as Error).message}`, {
+      cause: err,
+      details: { stream: name },
+    });
+  }
+  return name;
 }

@@ -23,7 +23,11 @@ import {
   type CoordinatorSummary,
   encodeAggregateObject,
 } from '../../../src/services/coordinator/index.ts';
-import { readObject, readStoredContribution } from '../../../src/services/store/index.ts';
+import {
+  aggregateStore,
+  readStoredContribution,
+  readWriteOnceObject,
+} from '../../../src/services/store/index.ts';
 import { TransportError } from '../../../src/transport/index.ts';
 import { expectSingleChain, Federation, hex } from '../../helpers/federation.ts';
 import { auditLive } from '../../helpers/run-cli.ts';
@@ -140,10 +144,15 @@ describe('a two-level aggregation tree over real NATS (he mode)', () => {
           builder.add(verifier.verifyUpdate({ manifest: manifest!, blocks }));
         }
         const oneLevel = encodeAggregateObject(builder.finish().ciphertexts);
-        const stored = await readObject(nc, f.coord.subjects.aggregatesBucket, d.aggregate!.object, {
-          maxBytes: 64 << 20,
-          timeoutMs: 5000,
-        });
+        const stored = await readWriteOnceObject(
+          nc,
+          aggregateStore(f.coord.subjects.federation),
+          d.aggregate!.object,
+          {
+            maxBytes: 64 << 20,
+            timeoutMs: 5000,
+          },
+        );
         expect(Buffer.from(stored!).equals(Buffer.from(oneLevel))).toBe(true);
       } finally {
         builder.dispose();
