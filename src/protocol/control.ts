@@ -343,6 +343,13 @@ function openEnvelope(bytes: Uint8Array, expected: ControlType, cap: number): De
       `control message is ${JSON.stringify(env.type)}, expected ${expected}`,
     );
   }
+  // protobufjs gives an absent bytes field as an empty array: hostile input, not a caller's bug.
+  for (const field of ['body', 'signature'] as const) {
+    const value = (env as unknown as Record<string, unknown>)[field];
+    if (!(value instanceof Uint8Array) || value.length === 0) {
+      throw new BlockRejectedError('MALFORMED', `control message without its ${field}`);
+    }
+  }
   return env;
 }
 

@@ -204,6 +204,27 @@ describe('a site that sends values out of every honest range', () => {
     );
   });
 
+  it('12: no YES vote tells its site’s own update RMS', async () => {
+    // Read every logged YES vote: in each round all report one value, the contributors' median
+    // RMS from the aggregate's histogram; the review found each YES published its site's own.
+    const log = await f.logEntries();
+    const byRound = new Map<number, Set<number>>();
+    for (const e of log) {
+      for (const v of e.record.votes?.votes ?? []) {
+        const body = openControl(v.envelope, 'vote', f.coord.keys).body;
+        if (!body.yes) continue;
+        byRound.set(body.round, (byRound.get(body.round) ?? new Set()).add(body.meanUpdateRms));
+      }
+    }
+    const rounds = [...byRound.values()];
+    ledger.record(12, 'read every YES vote in the log for the site’s own update RMS', [
+      holds(
+        'every YES of a round reports the same value: the contributors’ median RMS, decrypted from the aggregate’s histogram lanes',
+        rounds.length >= ROUNDS && rounds.every((values) => values.size === 1),
+      ),
+    ]);
+  });
+
   it('the attack table in docs/security.md is the one observed', () => {
     ledger.verify();
   });

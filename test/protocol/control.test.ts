@@ -1,6 +1,14 @@
+import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
 import { generateSigningKeyPair } from '../../crypto/signature/index.ts';
-import { CONTROL_MAX_BYTES, openControl, sealControl } from '../../src/protocol/index.ts';
+import {
+  CONTROL_MAX_BYTES,
+  FRAME_KIND,
+  frame,
+  openControl,
+  PROTO_PATH,
+  sealControl,
+} from '../../src/protocol/index.ts';
 import { blockReason } from '../helpers/error-code.ts';
 
 const coordinator = generateSigningKeyPair('falcon-512');
@@ -88,5 +96,22 @@ describe('signed control messages', () => {
     // Junk of the same size is refused the same way, whatever it holds.
     expect(blockReason(() => openControl(new Uint8Array(64 << 20), 'heartbeat', keys))).toBe('OVERSIZE');
     expect(blockReason(() => openControl(sealed, 'heartbeat', keys, { maxBytes: 1 << 20 }))).toBe('accepted');
+  });
+
+  // Found by the live fuzzer: protobufjs decodes an absent bytes field as an empty plain array,
+  // which the signature check refused as a caller's bug (INVALID_ARGUMENT), not as input.
+  it('refuses an envelope without its body or its signature as MALFORMED input', () => {
+    const envelope = protobuf.loadSync(PROTO_PATH).lookupType('cohort.v1.SignedEnvelope');
+    const sealed = sealControl('round-open', open, 'coordinator', coordinator);
+    for (const field of ['body', 'signature']) {
+      const env = envelope.toObject(envelope.decode(sealed.subarray(12))) as Record<string, unknown>;
+      expect(env[field], field).toBeInstanceOf(Uint8Array);
+      delete env[field];
+      const bytes = frame(FRAME_KIND.control, envelope.encode(envelope.fromObject(env)).finish());
+      expect(
+        blockReason(() => openControl(bytes, 'round-open', keys)),
+        `without ${field}`,
+      ).toBe('MALFORMED');
+    }
   });
 });

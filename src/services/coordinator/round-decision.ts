@@ -45,6 +45,7 @@ export function noVotes(reason: string): Verdict {
     evaluation: null,
     params: EMPTY,
     aggregateFault: false,
+    deviants: [],
   };
 }
 
@@ -74,7 +75,9 @@ export async function decide(
   const excused = new Set(facts.excused ?? []);
   const misled = verdict.aggregateFault ? [] : verdict.no.filter((v) => !excused.has(v));
   const table = host.membership.nextTable({
-    offenders: [...new Set([...misled, ...verdict.missing, ...culprits.map((c) => c.member)])],
+    offenders: [
+      ...new Set([...misled, ...verdict.deviants, ...verdict.missing, ...culprits.map((c) => c.member)]),
+    ],
     credited: verdict.commit ? verdict.yes : [],
     round: facts.round,
     height: head.height,
@@ -125,6 +128,13 @@ export async function decide(
     host.emit({ type: 'excluded', member: site, round: facts.round, reason: 'voted NO' });
   for (const c of culprits)
     host.emit({ type: 'excluded', member: c.member, round: facts.round, reason: `culprit: ${c.fault}` });
+  for (const site of verdict.deviants)
+    host.emit({
+      type: 'excluded',
+      member: site,
+      round: facts.round,
+      reason: 'voted YES on another candidate',
+    });
   for (const site of verdict.missing)
     host.emit({ type: 'excluded', member: site, round: facts.round, reason: 'did not vote' });
   host.clip = nextClip;
@@ -155,6 +165,7 @@ export async function decide(
       failing: [
         ...late,
         ...misled,
+        ...verdict.deviants,
         ...verdict.missing,
         ...culprits.filter((c) => c.role === 'site').map((c) => c.member),
       ],

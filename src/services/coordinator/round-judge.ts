@@ -25,6 +25,12 @@ export interface Verdict {
    * aggregate's makers are (the coordinator investigates which). False when anyone voted YES.
    */
   readonly aggregateFault: boolean;
+  /**
+   * YES voters whose vote names another candidate (commit, H(w′), strategy state or evaluation
+   * totals) than a strict majority of the YES voters: every honest site computes the same
+   * candidate, so the minority is at fault, and is struck like a NO voter. Empty otherwise.
+   */
+  readonly deviants: readonly string[];
 }
 
 /**
@@ -109,7 +115,20 @@ export function judgeVotes(input: {
     evaluation: null,
     params: EMPTY,
     aggregateFault: false,
+    deviants: [],
   });
+  /** The YES voters outside the strict majority of `keyOf` (all of them when there is none). */
+  const minority = (voting: readonly string[], keyOf: (v: ControlBodies['vote']) => string): string[] => {
+    const groups = new Map<string, string[]>();
+    for (const v of voting) {
+      const k = keyOf(input.votes.get(v)!);
+      groups.set(k, [...(groups.get(k) ?? []), v]);
+    }
+    const largest = [...groups.values()].sort((a, b) => b.length - a.length)[0] ?? [];
+    return largest.length * 2 > voting.length ? voting.filter((v) => !largest.includes(v)) : [];
+  };
+  const candidate = (v: ControlBodies['vote']) =>
+    `${bytesToHex(v.commitHash)}/${bytesToHex(v.modelHash)}/${bytesToHex(v.stateHash)}`;
   if (voters.length === 0) return abort('no live site to vote');
   if (no.length > 0) {
     const fault = yes.length === 0 && no.every((v) => isAggregateFault(input.votes.get(v)?.reason));
@@ -123,15 +142,34 @@ export function judgeVotes(input: {
   const first = input.votes.get(yes[0]!)!;
   for (const v of yes) {
     const vote = input.votes.get(v)!;
-    if (!bytesEqual(vote.commitHash, first.commitHash)) return abort('votes name different commit hashes');
-    if (!bytesEqual(vote.modelHash, first.modelHash)) return abort('votes name different model hashes');
-    if (!bytesEqual(vote.stateHash, first.stateHash)) return abort('votes name different strategy states');
+    const why = !bytesEqual(vote.commitHash, first.commitHash)
+      ? 'votes name different commit hashes'
+      : !bytesEqual(vote.modelHash, first.modelHash)
+        ? 'votes name different model hashes'
+        : !bytesEqual(vote.stateHash, first.stateHash)
+          ? 'votes name different strategy states'
+          : undefined;
+    if (why !== undefined) {
+      const deviants = minority(yes, candidate);
+      return {
+        ...abort(deviants.length > 0 ? `${why} (${listed(deviants)} against the majority)` : why),
+        deviants,
+      };
+    }
   }
   // A voter that prepared before a restart re-sends its YES without the totals (it kept only the
   // candidate): the others' totals stand, but every totals named must agree.
-  const named = yes.map((v) => input.votes.get(v)!.evaluation ?? null).filter((e) => e !== null);
-  if (named.some((e) => !sameEvaluation(e, named[0]!)))
-    return abort('votes name different evaluation totals');
+  const naming = yes.filter((v) => (input.votes.get(v)!.evaluation ?? null) !== null);
+  const named = naming.map((v) => input.votes.get(v)!.evaluation!);
+  if (named.some((e) => !sameEvaluation(e, named[0]!))) {
+    const deviants = minority(naming, (v) => evaluationKey(v.evaluation!));
+    return {
+      ...abort(
+        `votes name different evaluation totals${deviants.length > 0 ? ` (${listed(deviants)} against the majority)` : ''}`,
+      ),
+      deviants,
+    };
+  }
   if (first.stateHash.length !== 32) return abort('votes name no strategy-state hash');
   let expected: Uint8Array;
   try {
@@ -156,7 +194,13 @@ export function judgeVotes(input: {
     evaluation: named[0] ?? null,
     params: first.params ?? EMPTY,
     aggregateFault: false,
+    deviants: [],
   };
+}
+
+/** The fields {@link sameEvaluation} compares, as one string. */
+function evaluationKey(e: EvaluationBody): string {
+  return JSON.stringify([bytesToHex(e.model), e.examples, e.correct, e.lossSum, e.classes, e.confusion]);
 }
 
 function sameEvaluation(a: EvaluationBody | null, b: EvaluationBody | null): boolean {

@@ -92,7 +92,48 @@ describe('judgeVotes', () => {
       yes('site-b', { evaluation: { ...EVAL, confusion: [2, 0, 1, 2] } }),
       yes('site-c', { evaluation: EVAL }),
     ]);
-    expect(v).toMatchObject({ commit: false, reason: 'votes name different evaluation totals' });
+    expect(v).toMatchObject({
+      commit: false,
+      reason: 'votes name different evaluation totals (site-b against the majority)',
+      deviants: ['site-b'],
+    });
+  });
+
+  it('names as deviants the YES voters outside a strict majority of the candidate, and no one without one', () => {
+    const four = ['site-a', 'site-b', 'site-c', 'site-d'];
+    const other = { modelHash: H('model 1b') };
+    expect(
+      judge(four, [yes('site-a'), yes('site-b', other), yes('site-c'), yes('site-d', other)]),
+    ).toMatchObject({ commit: false, reason: 'votes name different model hashes', deviants: [] });
+    expect(
+      judge(four, [yes('site-a', other), yes('site-b'), yes('site-c'), no('site-d', 'x')]),
+    ).toMatchObject({ commit: false, no: ['site-d'], deviants: [] });
+    expect(judge(four, [yes('site-a'), yes('site-b', other), yes('site-c'), yes('site-d')])).toMatchObject({
+      commit: false,
+      reason: 'votes name different model hashes (site-b against the majority)',
+      deviants: ['site-b'],
+    });
+    // Two liars agreeing with each other are still a minority of the YES voters.
+    const state = { stateHash: H('state 1b'), commitHash: H('fork') };
+    expect(
+      judge(
+        [...four, 'site-e'],
+        [yes('site-a', state), yes('site-b'), yes('site-c', state), yes('site-d'), yes('site-e')],
+      ),
+    ).toMatchObject({
+      reason: 'votes name different commit hashes (site-a, site-c against the majority)',
+      deviants: ['site-a', 'site-c'],
+    });
+    // A YES without totals (re-sent after a restart) is neither for nor against the totals.
+    expect(
+      judge(four, [
+        yes('site-a', { evaluation: EVAL }),
+        yes('site-b', { evaluation: EVAL }),
+        yes('site-c', { evaluation: { ...EVAL, correct: 4 } }),
+        yes('site-d'),
+      ]),
+    ).toMatchObject({ deviants: ['site-c'] });
+    expect(judge(ABC, [yes('site-a'), yes('site-b'), yes('site-c')]).deviants).toEqual([]);
   });
 
   it('commits when every voter voted YES on the same hashes, the expected commit', () => {
@@ -193,19 +234,19 @@ describe('judgeVotes', () => {
       'YES votes on different commit hashes',
       ABC,
       [yes('site-a'), yes('site-b', { commitHash: H('fork') }), yes('site-c')],
-      'votes name different commit hashes',
+      'votes name different commit hashes (site-b against the majority)',
     ],
     [
       'YES votes on different model hashes',
       ABC,
       [yes('site-a'), yes('site-b'), yes('site-c', { modelHash: H('model 1b') })],
-      'votes name different model hashes',
+      'votes name different model hashes (site-c against the majority)',
     ],
     [
       'YES votes on different strategy states',
       ABC,
       [yes('site-a', { stateHash: H('state 1b') }), yes('site-b'), yes('site-c')],
-      'votes name different strategy states',
+      'votes name different strategy states (site-a against the majority)',
     ],
     [
       'YES votes without a strategy-state hash',
