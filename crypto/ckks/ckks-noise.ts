@@ -2,7 +2,7 @@ import { InvalidArgumentError } from '../../src/errors/index.ts';
 
 /**
  * Largest |error| a decrypted slot may show and still be read as the integer nearest to it: what
- * `unpackLaneSums` (crypto/lanes) accepts as an exact lane sum.
+ * `roundSlots` (crypto/lanes) counts as an exact lane sum.
  */
 export const LANE_SUM_TOLERANCE = 0.25;
 
@@ -32,7 +32,8 @@ export function slotNoiseSigma(polyModulusDegree: number, scaleBits: number, con
 /**
  * The smallest `scaleBits` at which a sum of `contributors` fresh ciphertexts decrypts every slot
  * within {@link LANE_SUM_TOLERANCE} with a margin of {@link NOISE_MARGIN_SIGMAS} σ (a slot beyond it
- * is refused as `LANE_OVERFLOW`, so too small a scale aborts rounds, it never corrupts them).
+ * may round to another integer, which the aggregate's MAC check refuses as `MAC_MISMATCH`, so too
+ * small a scale aborts rounds, it never corrupts them).
  * E.g. N = 8192: 16 up to 169 contributors, 17 up to 678, 18 up to 2,712.
  */
 export function minScaleBits(polyModulusDegree: number, contributors: number): number {
