@@ -82,13 +82,13 @@ describe('federationUsers', () => {
       'cohort.f1.heartbeat.site-a',
       'cohort.f1.switched.site-a',
       'cohort.f1.snapshot.site-a',
-      // Catch-up: read-only access (stream info, get message) to the log and the object stores.
+      // Catch-up: read-only access (stream info, get message) to the log and the write-once stores.
       '$JS.API.STREAM.INFO.COHORT_F1',
       '$JS.API.STREAM.MSG.GET.COHORT_F1',
-      '$JS.API.STREAM.INFO.OBJ_cohort-f1-aggregates',
-      '$JS.API.STREAM.MSG.GET.OBJ_cohort-f1-aggregates',
-      '$JS.API.STREAM.INFO.OBJ_cohort-f1-snapshots',
-      '$JS.API.STREAM.MSG.GET.OBJ_cohort-f1-snapshots',
+      '$JS.API.STREAM.INFO.COHORT_F1_AGGREGATES',
+      '$JS.API.STREAM.MSG.GET.COHORT_F1_AGGREGATES',
+      '$JS.API.STREAM.INFO.COHORT_F1_SNAPSHOTS',
+      '$JS.API.STREAM.MSG.GET.COHORT_F1_SNAPSHOTS',
     ]);
     expect(site.subscribe.allow).toEqual([
       'cohort.f1.round.open',
@@ -105,8 +105,8 @@ describe('federationUsers', () => {
     expect(user('auditor').publish.allow).toEqual([
       '$JS.API.STREAM.INFO.COHORT_F1',
       '$JS.API.STREAM.MSG.GET.COHORT_F1',
-      '$JS.API.STREAM.INFO.OBJ_cohort-f1-aggregates',
-      '$JS.API.STREAM.MSG.GET.OBJ_cohort-f1-aggregates',
+      '$JS.API.STREAM.INFO.COHORT_F1_AGGREGATES',
+      '$JS.API.STREAM.MSG.GET.COHORT_F1_AGGREGATES',
       '$JS.API.STREAM.INFO.COHORT_F1_CONTRIBUTIONS',
       '$JS.API.STREAM.MSG.GET.COHORT_F1_CONTRIBUTIONS',
     ]);
@@ -165,7 +165,10 @@ describe('federationUsers', () => {
     const publish = coordinator.publish.allow ?? [];
     expect(publish).toContain('cohort.f1.log');
     expect(publish).toContain('$KV.cohort-f1-lease.>');
-    expect(publish).toContain('$O.cohort-f1-aggregates.>');
+    // It writes its aggregates and snapshots into write-once streams, and holds no object-store right.
+    expect(publish).toContain('cohort.f1.aggregate.>');
+    expect(publish).toContain('cohort.f1.snapshot-store.>');
+    expect(publish.filter((p) => p.startsWith('$O.'))).toEqual([]);
     // It creates the contributions stream (with its retention) and reads it back, but writes nothing there.
     expect(publish).toContain('$JS.API.STREAM.CREATE.COHORT_F1_CONTRIBUTIONS');
     expect(publish).toContain('$JS.API.STREAM.MSG.GET.COHORT_F1_CONTRIBUTIONS');
