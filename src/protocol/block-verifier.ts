@@ -257,6 +257,7 @@ export class BlockVerifier {
       throw new BlockRejectedError(
         'WRONG_CONTEXT',
         `${what} is for round ${h.round}, this is round ${ctx.round}`,
+        { details: { round: h.round } },
       );
     }
     if (h.version !== ctx.version || !equalBytes(h.baseCommit, ctx.baseCommit)) {

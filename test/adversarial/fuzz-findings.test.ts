@@ -8,6 +8,7 @@ import { type AgentService, startAgent } from '../../src/services/agent/index.ts
 import type { RoundSummary } from '../../src/services/coordinator/index.ts';
 import type { MemberContext } from '../../src/services/index.ts';
 import { Federation, waitFor } from '../helpers/federation.ts';
+import { tamperedMember } from './tampered-member.ts';
 
 describe('fuzzer findings', () => {
   // Fuzzer run: `vote` of site-5, "modelHash: other-round (32 → 32 bytes)", re-signed with
@@ -66,32 +67,12 @@ describe('fuzzer findings', () => {
 
 /** `ctx` whose YES votes name another model hash (one bit flipped), re-signed with its own key. */
 function lyingVotes(ctx: MemberContext): MemberContext {
-  const transport = ctx.transport;
-  const request = (subject: string, data: Uint8Array, ...rest: unknown[]) => {
-    let out = data;
-    if (subject === ctx.subjects.vote(ctx.member)) {
-      const vote = openControl(data, 'vote', ctx.keys, { signer: ctx.member }).body;
-      if (vote.yes && vote.modelHash.length > 0) {
-        const modelHash = vote.modelHash.slice();
-        modelHash[0]! ^= 1;
-        out = sealControl('vote', { ...vote, modelHash }, ctx.member, ctx.signing);
-      }
-    }
-    return (transport.request as (...a: unknown[]) => Promise<Uint8Array>).call(
-      transport,
-      subject,
-      out,
-      ...rest,
-    );
-  };
-  const proxy = new Proxy(transport, {
-    get: (target, prop) => {
-      if (prop === 'request') return request;
-      const v = Reflect.get(target, prop, target) as unknown;
-      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
-    },
+  return tamperedMember(ctx, (subject, data) => {
+    if (subject !== ctx.subjects.vote(ctx.member)) return data;
+    const vote = openControl(data, 'vote', ctx.keys, { signer: ctx.member }).body;
+    if (!vote.yes || vote.modelHash.length === 0) return data;
+    const modelHash = vote.modelHash.slice();
+    modelHash[0]! ^= 1;
+    return sealControl('vote', { ...vote, modelHash }, ctx.member, ctx.signing);
   });
-  const descriptors: PropertyDescriptorMap = Object.getOwnPropertyDescriptors(ctx);
-  descriptors['transport'] = { value: proxy, enumerable: true };
-  return Object.defineProperties({}, descriptors) as MemberContext;
 }

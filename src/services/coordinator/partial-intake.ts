@@ -195,6 +195,9 @@ export class PartialIntake {
     try {
       return this.#accept(aggregator, data);
     } catch (err) {
+      // A frame of an earlier round (a retry that outlived it, e.g. across a coordinator restart) is
+      // refused but does not fail this round's partial: the aggregator is struck for a failed one.
+      if (isEarlierRound(err, this.#context.round)) throw err;
       const reason =
         err instanceof BlockRejectedError ? err.reason : err instanceof CohortError ? err.code : 'ERROR';
       this.#failed.set(aggregator, `${reason}: ${(err as Error).message}`);
@@ -310,4 +313,10 @@ export class PartialIntake {
       }
     });
   }
+}
+
+function isEarlierRound(err: unknown, round: number): boolean {
+  if (!(err instanceof BlockRejectedError) || err.reason !== 'WRONG_CONTEXT') return false;
+  const of = err.details['round'];
+  return typeof of === 'number' && of < round;
 }

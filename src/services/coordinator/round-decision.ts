@@ -29,6 +29,10 @@ export interface RoundFacts {
   readonly culprits?: readonly CulpritRecord[];
   /** NO voters whose vote proves someone else's fault (a receipt of an update left out): not struck. */
   readonly excused?: readonly string[];
+  /** The coordinator's children whose partial was refused or never came, with why: struck. */
+  readonly unserving?: readonly { readonly aggregator: string; readonly why: string }[];
+  /** Sites assigned under them: whether they delivered cannot be seen, so the breaker skips them. */
+  readonly unserved?: readonly string[];
 }
 
 /** A verdict without votes (the round failed before PREPARE). */
@@ -73,10 +77,17 @@ export async function decide(
   // A NO for a fault of the aggregate every voter found alike is no offence of the voter's: the
   // culprits are struck instead (docs/security.md, "Blame").
   const excused = new Set(facts.excused ?? []);
+  const unserving = aborted === undefined ? (facts.unserving ?? []) : [];
   const misled = verdict.aggregateFault ? [] : verdict.no.filter((v) => !excused.has(v));
   const table = host.membership.nextTable({
     offenders: [
-      ...new Set([...misled, ...verdict.deviants, ...verdict.missing, ...culprits.map((c) => c.member)]),
+      ...new Set([
+        ...misled,
+        ...verdict.deviants,
+        ...verdict.missing,
+        ...culprits.map((c) => c.member),
+        ...unserving.map((u) => u.aggregator),
+      ]),
     ],
     credited: verdict.commit ? verdict.yes : [],
     round: facts.round,
@@ -137,6 +148,8 @@ export async function decide(
     });
   for (const site of verdict.missing)
     host.emit({ type: 'excluded', member: site, round: facts.round, reason: 'did not vote' });
+  for (const u of unserving)
+    host.emit({ type: 'excluded', member: u.aggregator, round: facts.round, reason: `partial: ${u.why}` });
   host.clip = nextClip;
   const publishedAt = host.now();
   if (verdict.commit) {
@@ -157,7 +170,8 @@ export async function decide(
   // An operator's abort says nothing about the sites: the breaker does not count it.
   if (aborted === undefined) {
     const contributed = new Set(facts.contributed ?? []);
-    const late = (facts.assigned ?? []).filter((s) => !contributed.has(s));
+    const unserved = new Set(facts.unserved ?? []);
+    const late = (facts.assigned ?? []).filter((s) => !contributed.has(s) && !unserved.has(s));
     host.roundDecided({
       round: facts.round,
       expected: [...(facts.assigned ?? []), ...verdict.yes, ...verdict.no, ...verdict.missing],

@@ -259,6 +259,18 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   }
   for (const [aggregator, why] of intake.failed)
     ctx.log.warn({ round, aggregator, why }, 'partial refused: round goes on without it');
+  // An aggregator whose partial was refused or never came is struck like a silent voter (an honest
+  // one sends nothing only when none of its sites delivered); the sites under it are not counted
+  // as failing, since their own delivery cannot be seen.
+  const delivered = new Set(intake.accepted.map((p) => p.aggregator));
+  const unserving = [...intake.aggregators]
+    .filter((a) => !delivered.has(a))
+    .sort()
+    .map((aggregator) => ({ aggregator, why: intake.failed.get(aggregator) ?? 'sent no partial' }));
+  const unservedBy = new Set(unserving.map((u) => u.aggregator));
+  const unserved = assignments
+    .filter((a) => unservedBy.has(tree.childTowards('', a.aggregator) ?? ''))
+    .map((a) => a.site);
   // The evidence of the sum, before anyone sees it (docs/log-format.md, "PartialRecord").
   try {
     for (const p of intake.accepted) {
@@ -296,6 +308,8 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     params,
     rollbackTarget: EMPTY,
     assigned: assignments.map((a) => a.site),
+    unserving,
+    unserved,
   };
   const minimum = cfg.round.minContributors;
   if (intake.builder.contributors < minimum) {
