@@ -15,12 +15,14 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { wipeSigningKeyPair } from '../crypto/signature/index.ts';
 import {
   type AuditReport,
   type AuditTrust,
   bundleAuditSource,
   decodeAuditBundle,
   exportAuditBundle,
+  loadBundleSigner,
   resolveAuditTrust,
   verifyAudit,
 } from '../src/audit/index.ts';
@@ -187,11 +189,13 @@ async function runFederation(shape: Shape): Promise<AuditBenchResult> {
     const options = { ckksParams: [config.crypto.ckks] };
     const chunks: Uint8Array[] = [];
     const te = performance.now();
+    const signer = loadBundleSigner(config, AUDITOR);
     const exported = await withLiveSource(config, AUDITOR, (source) =>
-      exportAuditBundle(source, { registry: trust.registry, genesis: trust.genesis }, (c) => {
+      exportAuditBundle(source, { registry: trust.registry, genesis: trust.genesis, signer }, (c) => {
         chunks.push(c.slice());
       }),
     );
+    wipeSigningKeyPair(signer.key);
     const exportMs = performance.now() - te;
     if (exported.aggregates !== 'included' || exported.contributionsIncluded !== 'included') {
       throw new Error(

@@ -1,5 +1,6 @@
 import { createHash, type Hash } from 'node:crypto';
 import { bytesEqual } from '../../crypto/digest/index.ts';
+import { type PublicSigningKey, type SigningKeyPair, sign, verify } from '../../crypto/signature/index.ts';
 import { InvalidArgumentError } from '../errors/index.ts';
 import { federationSubjects } from '../transport/index.ts';
 import { type Commit, decodeCommit, encodeCommit } from '../versions/index.ts';
@@ -9,15 +10,21 @@ import type { StoredEntry } from './audit-source.ts';
 /** The first 12 bytes of a bundle: ASCII `COHORT-AUDIT`. */
 export const AUDIT_BUNDLE_MAGIC: Uint8Array = new TextEncoder().encode('COHORT-AUDIT');
 /**
- * The format version this build writes (u32 big-endian after the magic): 3 holds the stored
- * contributions of the contributions stream (items 7–10, named `round-<r>/<attempt>/<aggregator>/<site>`),
- * its registry and genesis always, and its objects and contributions in increasing name order.
- * Version 1 bundles (no contributions) are still read; version 2 (contributions of the updates
- * object store, which this build no longer reads) is not.
+ * The format version this build writes (u32 big-endian after the magic): 4 is version 3 sealed by
+ * its exporter (a `seal` item before the trailer: the exporter's signature over the SHA-256 of every
+ * byte before it). Version 3 holds the stored contributions of the contributions stream (items 7–10,
+ * named `round-<r>/<attempt>/<aggregator>/<site>`), its registry and genesis always, and its
+ * objects and contributions in increasing name order. Versions 1 (no contributions) and 3 are
+ * still read, unsealed (the audit says so); version 2 (contributions of the updates object store,
+ * which this build no longer reads) is not.
  */
-export const AUDIT_BUNDLE_VERSION = 3;
+export const AUDIT_BUNDLE_VERSION = 4;
 /** Versions this build reads. */
-const READABLE_VERSIONS: ReadonlySet<number> = new Set([1, 3]);
+const READABLE_VERSIONS: ReadonlySet<number> = new Set([1, 3, 4]);
+/** The first version whose bundles are sealed by their exporter. */
+const SEALED_VERSION = 4;
+/** The signature domain of a bundle's seal (`signingMessage`). */
+export const BUNDLE_SEAL_DOMAIN = 'audit-bundle';
 
 /** Item types of a bundle (one byte each). */
 export const BUNDLE_ITEM = Object.freeze({
@@ -33,6 +40,8 @@ export const BUNDLE_ITEM = Object.freeze({
   contributionOverwritten: 9,
   /** Version 3: a contribution the store holds in a form no contribution has (data: why, UTF-8). */
   contributionUnreadable: 10,
+  /** Version 4: the exporter's signature (name: its member id) over the SHA-256 of every byte before this item. */
+  seal: 0xfe,
   trailer: 0xff,
 } as const);
 
@@ -95,6 +104,33 @@ export interface AuditBundle {
    * `contributions` are the first message of each frame) or `unreadable` (its value there is null).
    */
   readonly contributionNotes?: ReadonlyMap<string, ContributionNote>;
+  /** Version 4: the exporter's seal as decoded (its signature unchecked: the audit checks it). */
+  readonly seal?: BundleSeal;
+}
+
+/**
+ * A bundle's seal: its exporter's signature (domain {@link BUNDLE_SEAL_DOMAIN}) over `digest`, the
+ * SHA-256 of every byte of the bundle before the seal item. It turns the meta's member, export
+ * time and last sequence into the exporter's signed statement: nobody without its key can cut,
+ * extend or alter a bundle and seal it again.
+ */
+export interface BundleSeal {
+  /** The member who signed (the meta's `member`). */
+  readonly signer: string;
+  /** SHA-256 of every byte before the seal item (32 bytes). */
+  readonly digest: Uint8Array;
+  readonly signature: Uint8Array;
+}
+
+/** Who seals a bundle as it is written: a member and its signing key pair. */
+export interface BundleSigner {
+  readonly member: string;
+  readonly key: SigningKeyPair;
+}
+
+/** Whether `seal`'s signature verifies under `key`. */
+export function bundleSealValid(seal: BundleSeal, key: PublicSigningKey): boolean {
+  return verify(key, BUNDLE_SEAL_DOMAIN, seal.digest, seal.signature);
 }
 
 /** What an exporter found of a contribution besides its bytes (see {@link AuditBundle.contributionNotes}). */
@@ -150,6 +186,11 @@ class ItemWriter {
     if (data.length > 0) await this.#out(data);
   }
 
+  /** The SHA-256 of every byte written so far (the hash goes on). */
+  digestSoFar(): Uint8Array {
+    return new Uint8Array(this.#hash.copy().digest());
+  }
+
   async finish(): Promise<void> {
     const digest = new Uint8Array(this.#hash.digest());
     this.#done = true; // the trailer is not part of what it hashes
@@ -167,6 +208,7 @@ class ItemWriter {
 export class AuditBundleWriter {
   readonly #w: ItemWriter;
   #version = 0;
+  #member: string | null = null;
   /** 0 before start, 1 entries, 2 objects, 3 contributions, 4 finished. */
   #stage = 0;
   #lastSequence = 0;
@@ -214,9 +256,10 @@ export class AuditBundleWriter {
       });
     }
     this.#version = version;
+    this.#member = meta.member;
     this.#stage = 1;
     await this.#w.start(version);
-    await this.#w.item(BUNDLE_ITEM.meta, 'meta', new TextEncoder().encode(JSON.stringify(meta)));
+    await this.#w.item(BUNDLE_ITEM.meta, 'meta', encodeMeta(meta));
     if (registry !== null) await this.#w.item(BUNDLE_ITEM.registry, 'registry.bin', registry);
     if (genesis !== null) await this.#w.item(BUNDLE_ITEM.genesis, 'genesis', encodeCommit(genesis));
   }
@@ -275,9 +318,39 @@ export class AuditBundleWriter {
     }
   }
 
-  /** The trailer; nothing can be written after it. */
-  async finish(): Promise<void> {
+  /**
+   * The seal (version 4: `signer` signs the SHA-256 of everything written so far, or `seal` is a
+   * decoded bundle's own, copied as it was) and the trailer; nothing can be written after it.
+   * Version 4 needs one, naming the meta's member; earlier versions take none.
+   */
+  async finish(seal?: BundleSigner | BundleSeal): Promise<void> {
     this.#at(4, 'trailer');
+    const sealed = this.#version >= SEALED_VERSION;
+    if (sealed !== (seal !== undefined)) {
+      throw new InvalidArgumentError(
+        sealed
+          ? `a version ${this.#version} bundle must be sealed by its exporter`
+          : `a version ${this.#version} bundle holds no seal`,
+        { details: { name: 'seal' } },
+      );
+    }
+    if (seal !== undefined) {
+      const signer = 'member' in seal ? seal.member : seal.signer;
+      if (signer !== this.#member) {
+        throw new InvalidArgumentError(
+          `the bundle is sealed by ${JSON.stringify(signer)}, its meta names ${JSON.stringify(this.#member)}`,
+          { details: { name: 'seal' } },
+        );
+      }
+      const digest = this.#w.digestSoFar();
+      if ('signature' in seal && !bytesEqual(seal.digest, digest)) {
+        throw new InvalidArgumentError('the seal copied is not over these bytes', {
+          details: { name: 'seal' },
+        });
+      }
+      const signature = 'key' in seal ? sign(seal.key, BUNDLE_SEAL_DOMAIN, digest) : seal.signature;
+      await this.#w.item(BUNDLE_ITEM.seal, signer, signature);
+    }
     await this.#w.finish();
   }
 }
@@ -286,7 +359,11 @@ export class AuditBundleWriter {
  * Writes `bundle` to `sink` in order (the format of {@link encodeAuditBundle}), hashing as it goes
  * for the trailer (see {@link AuditBundleWriter} to write one as it is produced).
  */
-export async function writeAuditBundle(bundle: AuditBundle, sink: BundleSink): Promise<void> {
+export async function writeAuditBundle(
+  bundle: AuditBundle,
+  sink: BundleSink,
+  signer?: BundleSigner,
+): Promise<void> {
   const version = bundle.meta.version;
   const contributions = bundle.contributions ?? new Map<string, Uint8Array | null>();
   const notes = bundle.contributionNotes ?? new Map<string, ContributionNote>();
@@ -313,7 +390,7 @@ export async function writeAuditBundle(bundle: AuditBundle, sink: BundleSink): P
   for (const e of bundle.entries) await w.entry(e);
   for (const [name, bytes] of ordered(bundle.objects)) await w.object(name, bytes);
   for (const [name, bytes] of ordered(contributions)) await w.contribution(name, bytes, notes.get(name));
-  await w.finish();
+  await w.finish(signer ?? bundle.seal);
 }
 
 /**
@@ -323,7 +400,7 @@ export async function writeAuditBundle(bundle: AuditBundle, sink: BundleSink): P
  * each in increasing name order), and a trailer holding the SHA-256 of every byte before it.
  * Entries with equal or decreasing sequences are refused.
  */
-export async function encodeAuditBundle(bundle: AuditBundle): Promise<Uint8Array> {
+export async function encodeAuditBundle(bundle: AuditBundle, signer?: BundleSigner): Promise<Uint8Array> {
   for (let i = 1; i < bundle.entries.length; i++) {
     if (bundle.entries[i]!.sequence <= bundle.entries[i - 1]!.sequence) {
       throw new InvalidArgumentError('bundle.entries must be in strictly increasing sequence order', {
@@ -332,9 +409,13 @@ export async function encodeAuditBundle(bundle: AuditBundle): Promise<Uint8Array
     }
   }
   const chunks: Uint8Array[] = [];
-  await writeAuditBundle(bundle, (c) => {
-    chunks.push(c);
-  });
+  await writeAuditBundle(
+    bundle,
+    (c) => {
+      chunks.push(c);
+    },
+    signer,
+  );
   // A plain Uint8Array (a Buffer's `slice` would be a view, not a copy).
   const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
   let at = 0;
@@ -414,10 +495,28 @@ export function decodeAuditBundle(bytes: Uint8Array, source = 'bundle'): AuditBu
   if (!bytesEqual(digest, trailer.data)) {
     throw invalid(source, "the trailer's SHA-256 is not that of the bytes before it (corrupted in transit?)");
   }
+  let seal: BundleSeal | undefined;
+  if (version >= SEALED_VERSION) {
+    const item = items.pop();
+    if (item === undefined || item.type !== BUNDLE_ITEM.seal || item.data.length === 0) {
+      throw invalid(source, `a version ${version} bundle must end with its exporter's seal`);
+    }
+    seal = {
+      signer: item.name,
+      digest: new Uint8Array(createHash('sha256').update(bytes.subarray(0, item.start)).digest()),
+      signature: new Uint8Array(item.data),
+    };
+  }
   const [first, ...rest] = items;
   if (first === undefined || first.type !== BUNDLE_ITEM.meta || first.name !== 'meta')
     throw invalid(source, 'does not start with its meta');
   const meta = decodeMeta(source, first.data, decoder, version);
+  if (seal !== undefined && seal.signer !== meta.member) {
+    throw invalid(
+      source,
+      `sealed by ${JSON.stringify(seal.signer)}, but its meta names ${JSON.stringify(meta.member)} as exporter`,
+    );
+  }
   let registry: Uint8Array | null = null;
   let genesis: Commit | null = null;
   const entries: StoredEntry[] = [];
@@ -523,7 +622,32 @@ export function decodeAuditBundle(bytes: Uint8Array, source = 'bundle'): AuditBu
       `holds no ${registry === null ? 'registry' : 'genesis'} (version 3 bundles hold both)`,
     );
   }
-  return { meta, registry, genesis, entries, objects, contributions, contributionNotes };
+  return {
+    meta,
+    registry,
+    genesis,
+    entries,
+    objects,
+    contributions,
+    contributionNotes,
+    ...(seal === undefined ? {} : { seal }),
+  };
+}
+
+/** The meta's JSON with its fields in one order, so a decoded bundle encodes to the same bytes. */
+function encodeMeta(meta: AuditBundleMeta): Uint8Array {
+  const ordered: AuditBundleMeta = {
+    format: meta.format,
+    version: meta.version,
+    federation: meta.federation,
+    stream: meta.stream,
+    member: meta.member,
+    exportedUnixMs: meta.exportedUnixMs,
+    lastSequence: meta.lastSequence,
+    aggregates: meta.aggregates,
+    ...(meta.contributions === undefined ? {} : { contributions: meta.contributions }),
+  };
+  return new TextEncoder().encode(JSON.stringify(ordered));
 }
 
 function decodeMeta(

@@ -6,11 +6,13 @@
 import { once } from 'node:events';
 import { Socket } from 'node:net';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { wipeSigningKeyPair } from '../../crypto/signature/index.ts';
 import { CohortError } from '../errors/index.ts';
 import { memberConnectOptions } from '../services/index.ts';
 import { AuditError } from './audit-error.ts';
 import { AUDIT_DATA_FD, type AuditJobMessage, type AuditJobRequest } from './audit-job-protocol.ts';
 import { resolveAuditTrust } from './audit-trust.ts';
+import { loadBundleSigner } from './bundle-signer.ts';
 import { exportAuditBundle } from './export-bundle.ts';
 import { openLiveAuditSource } from './live-source.ts';
 import { verifyAudit } from './verify-audit.ts';
@@ -62,17 +64,24 @@ async function run(request: AuditJobRequest): Promise<AuditJobMessage> {
     if (request.kind === 'verify') {
       return { type: 'verify', report: await verifyAudit(source, resolved, request.options) };
     }
+    const signer = loadBundleSigner(config, member);
     const out = new Socket({ fd: AUDIT_DATA_FD, readable: false, writable: true });
-    const summary = await exportAuditBundle(
-      source,
-      {
-        registry: resolved.registry,
-        genesis: resolved.genesis,
-        skipAggregates: request.options.skipAggregates === true,
-        skipContributions: request.options.skipContributions === true,
-      },
-      sinkOf(out),
-    );
+    let summary: Awaited<ReturnType<typeof exportAuditBundle>>;
+    try {
+      summary = await exportAuditBundle(
+        source,
+        {
+          registry: resolved.registry,
+          genesis: resolved.genesis,
+          skipAggregates: request.options.skipAggregates === true,
+          skipContributions: request.options.skipContributions === true,
+          signer,
+        },
+        sinkOf(out),
+      );
+    } finally {
+      wipeSigningKeyPair(signer.key);
+    }
     out.end();
     await once(out, 'finish');
     return { type: 'bundle', summary };

@@ -69,6 +69,12 @@ export const AUDIT_PROBLEM_CODES = [
    * proves, a contribution said not stored that is (docs/security.md, "Blame").
    */
   'CULPRIT_UNPROVEN',
+  /**
+   * A bundle's seal does not verify: not its exporter's signature over the bundle's bytes (cut,
+   * extended or altered, then resealed by someone else), or its signer has no key in the registry
+   * as the log leaves it (unknown or revoked). Reported at sequence 0 (the bundle as a whole).
+   */
+  'BUNDLE_SEAL_INVALID',
 ] as const;
 
 export type AuditProblemCode = (typeof AUDIT_PROBLEM_CODES)[number];
@@ -110,6 +116,12 @@ export const AUDIT_UNCHECKED_CODES = [
    * audit incomplete.
    */
   'CULPRIT_BY_ELIMINATION',
+  /**
+   * A bundle of a format before sealing (version 1 or 3): who exported it, when, and how far its log
+   * goes are nobody's signed statement, so a cut or resealed bundle cannot be told from the log at
+   * an earlier time. The audit is incomplete. At sequence 0.
+   */
+  'BUNDLE_UNSEALED',
 ] as const;
 
 export type AuditUncheckedCode = (typeof AUDIT_UNCHECKED_CODES)[number];
@@ -201,6 +213,11 @@ export interface AuditReport {
     readonly member: string | null;
     /** Bundle: when it was exported (the exporter's clock); null live. */
     readonly exportedUnixMs: number | null;
+    /**
+     * Bundle: the member whose seal verified (so `member`, `exportedUnixMs` and the log's extent
+     * are its signed statement); null live, unsealed, or when the seal did not verify.
+     */
+    readonly sealedBy: string | null;
   };
   /** SHA-256 (hex) of the member registry file whose keys were trusted. */
   readonly registry: string;
@@ -226,11 +243,13 @@ export interface AuditReport {
 export const INCOMPLETE_CODES: ReadonlySet<AuditUncheckedCode> = new Set([
   'AGGREGATE_UNREADABLE',
   'CONTRIBUTIONS_UNAVAILABLE',
+  'BUNDLE_UNSEALED',
 ]);
 
 /**
  * Whether checks were left undone that the auditor did not choose to skip: an aggregate that could
- * not be read, or contributions that could not be read (so an aggregate was not re-added). Records
+ * not be read, contributions that could not be read (so an aggregate was not re-added), or a bundle
+ * no exporter sealed (its extent is unauthenticated). Records
  * of kinds this build does not know, aggregates or contributions skipped on request, and
  * contributions past their retention do not make an audit incomplete (they are counted and listed).
  */

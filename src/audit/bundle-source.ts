@@ -1,10 +1,14 @@
 import { type ContributionKey, contributionName } from '../services/store/index.ts';
-import type { AuditBundle } from './audit-bundle.ts';
+import type { AuditBundle, BundleSeal } from './audit-bundle.ts';
 import type { AggregateRead, AuditSource, ContributionRead } from './audit-source.ts';
 
 /** An {@link AuditSource} over a bundle that also says which of its items the audit never asked for. */
 export interface BundleAuditSource extends AuditSource {
   readonly kind: 'bundle';
+  /** The exporter's seal (version 4), unchecked; null for an unsealed (older) bundle. */
+  readonly seal: BundleSeal | null;
+  /** The bundle's format version. */
+  readonly version: number;
   /**
    * Objects and contributions the bundle holds that the audit has not asked for (after an audit:
    * items no verified log entry names).
@@ -26,6 +30,8 @@ export function bundleAuditSource(bundle: AuditBundle): BundleAuditSource {
   const notes = bundle.contributionNotes ?? new Map();
   return {
     kind: 'bundle',
+    seal: bundle.seal ?? null,
+    version: bundle.meta.version,
     federation: bundle.meta.federation,
     stream: bundle.meta.stream,
     member: bundle.meta.member,

@@ -10,6 +10,7 @@ import {
   AUDIT_BUNDLE_VERSION,
   type AuditBundleMeta,
   AuditBundleWriter,
+  type BundleSigner,
   type BundleSink,
 } from './audit-bundle.ts';
 import { AuditError } from './audit-error.ts';
@@ -27,6 +28,12 @@ export interface ExportAuditBundleOptions {
   readonly skipContributions?: boolean;
   /** The exporter's clock (default `Date.now`). */
   readonly now?: () => number;
+  /**
+   * Who seals the bundle: the member whose credentials read the log (`source.member`) and its
+   * signing key pair. Its seal makes the meta (exporter, export time, last sequence) its signed
+   * statement.
+   */
+  readonly signer: BundleSigner;
 }
 
 /** What {@link exportAuditBundle} wrote. */
@@ -170,6 +177,12 @@ export async function exportAuditBundle(
 ): Promise<ExportedBundleSummary> {
   if (typeof sink !== 'function')
     throw new InvalidArgumentError('sink must be a function', { details: { name: 'sink' } });
+  if (options.signer?.member !== source.member) {
+    throw new InvalidArgumentError(
+      `options.signer must be the member that reads the log (${JSON.stringify(source.member)})`,
+      { details: { name: 'options.signer' } },
+    );
+  }
   const skip = options.skipAggregates === true;
   const last = await source.lastSequence();
   const plan = await planBundle(source, options.registry, last);
@@ -245,7 +258,7 @@ export async function exportAuditBundle(
       }
     }
   }
-  await w.finish();
+  await w.finish(options.signer);
   return {
     federation: source.federation,
     lastSequence: last,

@@ -6,7 +6,11 @@ export {
   type AuditBundleMeta,
   AuditBundleWriter,
   BUNDLE_ITEM,
+  BUNDLE_SEAL_DOMAIN,
+  type BundleSeal,
+  type BundleSigner,
   type BundleSink,
+  bundleSealValid,
   type ContributionNote,
   decodeAuditBundle,
   encodeAuditBundle,
@@ -43,6 +47,7 @@ export {
 } from './audit-report.ts';
 export type { AggregateRead, AuditSource, ContributionRead, StoredEntry } from './audit-source.ts';
 export { type AuditTrustSources, resolveAuditTrust } from './audit-trust.ts';
+export { loadBundleSigner } from './bundle-signer.ts';
 export { type BundleAuditSource, bundleAuditSource } from './bundle-source.ts';
 export {
   type ExportAuditBundleOptions,

@@ -21,6 +21,7 @@ import {
   ZERO_HASH,
 } from '../versions/index.ts';
 import { checkAggregate } from './aggregate-check.ts';
+import { bundleSealValid } from './audit-bundle.ts';
 import { AuditError } from './audit-error.ts';
 import {
   type AuditCheckCounts,
@@ -482,6 +483,42 @@ class AuditRun {
     this.#unchecked.push(...checked.unchecked);
   }
 
+  /**
+   * A bundle's seal, checked with its signer's key as the log leaves the registry: the member it
+   * verified for, or null (live; unsealed: `BUNDLE_UNSEALED`; not verified: `BUNDLE_SEAL_INVALID`).
+   */
+  #checkSeal(): string | null {
+    if (this.#source.kind !== 'bundle') return null;
+    const bundle = this.#source as Partial<BundleAuditSource>;
+    const seal = bundle.seal ?? null;
+    if (seal === null) {
+      this.#unchecked.push({
+        sequence: 0,
+        code: 'BUNDLE_UNSEALED',
+        message: `the bundle (format version ${bundle.version ?? 'unknown'}) carries no exporter's seal: its exporter, export time and extent are unsigned claims, and a bundle cut to a prefix of the log reads as the log at an earlier time`,
+      });
+      return null;
+    }
+    const key = this.#history.registry?.current(seal.signer);
+    if (key === undefined) {
+      this.#problem(
+        0,
+        'BUNDLE_SEAL_INVALID',
+        `the bundle is sealed by ${JSON.stringify(seal.signer)}, who has no signing key in the registry as the log leaves it (unknown or revoked)`,
+      );
+      return null;
+    }
+    if (!bundleSealValid(seal, key)) {
+      this.#problem(
+        0,
+        'BUNDLE_SEAL_INVALID',
+        `the seal of ${JSON.stringify(seal.signer)} does not verify over the bundle's bytes: cut, extended or altered after it was sealed`,
+      );
+      return null;
+    }
+    return seal.signer;
+  }
+
   finish(last: number): AuditReport {
     const previous = this.#previous;
     if (last > previous.sequence) {
@@ -495,6 +532,7 @@ class AuditRun {
         `the log's last entry is ${last}, the last one read is ${previous.sequence}: ${missing}`,
       );
     }
+    const sealedBy = this.#checkSeal();
     const head = this.#history.head;
     const problems = [...this.#problems].sort((a, b) => a.sequence - b.sequence);
     const unchecked = [...this.#unchecked];
@@ -505,6 +543,7 @@ class AuditRun {
         stream: this.#source.stream,
         member: this.#source.member,
         exportedUnixMs: this.#source.exportedUnixMs,
+        sealedBy,
       },
       registry: this.#trust.registry.sha256,
       genesis: bytesToHex(this.#trust.genesis.hash),

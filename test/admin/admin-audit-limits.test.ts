@@ -55,7 +55,7 @@ function slowBody(signal: AbortSignal, chunks: number, size: number, gate?: Prom
 
 const REPORT: AuditReport = {
   federation: 'adm',
-  source: { kind: 'live', stream: 'COHORT_ADM', member: 'coordinator', exportedUnixMs: null },
+  source: { kind: 'live', stream: 'COHORT_ADM', member: 'coordinator', exportedUnixMs: null, sealedBy: null },
   registry: 'a'.repeat(64),
   genesis: 'b'.repeat(64),
   head: { hash: 'c'.repeat(64), height: 1, sequence: 3 },

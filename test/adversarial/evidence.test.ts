@@ -22,6 +22,7 @@ import {
   bundleAuditSource,
   decodeAuditBundle,
   encodeAuditBundle,
+  loadBundleSigner,
   resolveAuditTrust,
   verifyAudit,
 } from '../../src/audit/index.ts';
@@ -212,7 +213,7 @@ describe('a hostile aggregator against the stored contributions (issue 22, break
 
   async function verifyFile(b: AuditBundle) {
     const path = join(dir, `b-${Math.random().toString(36).slice(2)}.bin`);
-    writeFileSync(path, await encodeAuditBundle(b));
+    writeFileSync(path, await encodeAuditBundle(b, loadBundleSigner(f.dep.config, 'auditor-1')));
     const r = await cohort('audit', 'verify', '--bundle', path, '--config', f.dep.configPath, '--json');
     return { status: r.status, report: r.stdout === '' ? null : (JSON.parse(r.stdout) as AuditReport) };
   }
@@ -232,17 +233,21 @@ describe('a hostile aggregator against the stored contributions (issue 22, break
     contributions.delete(name);
     const { status, report } = await verifyFile({ ...bundle, contributions });
     const problem = report?.problems.find((p) => (p.code as string) === 'CONTRIBUTION_NOT_STORED');
-    ledger.record(3, 'audit an exported bundle with one contribution item removed (trailer recomputed)', [
-      refusedAs('CONTRIBUTION_NOT_STORED', problem?.code, 'the audit'),
-      holds(
-        'the problem names the round, the site and the aggregator that stored it',
-        /round \d+/.test(problem?.message ?? '') &&
-          (problem?.message ?? '').includes(`round ${round}`) &&
-          (problem?.message ?? '').includes(site) &&
-          (problem?.message ?? '').includes(aggregator),
-      ),
-      holds('exit 3', status === 3),
-    ]);
+    ledger.record(
+      3,
+      'audit an exported bundle with one contribution item removed, sealed again with the exporter’s own key',
+      [
+        refusedAs('CONTRIBUTION_NOT_STORED', problem?.code, 'the audit'),
+        holds(
+          'the problem names the round, the site and the aggregator that stored it',
+          /round \d+/.test(problem?.message ?? '') &&
+            (problem?.message ?? '').includes(`round ${round}`) &&
+            (problem?.message ?? '').includes(site) &&
+            (problem?.message ?? '').includes(aggregator),
+        ),
+        holds('exit 3', status === 3),
+      ],
+    );
   }, 120_000);
 
   it('a bundle whose contributions are all removed and marked skipped does not verify clean', async () => {
@@ -252,7 +257,9 @@ describe('a hostile aggregator against the stored contributions (issue 22, break
       meta: { ...bundle.meta, contributions: 'skipped' },
       contributions: new Map(),
     };
-    const decoded = decodeAuditBundle(await encodeAuditBundle(skipped));
+    const decoded = decodeAuditBundle(
+      await encodeAuditBundle(skipped, loadBundleSigner(f.dep.config, 'auditor-1')),
+    );
     const trust = resolveAuditTrust(
       {
         federation: F,

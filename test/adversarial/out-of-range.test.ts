@@ -30,6 +30,9 @@ const OVERRIDES: Partial<CohortConfigInput> = {
     quorum: 7,
   },
   learning: { model: 'logreg', trainLimit: 800, testLimit: 100, epochs: 1, batchSize: 20 },
+  // Item 5 reads the model of every commit with the hostile update; its sit-outs double each time
+  // it is struck (it never votes), so under load those commits can lie more than the default 50 back.
+  history: { keepModels: 1_000_000 },
   log: { level: 'error' },
 };
 /** The hostile site's claimed example count: the others have 800 (`learning.trainLimit`). */

@@ -6,6 +6,8 @@ import { generateSigningKeyPair, toPublicSigningKey } from '../../crypto/signatu
 import {
   AUDIT_BUNDLE_MAGIC,
   type AuditBundle,
+  BUNDLE_ITEM,
+  bundleSealValid,
   decodeAuditBundle,
   encodeAuditBundle,
   resolveAuditTrust,
@@ -117,5 +119,74 @@ describe('audit bundle format', () => {
     expect(errorCode(() => resolveAuditTrust({ federation: 'other', registryPin: pin }, b))).toBe(
       'AUDIT_TRUST_MISMATCH',
     );
+  });
+
+  describe('version 4: sealed by its exporter', () => {
+    const auditor = generateSigningKeyPair('falcon-512', new Uint8Array(48).fill(3));
+    const other = generateSigningKeyPair('falcon-512', new Uint8Array(48).fill(4));
+    const v4: AuditBundle = {
+      ...bundle,
+      meta: { ...bundle.meta, version: 4, contributions: 'included' },
+      contributions: new Map<string, Uint8Array | null>([['round-1/0/agg-1/site-1', new Uint8Array([4])]]),
+    };
+    const signer = { member: 'auditor-1', key: auditor };
+
+    it('seals the SHA-256 of every byte before the seal; decodes and re-encodes byte for byte', async () => {
+      const bytes = await encodeAuditBundle(v4, signer);
+      const back = decodeAuditBundle(bytes);
+      expect(back.seal?.signer).toBe('auditor-1');
+      // The seal item (type 0xFE) and the trailer (9 + 32 bytes) end the file.
+      const sealLength = 9 + 'auditor-1'.length + back.seal!.signature.length;
+      const sealAt = bytes.length - 41 - sealLength;
+      expect(bytes[sealAt]).toBe(BUNDLE_ITEM.seal);
+      expect(Buffer.from(back.seal!.digest)).toEqual(Buffer.from(sha256(bytes.subarray(0, sealAt))));
+      expect(bundleSealValid(back.seal!, toPublicSigningKey(auditor))).toBe(true);
+      expect(bundleSealValid(back.seal!, toPublicSigningKey(other))).toBe(false);
+      expect(await encodeAuditBundle(back)).toEqual(bytes);
+    });
+
+    it('a byte changed before the seal, the trailer recomputed: decodes, the seal no longer verifies', async () => {
+      const bytes = await encodeAuditBundle(v4, signer);
+      const changed = bytes.slice();
+      changed[Buffer.from(bytes).indexOf(Buffer.alloc(64, 7)) + 10]! ^= 1; // inside entry 5
+      const back = decodeAuditBundle(resealed(changed));
+      expect(bundleSealValid(back.seal!, toPublicSigningKey(auditor))).toBe(false);
+    });
+
+    it('writes no version 4 bundle without a seal of the meta’s member, and no seal in an older version', async () => {
+      await expect(encodeAuditBundle(v4)).rejects.toThrow(/must be sealed by its exporter/);
+      await expect(encodeAuditBundle(v4, { member: 'auditor-2', key: auditor })).rejects.toThrow(
+        /sealed by "auditor-2", its meta names "auditor-1"/,
+      );
+      await expect(encodeAuditBundle(bundle, signer)).rejects.toThrow(/holds no seal/);
+      // A decoded bundle's seal is copied only over the same bytes.
+      const back = decodeAuditBundle(await encodeAuditBundle(v4, signer));
+      await expect(
+        encodeAuditBundle({
+          ...back,
+          meta: { ...back.meta, lastSequence: 4 },
+          entries: back.entries.slice(0, 2),
+        }),
+      ).rejects.toThrow(/not over these bytes/);
+    });
+
+    it('refuses a version 4 bundle without its seal, or sealed by another member than its meta names (BUNDLE_INVALID)', async () => {
+      const bytes = await encodeAuditBundle(v4, signer);
+      const back = decodeAuditBundle(bytes);
+      const sealLength = 9 + 'auditor-1'.length + back.seal!.signature.length;
+      const body = bytes.subarray(0, bytes.length - 41 - sealLength);
+      const trailer = new Uint8Array(41);
+      trailer[0] = BUNDLE_ITEM.trailer;
+      new DataView(trailer.buffer).setUint32(5, 32, false);
+      trailer.set(sha256(body), 9);
+      const unsealed = new Uint8Array(Buffer.concat([body, trailer]));
+      expect(() => decodeAuditBundle(unsealed)).toThrow(/must end with its exporter's seal/);
+      // The seal's name is the signer: "auditor-1" → "auditor-2".
+      const renamed = bytes.slice();
+      renamed[bytes.length - 41 - sealLength + 5 + 'auditor-'.length] = '2'.charCodeAt(0);
+      expect(() => decodeAuditBundle(resealed(renamed))).toThrow(
+        /sealed by "auditor-2", but its meta names "auditor-1"/,
+      );
+    });
   });
 });

@@ -13,6 +13,7 @@ import {
   type AuditReport,
   decodeAuditBundle,
   encodeAuditBundle,
+  loadBundleSigner,
 } from '../../src/audit/index.ts';
 import type { CohortConfigInput } from '../../src/config/index.ts';
 import {
@@ -78,7 +79,7 @@ afterAll(async () => {
 
 async function verify(b: AuditBundle) {
   const path = join(dir, `b-${Math.random().toString(36).slice(2)}.bin`);
-  writeFileSync(path, await encodeAuditBundle(b));
+  writeFileSync(path, await encodeAuditBundle(b, loadBundleSigner(f.dep.config, 'auditor-1')));
   const r = await cohort('audit', 'verify', '--bundle', path, '--config', f.dep.configPath, '--json');
   return { ...r, report: r.stdout === '' ? null : (JSON.parse(r.stdout) as AuditReport) };
 }

@@ -15,6 +15,7 @@ import {
   bundleAuditSource,
   decodeAuditBundle,
   encodeAuditBundle,
+  loadBundleSigner,
   resolveAuditTrust,
   verifyAudit,
 } from '../../src/audit/index.ts';
@@ -78,7 +79,7 @@ afterAll(async () => {
 /** `audit verify --json` of `b` (written to a file), with the federation's config as the trust. */
 async function verify(b: AuditBundle, ...extra: string[]) {
   const path = join(dir, `tampered-${Math.random().toString(36).slice(2)}.bin`);
-  writeFileSync(path, await encodeAuditBundle(b));
+  writeFileSync(path, await encodeAuditBundle(b, loadBundleSigner(f.dep.config, b.meta.member!)));
   const r = await cohort(
     'audit',
     'verify',
@@ -174,7 +175,13 @@ describe('cohort audit on a real federation log', () => {
     const contributions = new Map(bundle.contributions);
     contributions.delete(name);
     const path = join(dir, 'one-gone.bin');
-    writeFileSync(path, await encodeAuditBundle({ ...bundle, contributions }));
+    writeFileSync(
+      path,
+      await encodeAuditBundle(
+        { ...bundle, contributions },
+        loadBundleSigner(f.dep.config, bundle.meta.member!),
+      ),
+    );
     // The round is far younger than `history.updateRetentionMs` (which the CLI passes on): it was
     // never stored, not gone with age.
     const r = await cohort('audit', 'verify', '--bundle', path, '--config', f.dep.configPath, '--json');

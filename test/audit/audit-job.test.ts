@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AuditJobError,
   type AuditJobTarget,
+  bundleSealValid,
   decodeAuditBundle,
   exportAuditBundle,
   openLiveAuditSource,
@@ -78,7 +79,11 @@ describe('audit jobs in a child process', () => {
     const chunks: Uint8Array[] = [];
     const local = await exportAuditBundle(
       source,
-      { registry: trust.registry, genesis: trust.genesis },
+      {
+        registry: trust.registry,
+        genesis: trust.genesis,
+        signer: { member: f.coord.member, key: f.coord.signing },
+      },
       (c) => void chunks.push(c.slice()),
     );
     const inProcess = decodeAuditBundle(Buffer.concat(chunks));
@@ -90,9 +95,15 @@ describe('audit jobs in a child process', () => {
     expect(f.coord.transport.connection.stats().inBytes - read).toBeLessThan(bytes.length);
     const streamed = decodeAuditBundle(bytes);
     expect(summary).toMatchObject({ ...local, bytes: bytes.length });
-    expect({ ...streamed, meta: { ...streamed.meta, exportedUnixMs: 0 } }).toEqual({
-      ...inProcess,
-      meta: { ...inProcess.meta, exportedUnixMs: 0 },
+    // Each is sealed over its own export time: the seals differ, both the coordinator's.
+    const { seal: streamedSeal, ...streamedRest } = streamed;
+    const { seal: localSeal, ...localRest } = inProcess;
+    expect(streamedSeal?.signer).toBe('coordinator');
+    expect(bundleSealValid(streamedSeal!, f.coord.signing)).toBe(true);
+    expect(bundleSealValid(localSeal!, f.coord.signing)).toBe(true);
+    expect({ ...streamedRest, meta: { ...streamedRest.meta, exportedUnixMs: 0 } }).toEqual({
+      ...localRest,
+      meta: { ...localRest.meta, exportedUnixMs: 0 },
     });
     expect(streamed.meta.member).toBe('coordinator');
     expect(streamed.contributions!.size).toBeGreaterThan(0);

@@ -1,5 +1,8 @@
 // Issue 22, acceptance 4: an audit bundle with any item removed, duplicated, reordered or altered,
-// and resealed (its trailer recomputed: anyone can), is refused or reported, never verified clean.
+// and resealed, is refused or reported, never verified clean. Two tamperers: one without the
+// exporter's key (it can only recompute the trailer: the exporter's seal no longer verifies), and
+// the exporter itself, which seals again with its own key (then the audit's own checks must catch
+// every change but a cut to a prefix, which is its signed statement of an earlier log).
 // A real `plain`-mode federation (two aggregators, three sites, a real nats-server) runs two rounds;
 // the auditor exports a bundle (CLI). Each kind of item (meta, registry, genesis, log entry, aggregate
 // object, contribution) is removed, duplicated, moved and altered in turn, then a fast-check property
@@ -11,11 +14,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sign } from '../../crypto/signature/index.ts';
 import {
   type AuditReport,
   BUNDLE_ITEM,
+  BUNDLE_SEAL_DOMAIN,
+  type BundleSigner,
   bundleAuditSource,
   decodeAuditBundle,
+  loadBundleSigner,
   resolveAuditTrust,
   verifyAudit,
 } from '../../src/audit/index.ts';
@@ -42,7 +49,7 @@ interface Item {
 
 const MAGIC_AND_VERSION = 16;
 
-/** The items of a bundle, trailer excluded (the bytes are taken as they are, nothing checked). */
+/** The items of a bundle, seal and trailer excluded (the bytes are taken as they are, nothing checked). */
 function itemsOf(bytes: Uint8Array): Item[] {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const items: Item[] = [];
@@ -54,30 +61,51 @@ function itemsOf(bytes: Uint8Array): Item[] {
     const d = view.getUint32(at + 5 + n, false);
     const data = bytes.subarray(at + 9 + n, at + 9 + n + d);
     at += 9 + n + d;
-    if (type !== BUNDLE_ITEM.trailer) items.push({ type, name, data });
+    if (type !== BUNDLE_ITEM.trailer && type !== BUNDLE_ITEM.seal) items.push({ type, name, data });
   }
   return items;
 }
 
-/** The bytes of `items` after the original header, with a trailer recomputed over them: resealed. */
-function resealed(header: Uint8Array, items: readonly Item[]): Uint8Array {
-  const parts: Uint8Array[] = [header];
-  for (const item of items) {
-    const head = new Uint8Array(9 + item.name.length);
-    const view = new DataView(head.buffer);
-    head[0] = item.type;
-    view.setUint32(1, item.name.length, false);
-    head.set(item.name, 5);
-    view.setUint32(5 + item.name.length, item.data.length, false);
-    parts.push(head, item.data);
-  }
-  const body = Buffer.concat(parts);
-  const digest = createHash('sha256').update(body).digest();
+function itemBytes(item: Item): Uint8Array {
+  const head = new Uint8Array(9 + item.name.length);
+  const view = new DataView(head.buffer);
+  head[0] = item.type;
+  view.setUint32(1, item.name.length, false);
+  head.set(item.name, 5);
+  view.setUint32(5 + item.name.length, item.data.length, false);
+  return Buffer.concat([head, item.data]);
+}
+
+/**
+ * The bytes of `items` after the original header, sealed by `by` (the exporter's key: the exporter
+ * itself tampering), or with the original seal kept (`'kept'`: anyone else), or none (`'none'`),
+ * and a trailer recomputed over them.
+ */
+function resealed(
+  header: Uint8Array,
+  items: readonly Item[],
+  by: BundleSigner | 'kept' | 'none' = exporter,
+): Uint8Array {
+  const body = Buffer.concat([header, ...items.map(itemBytes)]);
+  const seal =
+    by === 'none'
+      ? new Uint8Array(0)
+      : itemBytes(
+          by === 'kept'
+            ? sealItem
+            : {
+                type: BUNDLE_ITEM.seal,
+                name: new TextEncoder().encode(by.member),
+                data: sign(by.key, BUNDLE_SEAL_DOMAIN, createHash('sha256').update(body).digest()),
+              },
+        );
+  const sealed = Buffer.concat([body, seal]);
+  const digest = createHash('sha256').update(sealed).digest();
   const trailer = new Uint8Array(9 + 32);
   trailer[0] = BUNDLE_ITEM.trailer;
   trailer.set(digest, 9);
   new DataView(trailer.buffer).setUint32(5, 32, false);
-  return new Uint8Array(Buffer.concat([body, trailer]));
+  return new Uint8Array(Buffer.concat([sealed, trailer]));
 }
 
 /** A tampering of the item list. */
@@ -129,6 +157,9 @@ let dir: string;
 let original: Uint8Array;
 let header: Uint8Array;
 let items: Item[];
+/** The exported bundle's seal item, and its exporter's signer (auditor-1's key). */
+let sealItem: Item;
+let exporter: BundleSigner;
 
 /** The auditor's verdict on `bytes`: refused (decode, trust or verify throws), reported, or clean. */
 async function verdict(bytes: Uint8Array): Promise<{ kind: 'refused' | 'reported' | 'clean'; why: string }> {
@@ -187,6 +218,18 @@ beforeAll(async () => {
   original = new Uint8Array(readFileSync(path));
   header = original.subarray(0, MAGIC_AND_VERSION);
   items = itemsOf(original);
+  const trailerAt = original.length - 41;
+  const sealName = new TextEncoder().encode('auditor-1');
+  const sealAt = Buffer.from(original).lastIndexOf(
+    Buffer.concat([Buffer.from([BUNDLE_ITEM.seal, 0, 0, 0, sealName.length]), sealName]),
+    trailerAt,
+  );
+  sealItem = {
+    type: BUNDLE_ITEM.seal,
+    name: sealName,
+    data: original.subarray(sealAt + 9 + sealName.length, trailerAt),
+  };
+  exporter = loadBundleSigner(f.dep.config, 'auditor-1');
 }, 180_000);
 
 afterAll(async () => {
@@ -196,8 +239,9 @@ afterAll(async () => {
 
 describe('a tampered audit bundle is never verified clean', () => {
   it('the bundle as exported verifies clean, and resealing it unchanged gives the same bytes', async () => {
-    expect(Buffer.from(resealed(header, items)).equals(Buffer.from(original))).toBe(true);
+    expect(Buffer.from(resealed(header, items, 'kept')).equals(Buffer.from(original))).toBe(true);
     expect(await verdict(original)).toEqual({ kind: 'clean', why: '' });
+    expect(await verdict(resealed(header, items))).toEqual({ kind: 'clean', why: '' });
     // Every kind of item is there: meta, registry, genesis, entries, aggregates, contributions.
     const kinds = new Set(items.map((i) => TYPE_NAMES[i.type]));
     expect([...kinds].sort()).toEqual(['contribution', 'entry', 'genesis', 'meta', 'object', 'registry']);
@@ -255,13 +299,17 @@ describe('a tampered audit bundle is never verified clean', () => {
     );
   }, 300_000);
 
-  it('the meta: each field the verdict rests on, altered, is refused or reported; the exporter’s name and clock are its claims', async () => {
+  it('the meta: each field the verdict rests on, altered, is refused or reported; the exporter’s name and clock are its sealed statements', async () => {
     const meta = JSON.parse(new TextDecoder().decode(items[0]!.data)) as Record<string, unknown>;
-    const withMeta = (over: Record<string, unknown>) =>
-      resealed(header, [
-        { ...items[0]!, data: new TextEncoder().encode(JSON.stringify({ ...meta, ...over })) },
-        ...items.slice(1),
-      ]);
+    const withMeta = (over: Record<string, unknown>, by: BundleSigner | 'kept' = exporter) =>
+      resealed(
+        header,
+        [
+          { ...items[0]!, data: new TextEncoder().encode(JSON.stringify({ ...meta, ...over })) },
+          ...items.slice(1),
+        ],
+        by,
+      );
     const last = meta['lastSequence'] as number;
     const cases: [Record<string, unknown>, 'refused' | 'reported'][] = [
       [{ format: 'other' }, 'refused'],
@@ -276,10 +324,15 @@ describe('a tampered audit bundle is never verified clean', () => {
     for (const [over, kind] of cases) {
       expect((await verdict(withMeta(over))).kind, JSON.stringify(over)).toBe(kind);
     }
-    // Who exported it and when are the exporter's statements (the bundle carries no signature of
-    // its exporter): the report repeats them as the bundle's, and no check rests on them but the
-    // retention bound, which never reaches past now.
-    const b = decodeAuditBundle(withMeta({ member: 'someone-else', exportedUnixMs: 1 }));
+    // Who exported it and when: the exporter's signed statements. Anyone else who changes them is
+    // caught by the seal; the exporter can restate its own clock under its own seal (the report
+    // says whose seal it is), and cannot name another exporter.
+    expect(await verdict(withMeta({ exportedUnixMs: 1 }, 'kept'))).toMatchObject({
+      kind: 'reported',
+      why: 'BUNDLE_SEAL_INVALID',
+    });
+    expect((await verdict(withMeta({ member: 'auditor-2' }, 'kept'))).kind).toBe('refused');
+    const b = decodeAuditBundle(withMeta({ exportedUnixMs: 1 }));
     const trust = resolveAuditTrust(
       {
         federation: F,
@@ -291,7 +344,74 @@ describe('a tampered audit bundle is never verified clean', () => {
     const report = await verifyAudit(bundleAuditSource(b), trust, {
       ckksParams: [ckksParamsOf(f.dep.config)],
     });
-    expect(report.source).toMatchObject({ member: 'someone-else', exportedUnixMs: 1 });
+    expect(report.source).toMatchObject({ member: 'auditor-1', exportedUnixMs: 1, sealedBy: 'auditor-1' });
+  }, 60_000);
+
+  it('cut to a prefix of its log, the meta lowered to match: refused or reported unless its exporter seals it', async () => {
+    const meta = JSON.parse(new TextDecoder().decode(items[0]!.data)) as Record<string, unknown>;
+    const sequenceOf = (i: Item) => Number(new TextDecoder().decode(i.name));
+    const firstEntry = sequenceOf(items.find((i) => i.type === BUNDLE_ITEM.entry)!);
+    const evidence = new Set<number>([
+      BUNDLE_ITEM.object,
+      BUNDLE_ITEM.absent,
+      BUNDLE_ITEM.contribution,
+      BUNDLE_ITEM.contributionAbsent,
+    ]);
+    // The log as it stood after its first entry: later entries and every aggregate and
+    // contribution (none of which that prefix names) left out.
+    const cut = items
+      .filter((i) => !(i.type === BUNDLE_ITEM.entry && sequenceOf(i) > firstEntry) && !evidence.has(i.type))
+      .map((i, k) =>
+        k === 0
+          ? { ...i, data: new TextEncoder().encode(JSON.stringify({ ...meta, lastSequence: firstEntry })) }
+          : i,
+      );
+    expect(cut.filter((i) => i.type === BUNDLE_ITEM.entry)).toHaveLength(1);
+    expect(await verdict(resealed(header, cut, 'kept'))).toMatchObject({
+      kind: 'reported',
+      why: 'BUNDLE_SEAL_INVALID',
+    });
+    // Unsealed, as a version 3 bundle (the format before seals): incomplete, never clean.
+    const v3 = (items: Item[]) => {
+      const header3 = header.slice();
+      new DataView(header3.buffer).setUint32(12, 3, false);
+      const meta3 = JSON.parse(new TextDecoder().decode(items[0]!.data)) as Record<string, unknown>;
+      const first = {
+        ...items[0]!,
+        data: new TextEncoder().encode(JSON.stringify({ ...meta3, version: 3 })),
+      };
+      return resealed(header3, [first, ...items.slice(1)], 'none');
+    };
+    expect(await verdict(v3(cut))).toMatchObject({ kind: 'reported', why: 'BUNDLE_UNSEALED' });
+    expect(await verdict(v3(items))).toMatchObject({ kind: 'reported', why: 'BUNDLE_UNSEALED' });
+    // The exporter itself can seal a prefix: its signed statement that the log ended there.
+    expect(await verdict(resealed(header, cut))).toEqual({ kind: 'clean', why: '' });
+  }, 60_000);
+
+  it('the seal removed, altered, or made by another member: refused or reported', async () => {
+    const other = loadBundleSigner(f.dep.config, 'site-1');
+    const cases: [string, Uint8Array][] = [
+      ['removed', resealed(header, items, 'none')],
+      [
+        'a bit of its signature flipped',
+        (() => {
+          const data = sealItem.data.slice();
+          data[10]! ^= 1;
+          const saved = sealItem;
+          sealItem = { ...saved, data };
+          try {
+            return resealed(header, items, 'kept');
+          } finally {
+            sealItem = saved;
+          }
+        })(),
+      ],
+      [
+        'made by site-1 under auditor-1’s name',
+        resealed(header, items, { member: 'auditor-1', key: other.key }),
+      ],
+    ];
+    for (const [how, bytes] of cases) expect((await verdict(bytes)).kind, how).not.toBe('clean');
   }, 60_000);
 
   it('a contribution gone past the retention is listed as expired; within it, or without a retention, it is a problem', async () => {

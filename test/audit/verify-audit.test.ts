@@ -13,9 +13,12 @@ import {
   toPublicSigningKey,
 } from '../../crypto/signature/index.ts';
 import {
+  AUDIT_BUNDLE_VERSION,
   type AuditBundle,
   type AuditReport,
   bundleAuditSource,
+  decodeAuditBundle,
+  encodeAuditBundle,
   type StoredEntry,
   verifyAudit,
 } from '../../src/audit/index.ts';
@@ -41,35 +44,44 @@ const falcon = (n: number) => generateSigningKeyPair('falcon-512', seed(n, 48));
 const officer = falcon(1);
 const coordinator = falcon(2);
 const mallory = falcon(7);
+/** Seals the bundles these tests audit (auditor-1's key). */
+const auditor = falcon(4);
 const genesis = genesisCommit(new Float32Array([0.5, -0.25, 1]), new TextEncoder().encode('{}'));
-const registry = openRegistry(
-  signRegistry(
-    {
-      federation: F,
-      members: [
-        {
-          id: 'coordinator',
-          role: 'coordinator',
-          signingKey: toPublicSigningKey(coordinator),
-          kemKey: undefined,
-          nkey: undefined,
-          validFromRound: 0,
-        },
-        {
-          id: 'site-1',
-          role: 'site',
-          signingKey: toPublicSigningKey(falcon(3)),
-          kemKey: generateKemKeyPair(seed(3, ML_KEM_768.seedBytes)).publicKey,
-          nkey: undefined,
-          validFromRound: 0,
-        },
-      ],
-      officerKey: toPublicSigningKey(officer),
-      issuedUnixMs: 1,
-    },
-    officer,
-  ),
+const registryBytes = signRegistry(
+  {
+    federation: F,
+    members: [
+      {
+        id: 'coordinator',
+        role: 'coordinator',
+        signingKey: toPublicSigningKey(coordinator),
+        kemKey: undefined,
+        nkey: undefined,
+        validFromRound: 0,
+      },
+      {
+        id: 'auditor-1',
+        role: 'auditor',
+        signingKey: toPublicSigningKey(auditor),
+        kemKey: undefined,
+        nkey: undefined,
+        validFromRound: 0,
+      },
+      {
+        id: 'site-1',
+        role: 'site',
+        signingKey: toPublicSigningKey(falcon(3)),
+        kemKey: generateKemKeyPair(seed(3, ML_KEM_768.seedBytes)).publicKey,
+        nkey: undefined,
+        validFromRound: 0,
+      },
+    ],
+    officerKey: toPublicSigningKey(officer),
+    issuedUnixMs: 1,
+  },
+  officer,
 );
+const registry = openRegistry(registryBytes);
 const trust = { registry, genesis };
 /** These hand-built logs hold no partial records: each COMMIT is listed as CONTRIBUTIONS_UNLOGGED. */
 const notUnlogged = (r: AuditReport) => r.unchecked.filter((u) => u.code !== 'CONTRIBUTIONS_UNLOGGED');
@@ -163,27 +175,30 @@ function seal(records: readonly LogRecordInput[], keys: Record<number, SigningKe
   });
 }
 
-function bundleOf(
+/** A bundle of `entries` and `objects` as the format holds it: encoded, sealed by auditor-1, decoded. */
+async function bundleOf(
   entries: StoredEntry[],
   objects: [string, Uint8Array | null][],
   last?: number,
-): AuditBundle {
-  return {
+): Promise<AuditBundle> {
+  const bundle: AuditBundle = {
     meta: {
       format: 'cohort-audit-bundle',
-      version: 1,
+      version: AUDIT_BUNDLE_VERSION,
       federation: F,
       stream: 'COHORT_AUDITFED',
       member: 'auditor-1',
       exportedUnixMs: 1,
       lastSequence: last ?? entries.length,
       aggregates: 'included',
+      contributions: 'skipped',
     },
-    registry: null,
-    genesis: null,
+    registry: registryBytes,
+    genesis,
     entries,
     objects: new Map(objects),
   };
+  return decodeAuditBundle(await encodeAuditBundle(bundle, { member: 'auditor-1', key: auditor }));
 }
 
 const audit = (b: AuditBundle, skipAggregates = false): Promise<AuditReport> =>
@@ -245,7 +260,7 @@ function scenario() {
 describe('verifyAudit', () => {
   it('verifies a valid log: every record kind checked, aggregates read, head and counts reported', async () => {
     const { records, objects, c2 } = scenario();
-    const r = await audit(bundleOf(seal(records), objects));
+    const r = await audit(await bundleOf(seal(records), objects));
     expect(r.problems).toEqual([]);
     expect(r.verified).toBe(true);
     expect(r.head).toEqual({ hash: Buffer.from(c2.commit.hash).toString('hex'), height: 2, sequence: 7 });
@@ -277,7 +292,7 @@ describe('verifyAudit', () => {
     const { records, objects } = scenario();
     const d = records[1]!.decision!;
     records[1] = { decision: { ...d, commitHash: seed(42, 32) } };
-    const r = await audit(bundleOf(seal(records, { 6: mallory }), objects));
+    const r = await audit(await bundleOf(seal(records, { 6: mallory }), objects));
     expect(codes(r)).toEqual([
       [2, 'COMMIT_HASH_MISMATCH'],
       [6, 'SIGNATURE_INVALID'],
@@ -289,10 +304,13 @@ describe('verifyAudit', () => {
 
   it('history rules: a decision of a round never opened, a snapshot off the chain, a forged registry change', async () => {
     const { records, objects } = scenario();
-    expect(codes(await audit(bundleOf(seal(records.slice(1)), objects)))[0]).toEqual([1, 'DECISION_INVALID']);
+    expect(codes(await audit(await bundleOf(seal(records.slice(1)), objects)))[0]).toEqual([
+      1,
+      'DECISION_INVALID',
+    ]);
     const snap = [...records];
     snap[2] = { snapshot: { ...records[2]!.snapshot!, height: 2 } };
-    expect(codes(await audit(bundleOf(seal(snap), objects)))).toEqual([[3, 'SNAPSHOT_INVALID']]);
+    expect(codes(await audit(await bundleOf(seal(snap), objects)))).toEqual([[3, 'SNAPSHOT_INVALID']]);
     const forged = [...records];
     forged[3] = {
       registryChange: {
@@ -300,10 +318,14 @@ describe('verifyAudit', () => {
         signature: sign(mallory, 'registry-change', records[3]!.registryChange!.body),
       },
     };
-    expect(codes(await audit(bundleOf(seal(forged), objects)))).toEqual([[4, 'REGISTRY_CHANGE_INVALID']]);
+    expect(codes(await audit(await bundleOf(seal(forged), objects)))).toEqual([
+      [4, 'REGISTRY_CHANGE_INVALID'],
+    ]);
     const anonymous = [...records];
     anonymous[4] = { adminAction: { ...records[4]!.adminAction!, caller: '' } };
-    expect(codes(await audit(bundleOf(seal(anonymous), objects)))).toEqual([[5, 'ADMIN_ACTION_INVALID']]);
+    expect(codes(await audit(await bundleOf(seal(anonymous), objects)))).toEqual([
+      [5, 'ADMIN_ACTION_INVALID'],
+    ]);
   });
 
   it('a record of a kind this build does not know: counted as unchecked, its signature and link checked', async () => {
@@ -348,7 +370,7 @@ describe('verifyAudit', () => {
       return { sequence: e.sequence, bytes };
     });
     const r = await audit(
-      bundleOf([...entries.slice(0, 4), { sequence: 5, bytes: newer }, ...tail], objects),
+      await bundleOf([...entries.slice(0, 4), { sequence: 5, bytes: newer }, ...tail], objects),
     );
     expect(r.problems).toEqual([]);
     expect(notUnlogged(r).map((u) => [u.sequence, u.code])).toEqual([[5, 'UNCHECKED_KIND']]);
@@ -363,7 +385,7 @@ describe('verifyAudit', () => {
       mallory,
     );
     const bad = await audit(
-      bundleOf([...entries.slice(0, 4), { sequence: 5, bytes: forged }, ...tail], objects),
+      await bundleOf([...entries.slice(0, 4), { sequence: 5, bytes: forged }, ...tail], objects),
     );
     expect(codes(bad)[0]).toEqual([5, 'SIGNATURE_INVALID']);
   });
@@ -371,7 +393,7 @@ describe('verifyAudit', () => {
   it('aggregates: missing, a size other than the decision names, unreadable, skipped', async () => {
     const { records, objects, c1 } = scenario();
     const entries = seal(records);
-    const absent = await audit(bundleOf(entries, [objects[0]!, ['round-2', null]]));
+    const absent = await audit(await bundleOf(entries, [objects[0]!, ['round-2', null]]));
     expect(codes(absent)).toEqual([[7, 'AGGREGATE_MISSING']]);
 
     const resized = [...records];
@@ -379,7 +401,9 @@ describe('verifyAudit', () => {
     resized[6] = {
       decision: { ...d, aggregate: { ...d.aggregate!, objectBytes: d.aggregate!.objectBytes + 1 } },
     };
-    expect(codes(await audit(bundleOf(seal(resized), objects)))).toEqual([[7, 'AGGREGATE_SIZE_MISMATCH']]);
+    expect(codes(await audit(await bundleOf(seal(resized), objects)))).toEqual([
+      [7, 'AGGREGATE_SIZE_MISMATCH'],
+    ]);
     const twoBlocks = encodeAggregateObject([seed(2, 100), seed(3, 100)]);
     const wrongCount = [...records];
     const c2 = roundCommit(c1.commit, {
@@ -396,23 +420,23 @@ describe('verifyAudit', () => {
         aggregate: { ...d.aggregate!, objectBytes: twoBlocks.length },
       },
     };
-    const counted = await audit(bundleOf(seal(wrongCount), [objects[0]!, ['round-2', twoBlocks]]));
+    const counted = await audit(await bundleOf(seal(wrongCount), [objects[0]!, ['round-2', twoBlocks]]));
     expect(codes(counted)).toEqual([[7, 'AGGREGATE_SIZE_MISMATCH']]);
     expect(counted.problems[0]!.message).toContain('2 ciphertexts');
 
-    const unreadable = await audit(bundleOf(entries, [objects[0]!]));
+    const unreadable = await audit(await bundleOf(entries, [objects[0]!]));
     expect(unreadable.problems).toEqual([]);
     expect(notUnlogged(unreadable).map((u) => [u.sequence, u.code])).toEqual([[7, 'AGGREGATE_UNREADABLE']]);
     expect(unreadable.verified).toBe(false);
 
-    const skipped = await audit(bundleOf(entries, []), true);
+    const skipped = await audit(await bundleOf(entries, []), true);
     expect(skipped.unchecked.map((u) => u.code)).toEqual(['AGGREGATE_SKIPPED', 'AGGREGATE_SKIPPED']);
     expect(skipped.verified).toBe(true);
   });
 
   it('entries missing at the end of the log: LOG_TRUNCATED at its last sequence', async () => {
     const { records, objects } = scenario();
-    const r = await audit(bundleOf(seal(records), objects, 9));
+    const r = await audit(await bundleOf(seal(records), objects, 9));
     expect(r.problems).toEqual([
       {
         sequence: 9,

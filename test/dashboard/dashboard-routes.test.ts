@@ -25,7 +25,13 @@ function api(deps: AdminDeps = fixture().deps) {
 function report(problems: AuditReport['problems'] = []): AuditReport {
   return {
     federation: 'adm',
-    source: { kind: 'live', stream: 'COHORT_adm', member: 'coordinator', exportedUnixMs: null },
+    source: {
+      kind: 'live',
+      stream: 'COHORT_adm',
+      member: 'coordinator',
+      exportedUnixMs: null,
+      sealedBy: null,
+    },
     registry: 'ab'.repeat(32),
     genesis: 'cd'.repeat(32),
     head: { hash: 'ef'.repeat(32), height: 1, sequence: 2 },

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { exportAuditBundle, resolveAuditTrust } from '../../audit/index.ts';
+import { wipeSigningKeyPair } from '../../../crypto/signature/index.ts';
+import { exportAuditBundle, loadBundleSigner, resolveAuditTrust } from '../../audit/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import type { CliContext } from '../cli-context.ts';
 import {
@@ -20,7 +21,8 @@ interface ExportFlags extends AuditFlags {
 /**
  * `cohort audit export --config <file> --member <id> --out <file> [--skip-aggregates]
  * [--skip-contributions] [--force]`: writes an audit bundle (docs/log-format.md, "Auditing") of the
- * live log, read with the member's read-only NATS user: every stored entry byte for byte, the
+ * live log, sealed with the member's signing key and read with its read-only NATS user: every
+ * stored entry byte for byte, the
  * aggregate of every COMMIT (from the aggregate store, which the member's user must be allowed to
  * read unless `--skip-aggregates`), the stored contributions the log lists (unless
  * `--skip-contributions`, or the member may not read them), and copies of the trusted registry file
@@ -47,6 +49,7 @@ export function registerAuditExportCommand(audit: Command, ctx: CliContext): voi
       });
     }
     const trust = resolveAuditTrust(trustSources(flags, config, config.federation.id));
+    const signer = loadBundleSigner(config, flags.member);
     const file = openBundleFile(flags.out, { force: flags.force === true, mode: 0o644 });
     let summary: Awaited<ReturnType<typeof exportAuditBundle>>;
     try {
@@ -58,6 +61,7 @@ export function registerAuditExportCommand(audit: Command, ctx: CliContext): voi
             genesis: trust.genesis,
             skipAggregates: flags.skipAggregates === true,
             skipContributions: flags.skipContributions === true,
+            signer,
           },
           (chunk) => file.write(chunk),
         ),
@@ -66,6 +70,8 @@ export function registerAuditExportCommand(audit: Command, ctx: CliContext): voi
     } catch (err) {
       file.discard();
       throw err;
+    } finally {
+      wipeSigningKeyPair(signer.key);
     }
     ctx.stdout.write(
       `exported ${summary.entries} entries (last ${summary.lastSequence}), ${summary.aggregates === 'skipped' ? 'aggregates skipped' : `${summary.objects} aggregates${summary.absent > 0 ? `, ${summary.absent} absent from the store` : ''}`} to ${flags.out}\n`,

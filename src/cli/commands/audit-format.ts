@@ -18,7 +18,7 @@ export function auditLines(report: AuditReport): string[] {
   const source =
     s.kind === 'live'
       ? `live log ${s.stream}${s.member === null ? '' : ` as ${s.member}`}`
-      : `bundle of ${s.stream}${s.member === null ? '' : ` exported by ${s.member}`} at ${isoDate(s.exportedUnixMs)}`;
+      : `bundle of ${s.stream}${s.member === null ? '' : ` exported by ${s.member}`} at ${isoDate(s.exportedUnixMs)}, ${s.sealedBy === null ? 'not sealed by its exporter' : `sealed by ${s.sealedBy}`}`;
   const commits = report.rounds.filter((r) => r.outcome === 'commit').length;
   const c = report.checked;
   const rows: string[][] = [

@@ -118,6 +118,10 @@ export function incompleteMessage(report: Pick<AuditReport, 'unchecked'>): strin
       `${contributions.length} aggregate(s) not re-added: contributions could not be read, CONTRIBUTIONS_UNAVAILABLE (${contributions[0]!.message}); use credentials (or a bundle) with the contributions, or --skip-contributions`,
     );
   }
+  const unsealed = report.unchecked.find((u) => u.code === 'BUNDLE_UNSEALED');
+  if (unsealed !== undefined) {
+    parts.push(`BUNDLE_UNSEALED: ${unsealed.message}; export the bundle again with this version`);
+  }
   return parts.length === 0 ? 'the audit is incomplete' : parts.join('; ');
 }
 
