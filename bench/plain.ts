@@ -9,8 +9,14 @@
 //   coordinator      reading 10 stored updates back (verify, decode each alone: `plainUpdateDelta`),
 //                    beside decoding their sum once; then each rule (`applyRobustRule`) beside
 //                    the unweighted mean of the same updates
-import { CkksKeyset, DEFAULT_CKKS_PARAMS, getCkksContext } from '../crypto/ckks/index.ts';
-import { type LaneKeyset, PlainLaneContext, PlainLaneKeyset } from '../crypto/lanes/index.ts';
+import {
+  CkksKeyset,
+  DEFAULT_CKKS_PARAMS,
+  getCkksContext,
+  PlainLaneContext,
+  PlainLaneKeyset,
+} from '../crypto/ckks/index.ts';
+import type { LaneKeyset } from '../crypto/lanes/index.ts';
 import { AggregateMacKey } from '../crypto/mac/index.ts';
 import { generateSigningKeyPair, type SigningKeyPair } from '../crypto/signature/index.ts';
 import { MNIST_2NN, parameterCount, type RobustRule } from '../federation/index.ts';

@@ -1,10 +1,9 @@
 import { InvalidArgumentError } from '../../src/errors/index.ts';
 
-/**
- * Largest |error| a decrypted slot may show and still be read as the integer nearest to it: what
- * `roundSlots` (crypto/lanes) counts as an exact lane sum.
- */
-export const LANE_SUM_TOLERANCE = 0.25;
+import { LANE_SUM_TOLERANCE } from '../lanes/lane-pack.ts';
+
+// The lanes define what a decrypted slot may be off by; CKKS noise is sized to stay under it.
+export { LANE_SUM_TOLERANCE };
 
 /**
  * Standard deviation of the per-slot decryption error of one fresh ciphertext (secret-key, seeded,

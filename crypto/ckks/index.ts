@@ -14,4 +14,11 @@ export {
   DEFAULT_CKKS_PARAMS,
   slotCount,
 } from './ckks-params.ts';
+export {
+  PLAIN_LANES_DOMAIN,
+  PlainLaneContext,
+  PlainLaneKeyset,
+  PlainLaneVector,
+  plainLanesId,
+} from './plain-lanes.ts';
 export { loadSeal } from './seal-runtime.ts';

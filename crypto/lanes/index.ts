@@ -1,10 +1,3 @@
 export type { LaneContext, LaneKeyset, LaneVector } from './lane-cipher.ts';
 export { type LaneLayout, laneLayout } from './lane-layout.ts';
 export { clampLaneSums, packLanes, roundSlots } from './lane-pack.ts';
-export {
-  PLAIN_LANES_DOMAIN,
-  PlainLaneContext,
-  PlainLaneKeyset,
-  PlainLaneVector,
-  plainLanesId,
-} from './plain-lanes.ts';

@@ -1,6 +1,12 @@
 import { BlockRejectedError, InvalidArgumentError } from '../../src/errors/index.ts';
-import { LANE_SUM_TOLERANCE } from '../ckks/ckks-noise.ts';
 import type { LaneLayout } from './lane-layout.ts';
+
+/**
+ * Largest |error| a decrypted slot may show and still be read as the integer nearest to it: what
+ * {@link roundSlots} counts as an exact lane sum. The CKKS parameters are checked to keep the noise
+ * of a sum well under it (crypto/ckks, `minScaleBits`).
+ */
+export const LANE_SUM_TOLERANCE = 0.25;
 
 /**
  * Packs levels into slot values: parameter `j · lanesPerSlot + l` of the range goes to lane `l`

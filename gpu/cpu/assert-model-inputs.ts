@@ -6,8 +6,8 @@ import {
   modelLayout,
 } from '../../federation/index.ts';
 import { assertFiniteArray, InvalidArgumentError } from '../../src/errors/index.ts';
-import { assertDataset } from '../dataset.ts';
-import type { Dataset } from '../engine.ts';
+import type { Dataset } from '../engine/index.ts';
+import { assertDataset } from '../engine/index.ts';
 
 /**
  * Validates what `train` and `evaluate` receive and returns the model's layout: the spec, the

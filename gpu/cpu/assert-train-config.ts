@@ -1,5 +1,5 @@
 import { assertInteger, InvalidArgumentError } from '../../src/errors/index.ts';
-import type { TrainConfig } from '../engine.ts';
+import type { TrainConfig } from '../engine/index.ts';
 
 /** Throws `INVALID_ARGUMENT` unless `value` is a finite number in the range; `name` is in the message. */
 export function assertFiniteInRange(

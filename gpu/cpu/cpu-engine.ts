@@ -1,5 +1,5 @@
 import { denseWidths, type ModelLayout, type ModelSpec, quantize } from '../../federation/index.ts';
-import type { Dataset, EvalResult, TrainConfig, TrainingEngine, TrainResult } from '../engine.ts';
+import type { Dataset, EvalResult, TrainConfig, TrainingEngine, TrainResult } from '../engine/index.ts';
 import { assertModelInputs } from './assert-model-inputs.ts';
 import { assertTrainConfig } from './assert-train-config.ts';
 import { cpuKernels } from './cpu-kernels.ts';

@@ -1,4 +1,4 @@
-import type { Conv2dShape, Kernels, PoolShape } from '../engine.ts';
+import type { Conv2dShape, Kernels, PoolShape } from '../engine/index.ts';
 import {
   type Conv2dGeometry,
   conv2dBackwardInto,

@@ -1,4 +1,4 @@
-import type { Dataset, EvalResult } from '../engine.ts';
+import type { Dataset, EvalResult } from '../engine/index.ts';
 import type { ModelPass } from './model-pass.ts';
 import { countCorrect, softmaxCrossEntropyInto } from './softmax-cross-entropy.ts';
 import { YIELD_EVERY_MS, yieldToEventLoop } from './yield-to-event-loop.ts';

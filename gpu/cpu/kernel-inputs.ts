@@ -1,5 +1,5 @@
 import { assertFiniteArray, assertInteger, InvalidArgumentError } from '../../src/errors/index.ts';
-import type { Conv2dShape, PoolShape } from '../engine.ts';
+import type { Conv2dShape, PoolShape } from '../engine/index.ts';
 import { assertLearningRate, assertMomentum, assertProximalMu } from './assert-train-config.ts';
 
 /** Largest kernel dimension (and dimension product) one kernel call accepts. */

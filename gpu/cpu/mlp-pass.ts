@@ -1,5 +1,5 @@
 import type { ModelLayout } from '../../federation/index.ts';
-import type { Dataset } from '../engine.ts';
+import type { Dataset } from '../engine/index.ts';
 import { denseBackwardInputInto, denseForwardInto, denseWeightGradientInto } from './dense.ts';
 import { createMlpWorkspace, type MlpWorkspace } from './mlp-workspace.ts';
 import type { ModelPass } from './model-pass.ts';

@@ -1,4 +1,4 @@
-import type { Dataset } from '../engine.ts';
+import type { Dataset } from '../engine/index.ts';
 
 /**
  * One model's mini-batch computation over buffers it owns (allocated once per model and row

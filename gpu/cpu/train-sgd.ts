@@ -1,7 +1,6 @@
 import type { ModelLayout } from '../../federation/index.ts';
-import { batchOrder } from '../batch-order.ts';
-import type { Dataset, TrainConfig, TrainResult } from '../engine.ts';
-import { trainStopReason } from '../train-stop.ts';
+import type { Dataset, TrainConfig, TrainResult } from '../engine/index.ts';
+import { batchOrder, trainStopReason } from '../engine/index.ts';
 import type { ModelPass } from './model-pass.ts';
 import { sgdStepInto } from './sgd-step.ts';
 import { YIELD_EVERY_MS, yieldToEventLoop } from './yield-to-event-loop.ts';

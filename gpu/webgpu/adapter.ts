@@ -1,4 +1,4 @@
-import type { TrainingEngine } from '../engine.ts';
+import type { TrainingEngine } from '../engine/index.ts';
 import type { MatmulKind } from './dense-kernels.ts';
 import { GpuContext } from './gpu-context.ts';
 import { GpuError } from './gpu-error.ts';

@@ -1,4 +1,4 @@
-import type { Conv2dShape, PoolShape } from '../engine.ts';
+import type { Conv2dShape, PoolShape } from '../engine/index.ts';
 
 /** Derived sizes of a stride-1 convolution (see `Conv2dShape`). */
 export interface ConvGeometry {

@@ -1,4 +1,4 @@
-import type { Conv2dShape } from '../engine.ts';
+import type { Conv2dShape } from '../engine/index.ts';
 import { convGeometry } from './conv-geometry.ts';
 import { type Dispatch, elementwiseGrid, type GpuContext, type UniformField } from './gpu-context.ts';
 

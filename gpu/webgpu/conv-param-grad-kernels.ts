@@ -1,4 +1,4 @@
-import type { Conv2dShape } from '../engine.ts';
+import type { Conv2dShape } from '../engine/index.ts';
 import { convGeometry } from './conv-geometry.ts';
 import type { ConvParameterOffsets } from './conv-kernels.ts';
 import { type Dispatch, elementwiseGrid, type GpuContext } from './gpu-context.ts';

@@ -1,4 +1,4 @@
-import type { Dataset, EvalResult } from '../engine.ts';
+import type { Dataset, EvalResult } from '../engine/index.ts';
 import { BufferScope } from './buffer-scope.ts';
 import type { Dispatch, GpuContext } from './gpu-context.ts';
 import { softmaxDispatch, softmaxFields } from './softmax-kernels.ts';

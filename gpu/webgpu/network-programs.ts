@@ -1,5 +1,5 @@
 import type { ModelLayout, ModelOp } from '../../federation/index.ts';
-import type { Conv2dShape, PoolShape } from '../engine.ts';
+import type { Conv2dShape, PoolShape } from '../engine/index.ts';
 import { reluBackwardDispatch, reluDispatch } from './activation-kernels.ts';
 import type { BufferScope } from './buffer-scope.ts';
 import { conv2dForwardDispatch, conv2dInputGradDispatch } from './conv-kernels.ts';

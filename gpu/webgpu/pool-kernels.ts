@@ -1,4 +1,4 @@
-import type { PoolShape } from '../engine.ts';
+import type { PoolShape } from '../engine/index.ts';
 import { poolGeometry } from './conv-geometry.ts';
 import { type Dispatch, elementwiseGrid, type GpuContext, type UniformField } from './gpu-context.ts';
 

@@ -1,5 +1,5 @@
-import type { TrainConfig, TrainResult } from '../engine.ts';
-import { trainStopReason } from '../train-stop.ts';
+import type { TrainConfig, TrainResult } from '../engine/index.ts';
+import { trainStopReason } from '../engine/index.ts';
 import type { Dispatch, GpuContext } from './gpu-context.ts';
 
 /** Most steps a stoppable `train` keeps submitted but not yet seen complete. */

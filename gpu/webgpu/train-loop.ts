@@ -1,6 +1,5 @@
-import { batchOrder } from '../batch-order.ts';
-import type { Dataset, TrainConfig, TrainResult } from '../engine.ts';
-import { trainCanStop } from '../train-stop.ts';
+import type { Dataset, TrainConfig, TrainResult } from '../engine/index.ts';
+import { batchOrder, trainCanStop } from '../engine/index.ts';
 import { BufferScope } from './buffer-scope.ts';
 import type { Dispatch, GpuContext } from './gpu-context.ts';
 import { sgdDispatch } from './sgd-kernels.ts';

@@ -8,7 +8,14 @@ import {
   type QuantizeResult,
 } from '../../federation/index.ts';
 import { assertModelInputs, assertTrainConfig } from '../cpu/index.ts';
-import type { Dataset, EvalResult, Kernels, TrainConfig, TrainingEngine, TrainResult } from '../engine.ts';
+import type {
+  Dataset,
+  EvalResult,
+  Kernels,
+  TrainConfig,
+  TrainingEngine,
+  TrainResult,
+} from '../engine/index.ts';
 import { BufferScope } from './buffer-scope.ts';
 import { evaluateOnGpu } from './evaluate-loop.ts';
 import type { GpuContext } from './gpu-context.ts';

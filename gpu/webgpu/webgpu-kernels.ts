@@ -7,7 +7,7 @@ import {
   assertSgdStepInputs,
   assertSoftmaxInputs,
 } from '../cpu/index.ts';
-import type { Kernels } from '../engine.ts';
+import type { Kernels } from '../engine/index.ts';
 import { reluBackwardDispatch, reluDispatch } from './activation-kernels.ts';
 import { BufferScope } from './buffer-scope.ts';
 import { conv2dForwardDispatch, conv2dInputGradDispatch } from './conv-kernels.ts';

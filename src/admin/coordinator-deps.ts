@@ -8,7 +8,8 @@ import {
   requireStoredModel,
   syncTimeline,
 } from '../history/index.ts';
-import { type CoordinatorHandle, federationGenesis, modelSpecFor } from '../services/coordinator/index.ts';
+import { federationGenesis, modelSpecFor } from '../round/index.ts';
+import type { CoordinatorHandle } from '../services/coordinator/index.ts';
 import { type FederationLogReader, openLogReader } from '../services/federation-log/index.ts';
 import type { MemberContext } from '../services/index.ts';
 import { bytesToHex, encodeSafetensors, modelTensors } from '../versions/index.ts';

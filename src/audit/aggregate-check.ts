@@ -1,7 +1,7 @@
 import { constants as bufferConstants } from 'node:buffer';
 import { bytesEqual, sha256 } from '../../crypto/digest/index.ts';
 import { type AggregateInfo, updateLayout } from '../protocol/index.ts';
-import { decodeAggregateObject } from '../services/coordinator/index.ts';
+import { decodeAggregateObject } from '../round/index.ts';
 import { bytesToHex } from '../versions/index.ts';
 import type { AuditAggregateStatus, AuditProblem, AuditUnchecked } from './audit-report.ts';
 import type { AggregateRead, AuditSource } from './audit-source.ts';

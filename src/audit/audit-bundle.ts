@@ -622,16 +622,41 @@ export function decodeAuditBundle(bytes: Uint8Array, source = 'bundle'): AuditBu
       `holds no ${registry === null ? 'registry' : 'genesis'} (version 3 bundles hold both)`,
     );
   }
-  return {
-    meta,
+  const decoded: AuditBundle = Object.freeze({
+    meta: Object.freeze(meta),
     registry,
     genesis,
-    entries,
-    objects,
-    contributions,
-    contributionNotes,
+    entries: Object.freeze(entries.map((e) => Object.freeze(e))),
+    objects: readOnlyMap(objects),
+    contributions: readOnlyMap(contributions),
+    contributionNotes: readOnlyMap(contributionNotes),
     ...(seal === undefined ? {} : { seal }),
+  });
+  DECODED.add(decoded);
+  return decoded;
+}
+
+/** Bundles exactly as {@link decodeAuditBundle} returned them: only their seals cover what they hold. */
+const DECODED = new WeakSet<AuditBundle>();
+
+/** `map`, refusing `set`, `delete` and `clear`: a decoded bundle's seal covers its contents. */
+function readOnlyMap<V>(map: Map<string, V>): ReadonlyMap<string, V> {
+  const refuse = () => {
+    throw new InvalidArgumentError('a decoded bundle is read-only: build a new bundle and seal it again');
   };
+  for (const method of ['set', 'delete', 'clear'] as const) {
+    Object.defineProperty(map, method, { value: refuse });
+  }
+  return map;
+}
+
+/**
+ * The seal of `bundle` when `bundle` is the object {@link decodeAuditBundle} returned (frozen, its
+ * seal's digest computed over the bytes it was decoded from); null otherwise: a bundle built or
+ * copied in memory (`{ ...decoded, meta: … }`) carries no seal that vouches for it.
+ */
+export function sealOf(bundle: AuditBundle): BundleSeal | null {
+  return DECODED.has(bundle) ? (bundle.seal ?? null) : null;
 }
 
 /** The meta's JSON with its fields in one order, so a decoded bundle encodes to the same bytes. */

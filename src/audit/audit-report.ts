@@ -117,9 +117,10 @@ export const AUDIT_UNCHECKED_CODES = [
    */
   'CULPRIT_BY_ELIMINATION',
   /**
-   * A bundle of a format before sealing (version 1 or 3): who exported it, when, and how far its log
-   * goes are nobody's signed statement, so a cut or resealed bundle cannot be told from the log at
-   * an earlier time. The audit is incomplete. At sequence 0.
+   * A bundle of a format before sealing (version 1 or 3), or sealed by a member that is neither the
+   * coordinator nor an auditor: who exported it, when, and how far its log goes are nobody's
+   * trusted statement, so a cut or resealed bundle cannot be told from the log at an earlier time.
+   * The audit is incomplete. At sequence 0.
    */
   'BUNDLE_UNSEALED',
 ] as const;

@@ -1,11 +1,14 @@
 import { type ContributionKey, contributionName } from '../services/store/index.ts';
-import type { AuditBundle, BundleSeal } from './audit-bundle.ts';
+import { type AuditBundle, type BundleSeal, sealOf } from './audit-bundle.ts';
 import type { AggregateRead, AuditSource, ContributionRead } from './audit-source.ts';
 
 /** An {@link AuditSource} over a bundle that also says which of its items the audit never asked for. */
 export interface BundleAuditSource extends AuditSource {
   readonly kind: 'bundle';
-  /** The exporter's seal (version 4), unchecked; null for an unsealed (older) bundle. */
+  /**
+   * The exporter's seal (version 4), its signature unchecked; null for an unsealed (older) bundle,
+   * or one not exactly as `decodeAuditBundle` returned it (`sealOf`).
+   */
   readonly seal: BundleSeal | null;
   /** The bundle's format version. */
   readonly version: number;
@@ -30,7 +33,7 @@ export function bundleAuditSource(bundle: AuditBundle): BundleAuditSource {
   const notes = bundle.contributionNotes ?? new Map();
   return {
     kind: 'bundle',
-    seal: bundle.seal ?? null,
+    seal: sealOf(bundle),
     version: bundle.meta.version,
     federation: bundle.meta.federation,
     stream: bundle.meta.stream,

@@ -1,6 +1,11 @@
-import { type CkksParams, ckksParamsId, getCkksContext } from '../../crypto/ckks/index.ts';
+import {
+  type CkksParams,
+  ckksParamsId,
+  getCkksContext,
+  PlainLaneContext,
+  plainLanesId,
+} from '../../crypto/ckks/index.ts';
 import { bytesEqual } from '../../crypto/digest/index.ts';
-import { PlainLaneContext, plainLanesId } from '../../crypto/lanes/index.ts';
 import {
   type AggregateInfo,
   BlockVerifier,
@@ -14,8 +19,7 @@ import {
   unframe,
   updateLayout,
 } from '../protocol/index.ts';
-import { decodeContribution, maxContributionFrameBytes } from '../services/aggregator/index.ts';
-import { encodeAggregateObject } from '../services/coordinator/index.ts';
+import { decodeContribution, encodeAggregateObject, maxContributionFrameBytes } from '../round/index.ts';
 import type { AuditProblem, AuditUnchecked } from './audit-report.ts';
 import type { AuditSource } from './audit-source.ts';
 import { type LoggedPartialRecord, recomputeAggregate } from './recompute-check.ts';

@@ -14,6 +14,7 @@ export {
   type ContributionNote,
   decodeAuditBundle,
   encodeAuditBundle,
+  sealOf,
   writeAuditBundle,
 } from './audit-bundle.ts';
 export { AUDIT_ERROR_CODES, AuditError, type AuditErrorCode } from './audit-error.ts';

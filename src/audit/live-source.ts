@@ -7,7 +7,7 @@ import {
 } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
-import { encodeContribution } from '../services/aggregator/index.ts';
+import { encodeContribution } from '../round/index.ts';
 import { logStreamName } from '../services/federation-log/index.ts';
 import {
   aggregateStore,

@@ -1,6 +1,6 @@
 import { INTEGER_RDP_ORDERS, rdpToEpsilon } from '../../federation/privacy/index.ts';
 import type { DecisionBody } from '../protocol/index.ts';
-import { decodeRoundParams, type RoundPrivacy } from '../services/coordinator/round-params.ts';
+import { decodeRoundParams, type RoundPrivacy } from '../round/index.ts';
 import type { AuditProblem } from './audit-report.ts';
 
 /**

@@ -1,11 +1,13 @@
-import { type CkksParams, ckksParamsId, getCkksContext } from '../../crypto/ckks/index.ts';
-import { bytesEqual } from '../../crypto/digest/index.ts';
 import {
-  type LaneContext,
+  type CkksParams,
+  ckksParamsId,
+  getCkksContext,
   PlainLaneContext,
   PlainLaneKeyset,
   plainLanesId,
-} from '../../crypto/lanes/index.ts';
+} from '../../crypto/ckks/index.ts';
+import { bytesEqual } from '../../crypto/digest/index.ts';
+import type { LaneContext } from '../../crypto/lanes/index.ts';
 import {
   AggregateBuilder,
   type AggregateInfo,
@@ -17,8 +19,12 @@ import {
   unframe,
   type VerifiedUpdate,
 } from '../protocol/index.ts';
-import { contributionReader, openContribution } from '../services/aggregator/index.ts';
-import { encodeAggregateObject, type RoundRobust } from '../services/coordinator/index.ts';
+import {
+  contributionReader,
+  encodeAggregateObject,
+  openContribution,
+  type RoundRobust,
+} from '../round/index.ts';
 import { applyRobustRule, plainUpdateDelta } from '../services/robust-plan.ts';
 import { type ContributionKey, contributionName } from '../services/store/index.ts';
 import { bytesToHex } from '../versions/index.ts';

@@ -3,7 +3,7 @@ import { bytesEqual, sha256 } from '../../crypto/digest/index.ts';
 import { assertInteger } from '../errors/index.ts';
 import { type ControlBodies, type DecisionBody, openControl } from '../protocol/index.ts';
 import { openRegistryChange, type VerifiedRegistry } from '../registry/index.ts';
-import { decodeRoundParams, type RoundRobust } from '../services/coordinator/round-params.ts';
+import { decodeRoundParams, type RoundRobust } from '../round/index.ts';
 import {
   FederationLogError,
   LOG_ORIGIN,
@@ -485,7 +485,8 @@ class AuditRun {
 
   /**
    * A bundle's seal, checked with its signer's key as the log leaves the registry: the member it
-   * verified for, or null (live; unsealed: `BUNDLE_UNSEALED`; not verified: `BUNDLE_SEAL_INVALID`).
+   * verified for, or null (live; unsealed, or sealed by a member that is neither the coordinator
+   * nor an auditor: `BUNDLE_UNSEALED`; not verified: `BUNDLE_SEAL_INVALID`).
    */
   #checkSeal(): string | null {
     if (this.#source.kind !== 'bundle') return null;
@@ -514,6 +515,17 @@ class AuditRun {
         'BUNDLE_SEAL_INVALID',
         `the seal of ${JSON.stringify(seal.signer)} does not verify over the bundle's bytes: cut, extended or altered after it was sealed`,
       );
+      return null;
+    }
+    // Any member can seal what it relabels as its own export: only those who read the whole log
+    // and every contribution vouch for one.
+    const role = this.#history.registry?.role(seal.signer);
+    if (role !== 'coordinator' && role !== 'auditor') {
+      this.#unchecked.push({
+        sequence: 0,
+        code: 'BUNDLE_UNSEALED',
+        message: `the bundle is sealed by ${JSON.stringify(seal.signer)}, a ${role ?? 'member'}: only the coordinator's or an auditor's seal vouches for a bundle (any member could relabel another's bundle, cut it, and seal it as its own)`,
+      });
       return null;
     }
     return seal.signer;

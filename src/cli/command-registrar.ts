@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { CliContext } from './cli-context.ts';
+import type { CliContext } from './context/cli-context.ts';
 
 /**
  * Adds one top-level command (with its subcommands) to `program`. Each command lives in its

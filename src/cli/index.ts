@@ -1,11 +1,11 @@
-export { type CliContext, processContext, type TextSink } from './cli-context.ts';
 export type { CommandRegistrar } from './command-registrar.ts';
+export { type CliContext, processContext, type TextSink } from './context/cli-context.ts';
 export {
   addConfigOptions,
   type ConfigFlags,
   loadConfigWithFlags,
   overridesFromFlags,
-} from './config-options.ts';
-export { packageVersion } from './package-version.ts';
+} from './context/config-options.ts';
+export { packageVersion } from './context/package-version.ts';
 export { createProgram } from './program.ts';
 export { EXIT_COHORT_ERROR, EXIT_FAILURE, runCli } from './run-cli.ts';

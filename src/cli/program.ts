@@ -1,5 +1,4 @@
 import { Command } from 'commander';
-import { type CliContext, processContext } from './cli-context.ts';
 import type { CommandRegistrar } from './command-registrar.ts';
 import { registerAdminCommand } from './commands/admin.ts';
 import { registerAgentCommand } from './commands/agent.ts';
@@ -18,7 +17,8 @@ import { registerStatusCommand } from './commands/status.ts';
 import { registerSwarmCommand } from './commands/swarm.ts';
 import { registerVersionCommand } from './commands/version.ts';
 import { registerVersionsCommand } from './commands/versions.ts';
-import { packageVersion } from './package-version.ts';
+import { type CliContext, processContext } from './context/cli-context.ts';
+import { packageVersion } from './context/package-version.ts';
 
 /** Top-level commands, in help order. To add a command, write `commands/<name>.ts` and list its registrar here. */
 const COMMANDS: readonly CommandRegistrar[] = [

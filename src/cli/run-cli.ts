@@ -1,6 +1,6 @@
 import { CommanderError } from 'commander';
 import { CohortError } from '../errors/index.ts';
-import { type CliContext, processContext } from './cli-context.ts';
+import { type CliContext, processContext } from './context/cli-context.ts';
 import { createProgram } from './program.ts';
 
 /** Exit status for a Cohort error (configuration, crypto, ...): the command ran and refused. */

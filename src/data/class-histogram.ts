@@ -1,4 +1,4 @@
-import type { Dataset } from '../../gpu/engine.ts';
+import type { Dataset } from '../../gpu/engine/index.ts';
 
 /** Rows per class of `data`: entry c counts the rows labelled c (`data.classCount` entries). */
 export function classHistogram(data: Dataset): number[] {

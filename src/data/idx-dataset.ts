@@ -1,4 +1,4 @@
-import type { Dataset } from '../../gpu/engine.ts';
+import type { Dataset } from '../../gpu/engine/index.ts';
 import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
 import { DataError } from './data-error.ts';
 import { type IdxArray, readIdx } from './idx.ts';

@@ -1,4 +1,4 @@
-import type { Dataset } from '../../gpu/engine.ts';
+import type { Dataset } from '../../gpu/engine/index.ts';
 import { checkSiteConfig, type DataContract, type SiteConfig } from '../config/index.ts';
 import { InvalidArgumentError } from '../errors/index.ts';
 import { csvTableDataset } from './csv-dataset.ts';

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import type { Dataset } from '../../gpu/engine.ts';
+import type { Dataset } from '../../gpu/engine/index.ts';
 import { InvalidArgumentError } from '../errors/index.ts';
 import { DataError } from './data-error.ts';
 import { loadIdxDataset } from './idx-dataset.ts';

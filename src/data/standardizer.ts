@@ -1,5 +1,5 @@
-import { assertDataset } from '../../gpu/dataset.ts';
-import type { Dataset } from '../../gpu/engine.ts';
+import type { Dataset } from '../../gpu/engine/index.ts';
+import { assertDataset } from '../../gpu/engine/index.ts';
 import { DataError } from './data-error.ts';
 
 /** Per-feature mean and standard deviation fitted on training data. */

@@ -1,6 +1,6 @@
 import { apportion, RANDOM_STREAMS, RandomStream, shuffleInPlace } from '../../federation/index.ts';
-import { assertDataset } from '../../gpu/dataset.ts';
-import type { Dataset } from '../../gpu/engine.ts';
+import type { Dataset } from '../../gpu/engine/index.ts';
+import { assertDataset } from '../../gpu/engine/index.ts';
 import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
 
 /** Row indices of a train/test split, each ascending; take the rows with {@link subset}. */

@@ -1,7 +1,7 @@
 import { bytesEqual } from '../../crypto/digest/index.ts';
 import { InvalidArgumentError } from '../errors/index.ts';
 import type { DecisionBody } from '../protocol/index.ts';
-import type { RoundParams } from '../services/coordinator/index.ts';
+import type { RoundParams } from '../round/index.ts';
 import type { ChainCommit } from '../services/federation-log/index.ts';
 import { commitRoundParams } from './commit-params.ts';
 import type { FederationTimeline } from './federation-timeline.ts';

@@ -1,4 +1,4 @@
-import { decodeRoundParams, type RoundParams } from '../services/coordinator/index.ts';
+import { decodeRoundParams, type RoundParams } from '../round/index.ts';
 import type { Commit } from '../versions/index.ts';
 
 /** The round parameters a commit carries, decoded (`decodeRoundParams`), or null when they do not decode. */

@@ -4,7 +4,7 @@ import {
   type ExclusionRecord,
   standardizerFromTotals,
 } from '../protocol/index.ts';
-import type { RoundParams } from '../services/coordinator/index.ts';
+import type { RoundParams } from '../round/index.ts';
 import type { ChainCommit } from '../services/federation-log/index.ts';
 import { bytesToHex, type CommitKind } from '../versions/index.ts';
 import { commitRoundParams } from './commit-params.ts';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { CkksContext, CkksKeyset } from '../../crypto/ckks/index.ts';
+import { CkksContext, CkksKeyset, PlainLaneContext, PlainLaneKeyset } from '../../crypto/ckks/index.ts';
 import {
   type EnvelopeMaker,
   generateKemKeyPair,
@@ -17,12 +17,7 @@ import {
   unwrapSecret,
   wipeKemKeyPair,
 } from '../../crypto/kem/index.ts';
-import {
-  type LaneContext,
-  type LaneKeyset,
-  PlainLaneContext,
-  PlainLaneKeyset,
-} from '../../crypto/lanes/index.ts';
+import type { LaneContext, LaneKeyset } from '../../crypto/lanes/index.ts';
 import {
   generateSigningKeyPair,
   loadSigningKeyPair,

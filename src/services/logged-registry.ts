@@ -1,6 +1,6 @@
 import { ConfigError } from '../errors/index.ts';
 import type { RegistryView } from '../registry/index.ts';
-import { federationGenesis } from './coordinator/genesis.ts';
+import { federationGenesis } from '../round/index.ts';
 import { LOG_ORIGIN } from './federation-log/log-entry.ts';
 import { LogHistory } from './federation-log/log-history.ts';
 import { openLogReader } from './federation-log/log-reader.ts';

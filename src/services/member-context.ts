@@ -1,9 +1,9 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NodeConnectionOptions } from '@nats-io/transport-node';
-import { type CkksParams, getCkksContext } from '../../crypto/ckks/index.ts';
+import { type CkksParams, getCkksContext, PlainLaneContext } from '../../crypto/ckks/index.ts';
 import { sha256Hex } from '../../crypto/digest/index.ts';
-import { type LaneContext, PlainLaneContext } from '../../crypto/lanes/index.ts';
+import type { LaneContext } from '../../crypto/lanes/index.ts';
 import {
   loadPublicKey,
   loadSigningKeyPair,

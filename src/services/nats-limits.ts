@@ -1,6 +1,6 @@
 import type { LaneContext } from '../../crypto/lanes/index.ts';
+import { maxContributionFrameBytes } from '../round/index.ts';
 import { federationServerLimits, type NatsServerLimits } from '../transport/index.ts';
-import { maxContributionFrameBytes } from './aggregator/index.ts';
 import { CONTRIBUTION_HEADER_BYTES } from './store/index.ts';
 
 /**

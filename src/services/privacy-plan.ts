@@ -12,8 +12,8 @@ import {
 import type { CohortConfig } from '../config/index.ts';
 import { InvalidArgumentError } from '../errors/index.ts';
 import { digitsPerField } from '../protocol/index.ts';
+import { decodeRoundParams, type RoundPrivacy } from '../round/index.ts';
 import { bytesToHex, type Commit } from '../versions/index.ts';
-import { decodeRoundParams, type RoundPrivacy } from './coordinator/round-params.ts';
 
 /**
  * How a federation with `privacy` configured carries and accounts its updates. Every member derives

@@ -13,11 +13,8 @@ import { runCli } from '../../src/cli/index.ts';
 import type { CohortConfigInput } from '../../src/config/index.ts';
 import { openControl } from '../../src/protocol/index.ts';
 import { encodeRegistryChangeRecord, sealRegistryChange } from '../../src/registry/index.ts';
-import {
-  type CoordinatorHandle,
-  federationGenesis,
-  type RoundSummary,
-} from '../../src/services/coordinator/index.ts';
+import { federationGenesis } from '../../src/round/index.ts';
+import type { CoordinatorHandle, RoundSummary } from '../../src/services/coordinator/index.ts';
 import type { MemberContext } from '../../src/services/index.ts';
 import { errorCode } from '../helpers/error-code.ts';
 import { Federation, waitFor } from '../helpers/federation.ts';

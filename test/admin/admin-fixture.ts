@@ -9,12 +9,8 @@ import { hashToken } from '../../src/admin/index.ts';
 import { CohortError } from '../../src/errors/index.ts';
 import { FederationTimeline } from '../../src/history/index.ts';
 import type { AdminActionBody } from '../../src/protocol/index.ts';
-import {
-  type CoordinatorStats,
-  encodeRoundParams,
-  type MemberStatus,
-  type RunInfo,
-} from '../../src/services/coordinator/index.ts';
+import { encodeRoundParams } from '../../src/round/index.ts';
+import type { CoordinatorStats, MemberStatus, RunInfo } from '../../src/services/coordinator/index.ts';
 import { bytesToHex, genesisCommit } from '../../src/versions/index.ts';
 import { type HistoryScript, unsignedEntries, versionsScenario } from '../helpers/versions-history.ts';
 

@@ -26,17 +26,16 @@ import {
   sealControl,
   unframe,
 } from '../../src/protocol/index.ts';
+import { encodeContribution, federationGenesis } from '../../src/round/index.ts';
 import {
   AGGREGATOR_ACK,
   type AggregatorService,
   contributionWriter,
-  encodeContribution,
 } from '../../src/services/aggregator/index.ts';
-import {
-  type CoordinatorEvent,
-  type CoordinatorHandle,
-  federationGenesis,
-  type RoundSummary,
+import type {
+  CoordinatorEvent,
+  CoordinatorHandle,
+  RoundSummary,
 } from '../../src/services/coordinator/index.ts';
 import { loadSiteKeyset, type MemberContext, memberConnectOptions } from '../../src/services/index.ts';
 import { aggregateStore, readWriteOnceObject } from '../../src/services/store/index.ts';

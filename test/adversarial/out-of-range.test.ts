@@ -23,7 +23,9 @@ const OVERRIDES: Partial<CohortConfigInput> = {
   round: {
     heartbeatMs: 200,
     missedHeartbeats: 5,
-    deadlineMs: 6000,
+    // Generous: under a loaded CI machine the hostile update (encrypted here, in the test's own
+    // process) must still arrive in time; honest rounds close as soon as every update is in.
+    deadlineMs: 20_000,
     // The hostile site never votes: each round it is in waits this long for it.
     voteTimeoutMs: 2500,
     minContributors: 3,
@@ -122,11 +124,11 @@ describe('a site that sends values out of every honest range', () => {
     await waitFor(
       `${ROUNDS} rounds with the hostile update`,
       () => [...sent].filter((r) => decided.some((d) => d.round === r)).length >= ROUNDS,
-      240_000,
+      400_000,
     );
     keyset.delete();
     macKey.delete();
-  }, 300_000);
+  }, 460_000);
 
   afterAll(async () => {
     clearInterval(beat);

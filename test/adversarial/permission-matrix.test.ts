@@ -24,7 +24,7 @@ import {
   coordinatorAdminDeps,
   hashToken,
 } from '../../src/admin/index.ts';
-import { maxContributionFrameBytes } from '../../src/services/aggregator/index.ts';
+import { maxContributionFrameBytes } from '../../src/round/index.ts';
 import type { CoordinatorHandle } from '../../src/services/coordinator/index.ts';
 import { memberConnectOptions } from '../../src/services/index.ts';
 import {

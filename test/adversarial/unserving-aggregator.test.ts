@@ -4,7 +4,7 @@
 // breaker counted those honest sites as failing every round and left them out (one hostile
 // aggregator shrank the federation, and at a larger share froze it). Now it is struck like a silent
 // voter, its sites go to the other aggregator, and the breaker does not count them.
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CohortConfigInput } from '../../src/config/index.ts';
 import { startAggregator } from '../../src/services/aggregator/index.ts';
 import type { CoordinatorEvent, RoundSummary } from '../../src/services/coordinator/index.ts';
@@ -35,7 +35,7 @@ const ledger = new AttackLedger('unserving-aggregator', [
 
 describe('an aggregator whose partial is refused, or that sends none', () => {
   let f: Federation;
-  let mode: 'spoil' | 'silent' = 'spoil';
+  let mode: 'spoil' | 'silent' | 'serve' = 'spoil';
   const events: CoordinatorEvent[] = [];
   const decided: RoundSummary[] = [];
 
@@ -46,7 +46,7 @@ describe('an aggregator whose partial is refused, or that sends none', () => {
     const partial = own.subjects.partial(HOSTILE);
     const hostile = await startAggregator(
       tamperedMember(own, (subject, data) => {
-        if (subject !== partial) return data;
+        if (subject !== partial || mode === 'serve') return data;
         if (mode === 'silent') return null;
         const spoiled = data.slice();
         spoiled[spoiled.length - 1]! ^= 1;
@@ -130,6 +130,25 @@ describe('an aggregator whose partial is refused, or that sends none', () => {
       holds('no honest member is struck', !honestStruck()),
       honestRoundsCommit(true),
     ]);
+  }, 240_000);
+
+  it('serving again: once its partial is in a committed round its strikes are cleared', async () => {
+    mode = 'serve';
+    const servedAt = () =>
+      decided.find(
+        (d) =>
+          d.commit &&
+          opensAfter(d.round - 1)[0]?.round === d.round &&
+          opensAfter(d.round - 1)[0]!.assignments.some((a) => a.aggregator === HOSTILE),
+      );
+    await waitFor('a committed round agg-2 served', () => servedAt() !== undefined, 180_000);
+    const served = servedAt()!;
+    await waitFor('the decision after it', () => decided.some((d) => d.round > served.round), 60_000);
+    // Credited like a YES voter: a false strike costs one sit-out, not a doubling series.
+    expect(await strikesAt(served.round)).toBe(0);
+    expect(
+      (await f.decisions()).find((d) => d.round === served.round)?.exclusions.some((x) => x.site === HOSTILE),
+    ).toBe(false);
   }, 240_000);
 
   it('the attack table in docs/security.md is the one observed', () => {

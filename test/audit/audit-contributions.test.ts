@@ -28,8 +28,7 @@ import {
   unframe,
   type VerifiedUpdate,
 } from '../../src/protocol/index.ts';
-import { decodeContribution } from '../../src/services/aggregator/index.ts';
-import { encodeAggregateObject } from '../../src/services/coordinator/index.ts';
+import { decodeContribution, encodeAggregateObject } from '../../src/round/index.ts';
 import { contributionName } from '../../src/services/store/index.ts';
 import { createCommit } from '../../src/versions/index.ts';
 import { Federation } from '../helpers/federation.ts';

@@ -48,9 +48,10 @@ beforeAll(async () => {
   expect(summary.committed).toBeGreaterThanOrEqual(1);
   dir = mkdtempSync(join(tmpdir(), 'cohort-audit-'));
   bundlePath = join(dir, 'audit.bin');
-  for (const [member, path] of [
+  for (const [member, path, ...extra] of [
     ['auditor-1', bundlePath],
     ['site-1', join(dir, 'site.bin')],
+    ['auditor-1', join(dir, 'no-contributions.bin'), '--skip-contributions'],
   ] as const) {
     const r = await cohort(
       'audit',
@@ -61,6 +62,7 @@ beforeAll(async () => {
       member,
       '--out',
       path,
+      ...extra,
     );
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
@@ -135,21 +137,42 @@ describe('cohort audit on a real federation log', () => {
     const report = await verifyAudit(bundleAuditSource(site), trustOf(site), { ckksParams: ckksParams() });
     expect(report.problems).toEqual([]);
     expect(report.checked.aggregates).toBe(decisionAt.size);
-    expect(report.unchecked.map((u) => u.code)).toEqual(
-      [...decisionAt].map(() => 'CONTRIBUTIONS_UNAVAILABLE'),
-    );
+    // A site's seal vouches for nothing (any member could relabel a bundle as its own): unsealed.
+    expect(report.unchecked.map((u) => u.code)).toEqual([
+      ...[...decisionAt].map(() => 'CONTRIBUTIONS_UNAVAILABLE'),
+      'BUNDLE_UNSEALED',
+    ]);
+    expect(report.unchecked.at(-1)!.message).toMatch(/sealed by "site-1", a site/);
+    expect(report.source.sealedBy).toBe(null);
     expect(report.verified).toBe(false);
-    // Unless the auditor chooses to skip them: then listed, and complete.
+    // The auditor may skip the contributions (then listed), never the seal.
     const skipped = await verifyAudit(bundleAuditSource(site), trustOf(site), {
       ckksParams: ckksParams(),
       skipContributions: true,
     });
-    expect(skipped.unchecked.map((u) => u.code)).toEqual([...decisionAt].map(() => 'CONTRIBUTIONS_SKIPPED'));
-    expect(skipped.verified).toBe(true);
+    expect(skipped.unchecked.map((u) => u.code)).toEqual([
+      ...[...decisionAt].map(() => 'CONTRIBUTIONS_SKIPPED'),
+      'BUNDLE_UNSEALED',
+    ]);
+    expect(skipped.verified).toBe(false);
   });
 
   it('`audit verify` of a bundle without contributions: exit 2 naming CONTRIBUTIONS_UNAVAILABLE, or 0 skipping them', async () => {
-    const site = join(dir, 'site.bin');
+    // A site's bundle stays incomplete either way: its seal vouches for nothing.
+    const ofSite = await cohort(
+      'audit',
+      'verify',
+      '--bundle',
+      join(dir, 'site.bin'),
+      '--config',
+      f.dep.configPath,
+      '--skip-contributions',
+    );
+    expect(ofSite.status).toBe(2);
+    expect(ofSite.stderr).toMatch(
+      /^error \[AUDIT_INCOMPLETE\]: .*BUNDLE_UNSEALED: the bundle is sealed by "site-1"/m,
+    );
+    const site = join(dir, 'no-contributions.bin');
     const incomplete = await cohort('audit', 'verify', '--bundle', site, '--config', f.dep.configPath);
     expect(incomplete.status).toBe(2);
     expect(incomplete.stderr).toMatch(/^error \[AUDIT_INCOMPLETE\]: .*CONTRIBUTIONS_UNAVAILABLE/m);

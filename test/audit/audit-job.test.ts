@@ -18,7 +18,7 @@ import {
   verifyAudit,
 } from '../../src/audit/index.ts';
 import type { CohortConfigInput } from '../../src/config/index.ts';
-import { federationGenesis } from '../../src/services/coordinator/index.ts';
+import { federationGenesis } from '../../src/round/index.ts';
 import { ckksParamsOf } from '../../src/services/index.ts';
 import { Federation } from '../helpers/federation.ts';
 

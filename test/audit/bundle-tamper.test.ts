@@ -22,6 +22,7 @@ import {
   type BundleSigner,
   bundleAuditSource,
   decodeAuditBundle,
+  encodeAuditBundle,
   loadBundleSigner,
   resolveAuditTrust,
   verifyAudit,
@@ -411,7 +412,22 @@ describe('a tampered audit bundle is never verified clean', () => {
         resealed(header, items, { member: 'auditor-1', key: other.key }),
       ],
     ];
+    // Any member may seal a bundle it relabels as its own (here cut to nothing but the meta's
+    // claims): only the coordinator's or an auditor's seal vouches for a bundle.
+    const meta = JSON.parse(new TextDecoder().decode(items[0]!.data)) as Record<string, unknown>;
+    const relabelled = [
+      { ...items[0]!, data: new TextEncoder().encode(JSON.stringify({ ...meta, member: 'site-1' })) },
+      ...items.slice(1),
+    ];
+    cases.push([
+      'relabelled as site-1’s export and sealed with site-1’s key',
+      resealed(header, relabelled, other),
+    ]);
     for (const [how, bytes] of cases) expect((await verdict(bytes)).kind, how).not.toBe('clean');
+    expect(await verdict(resealed(header, relabelled, other))).toMatchObject({
+      kind: 'reported',
+      why: 'BUNDLE_UNSEALED',
+    });
   }, 60_000);
 
   it('a contribution gone past the retention is listed as expired; within it, or without a retention, it is a problem', async () => {
@@ -426,12 +442,20 @@ describe('a tampered audit bundle is never verified clean', () => {
       b,
     );
     const day = 86_400_000;
-    const audit = (retention: number | undefined, exported: number, now: number) =>
-      verifyAudit(bundleAuditSource({ ...b, meta: { ...b.meta, exportedUnixMs: exported } }), trust, {
-        ckksParams: [ckksParamsOf(f.dep.config)],
-        ...(retention === undefined ? {} : { contributionRetentionMs: retention }),
-        now: () => now,
-      });
+    const audit = async (retention: number | undefined, exported: number, now: number) =>
+      verifyAudit(
+        bundleAuditSource(
+          decodeAuditBundle(
+            await encodeAuditBundle({ ...b, meta: { ...b.meta, exportedUnixMs: exported } }, exporter),
+          ),
+        ),
+        trust,
+        {
+          ckksParams: [ckksParamsOf(f.dep.config)],
+          ...(retention === undefined ? {} : { contributionRetentionMs: retention }),
+          now: () => now,
+        },
+      );
     const t = Date.now();
     // Exported two days after the round, one day of retention: it may have aged out.
     const aged = await audit(day, t + 2 * day, t + 2 * day);

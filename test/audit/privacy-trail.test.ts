@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { planSkellamDp } from '../../federation/privacy/index.ts';
 import { PrivacyTrail } from '../../src/audit/privacy-trail.ts';
 import type { DecisionBody } from '../../src/protocol/index.ts';
-import { encodeRoundParams, type RoundPrivacy } from '../../src/services/coordinator/index.ts';
+import { encodeRoundParams, type RoundPrivacy } from '../../src/round/index.ts';
 import { nextRoundPrivacy, servicePrivacyOf } from '../../src/services/privacy-plan.ts';
 
 const plan = planSkellamDp({ clipNorm: 0.1, noiseMultiplier: 1, expectedContributors: 3, dimension: 1000 });

@@ -33,7 +33,7 @@ import {
   sealControl,
 } from '../../src/protocol/index.ts';
 import { openRegistry, sealRegistryChange, signRegistry } from '../../src/registry/index.ts';
-import { encodeAggregateObject } from '../../src/services/coordinator/index.ts';
+import { encodeAggregateObject } from '../../src/round/index.ts';
 import type { LogRecordInput } from '../../src/services/federation-log/index.ts';
 import { type Commit, genesisCommit, roundCommit } from '../../src/versions/index.ts';
 import { emptyDecision } from '../helpers/log-records.ts';

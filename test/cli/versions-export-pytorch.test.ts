@@ -6,7 +6,7 @@ import { initParameters, type ModelSpec, mlp } from '../../federation/index.ts';
 import { createCpuEngine } from '../../gpu/index.ts';
 import { parseConfig } from '../../src/config/index.ts';
 import { exportMetadata } from '../../src/history/index.ts';
-import { encodeRoundParams } from '../../src/services/coordinator/index.ts';
+import { encodeRoundParams } from '../../src/round/index.ts';
 import type { ChainCommit } from '../../src/services/federation-log/index.ts';
 import { encodeSafetensors, genesisCommit, modelTensors } from '../../src/versions/index.ts';
 import {

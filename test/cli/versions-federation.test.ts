@@ -14,7 +14,7 @@ import { MNIST_2NN, modelLayout } from '../../federation/index.ts';
 import type { StrategyState } from '../../federation/strategy/index.ts';
 import { layerDiffStats } from '../../src/history/index.ts';
 import { type LogRecordBody, openControl, sealControl } from '../../src/protocol/index.ts';
-import { federationGenesis } from '../../src/services/coordinator/index.ts';
+import { federationGenesis } from '../../src/round/index.ts';
 import {
   ensureLogStream,
   type FederationLogWriter,

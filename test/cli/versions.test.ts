@@ -20,7 +20,7 @@ import {
   showJson,
   waitForRollbackOutcome,
 } from '../../src/history/index.ts';
-import { encodeRoundParams } from '../../src/services/coordinator/index.ts';
+import { encodeRoundParams } from '../../src/round/index.ts';
 import { bytesToHex, type Commit, genesisCommit } from '../../src/versions/index.ts';
 import { cohort } from '../helpers/run-cli.ts';
 import { HistoryScript, perturbed, unsignedEntries, versionsScenario } from '../helpers/versions-history.ts';

@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ckksParamsId, DEFAULT_CKKS_PARAMS } from '../../crypto/ckks/index.ts';
 import {
+  ckksParamsId,
+  DEFAULT_CKKS_PARAMS,
   PLAIN_LANES_DOMAIN,
   PlainLaneContext,
   PlainLaneKeyset,
   plainLanesId,
-} from '../../crypto/lanes/index.ts';
+} from '../../crypto/ckks/index.ts';
 import { CryptoError } from '../../src/errors/index.ts';
 
 const ctx = new PlainLaneContext(DEFAULT_CKKS_PARAMS);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Dataset } from '../../gpu/engine.ts';
+import type { Dataset } from '../../gpu/engine/index.ts';
 import {
   applyStandardizer,
   fitStandardizer,

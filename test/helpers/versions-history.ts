@@ -9,7 +9,7 @@ import type {
   ExclusionRecord,
   LogRecordBody,
 } from '../../src/protocol/index.ts';
-import { encodeRoundParams, type RoundParams } from '../../src/services/coordinator/index.ts';
+import { encodeRoundParams, type RoundParams } from '../../src/round/index.ts';
 import type { LogEntry, LogRecordInput } from '../../src/services/federation-log/index.ts';
 import { type Commit, modelHash, rollbackCommit, roundCommit } from '../../src/versions/index.ts';
 import { emptyDecision } from './log-records.ts';

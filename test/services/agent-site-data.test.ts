@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSiteConfig, parseSiteConfig } from '../../src/config/index.ts';
 import { DataError, writeIdx } from '../../src/data/index.ts';
+import { mnistDataContract, writeDemoSiteData } from '../../src/demo/demo-site-data.ts';
 import { startAgent } from '../../src/services/agent/index.ts';
-import { mnistDataContract, writeDemoSiteData } from '../../src/services/demo/demo-site-data.ts';
 import type { TransportSubscription } from '../../src/transport/index.ts';
 import { Federation, waitFor } from '../helpers/federation.ts';
 

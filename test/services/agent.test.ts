@@ -17,8 +17,8 @@ import {
   type VerifiedBlock,
   type VerifiedUpdate,
 } from '../../src/protocol/index.ts';
+import { aggregateDigest, encodeAggregateObject } from '../../src/round/index.ts';
 import { type AgentService, federationGenesis, startAgent } from '../../src/services/agent/index.ts';
-import { aggregateDigest, encodeAggregateObject } from '../../src/services/coordinator/index.ts';
 import {
   ensureLogStream,
   type FederationLogWriter,

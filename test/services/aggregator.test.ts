@@ -26,11 +26,8 @@ import {
   unframe,
   type VerifiedBlock,
 } from '../../src/protocol/index.ts';
-import {
-  type AggregatorService,
-  maxContributionFrameBytes,
-  startAggregator,
-} from '../../src/services/aggregator/index.ts';
+import { maxContributionFrameBytes } from '../../src/round/index.ts';
+import { type AggregatorService, startAggregator } from '../../src/services/aggregator/index.ts';
 import {
   createLocalDeployment,
   type LocalDeployment,

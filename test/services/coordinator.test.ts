@@ -22,13 +22,8 @@ import {
   rmsLevels,
   sealControl,
 } from '../../src/protocol/index.ts';
-import {
-  aggregateDigest,
-  type CoordinatorEvent,
-  decodeRoundParams,
-  federationGenesis,
-  startCoordinator,
-} from '../../src/services/coordinator/index.ts';
+import { aggregateDigest, decodeRoundParams, federationGenesis } from '../../src/round/index.ts';
+import { type CoordinatorEvent, startCoordinator } from '../../src/services/coordinator/index.ts';
 import { type LogEntry, openLogReader } from '../../src/services/federation-log/index.ts';
 import {
   createLocalDeployment,

@@ -6,29 +6,27 @@
 // leaves it out of every round. The test recomputes Δ̄ from the stored updates itself, a late site
 // catches up by replaying the robust commits, and the auditor's CLI recomputes every Δ̄ from the log.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PlainLaneContext, PlainLaneKeyset } from '../../crypto/ckks/index.ts';
 import { sha256 } from '../../crypto/digest/index.ts';
-import { PlainLaneContext, PlainLaneKeyset } from '../../crypto/lanes/index.ts';
 import { l2Norm } from '../../federation/index.ts';
 import { createCpuEngine, type TrainingEngine } from '../../gpu/index.ts';
 import { openLiveAuditSource } from '../../src/audit/index.ts';
 import { recomputeAggregate } from '../../src/audit/recompute-check.ts';
 import { decodeManifestBody, FRAME_KIND, openControl, unframe } from '../../src/protocol/index.ts';
-import { type AgentService, startAgent } from '../../src/services/agent/index.ts';
+import type { AcceptedPartial } from '../../src/round/index.ts';
 import {
   contributionReader,
-  contributionWriter,
+  decodeAggregateObject,
   decodeContribution,
+  decodeRoundParams,
   encodeContribution,
   openContribution,
-} from '../../src/services/aggregator/index.ts';
-import {
-  decodeAggregateObject,
-  decodeRoundParams,
   type RoundRobust,
-  startCoordinator,
-} from '../../src/services/coordinator/index.ts';
+} from '../../src/round/index.ts';
+import { type AgentService, startAgent } from '../../src/services/agent/index.ts';
+import { contributionWriter } from '../../src/services/aggregator/index.ts';
+import { startCoordinator } from '../../src/services/coordinator/index.ts';
 import { nextRoundClip } from '../../src/services/coordinator/next-clip.ts';
-import type { AcceptedPartial } from '../../src/services/coordinator/partial-intake.ts';
 import { robustRound, robustStep } from '../../src/services/coordinator/robust-round.ts';
 import type { RoundHost } from '../../src/services/coordinator/round-host.ts';
 import { ckksParamsOf, openMember } from '../../src/services/index.ts';

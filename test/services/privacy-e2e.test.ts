@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INTEGER_RDP_ORDERS, RdpLedger } from '../../federation/privacy/index.ts';
 import type { CohortConfigInput } from '../../src/config/index.ts';
 import { RMS_BUCKETS } from '../../src/protocol/index.ts';
-import { decodeRoundParams, modelSpecFor } from '../../src/services/coordinator/index.ts';
+import { decodeRoundParams, modelSpecFor } from '../../src/round/index.ts';
 import { roundCharge, servicePrivacy } from '../../src/services/privacy-plan.ts';
 import { e2eOverrides } from '../helpers/e2e-overrides.ts';
 import { expectSingleChain, Federation, hex, waitFor } from '../helpers/federation.ts';

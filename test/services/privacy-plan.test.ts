@@ -9,15 +9,11 @@ import {
 } from '../../federation/privacy/index.ts';
 import { parseConfig } from '../../src/config/index.ts';
 import type { ControlBodies } from '../../src/protocol/index.ts';
+import { decodeRoundParams, encodeRoundParams, type RoundPrivacy } from '../../src/round/index.ts';
 import type { AgentCore } from '../../src/services/agent/agent-core.ts';
 import { checkPrivacyRecord } from '../../src/services/agent/privacy-record.ts';
 import { privateLevels, privateMean } from '../../src/services/agent/private-update.ts';
 import { VoteNo } from '../../src/services/agent/voter-error.ts';
-import {
-  decodeRoundParams,
-  encodeRoundParams,
-  type RoundPrivacy,
-} from '../../src/services/coordinator/index.ts';
 import {
   budgetAdmits,
   nextRoundPrivacy,

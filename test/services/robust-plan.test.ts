@@ -1,17 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_CKKS_PARAMS } from '../../crypto/ckks/index.ts';
+import { DEFAULT_CKKS_PARAMS, PlainLaneContext, PlainLaneKeyset } from '../../crypto/ckks/index.ts';
 import { sha256 } from '../../crypto/digest/index.ts';
-import { PlainLaneContext, PlainLaneKeyset } from '../../crypto/lanes/index.ts';
 import { AggregateMacKey } from '../../crypto/mac/index.ts';
 import { generateSigningKeyPair } from '../../crypto/signature/index.ts';
 import { dequantizeSum, type RobustRule } from '../../federation/index.ts';
 import { BlockVerifier, encodeUpdate, type VerifiedUpdate } from '../../src/protocol/index.ts';
-import {
-  decodeRoundParams,
-  encodeRoundParams,
-  type RoundParams,
-} from '../../src/services/coordinator/index.ts';
+import { decodeRoundParams, encodeRoundParams, type RoundParams } from '../../src/round/index.ts';
 import {
   applyRobustRule,
   decodeRobustDelta,

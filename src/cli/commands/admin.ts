@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { ADMIN_SCOPES, type AdminScope, generateAdminToken } from '../../admin/index.ts';
 import { CohortError, InvalidArgumentError } from '../../errors/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 
 interface TokenFlags {
   id: string;

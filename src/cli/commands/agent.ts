@@ -3,8 +3,8 @@ import { loadSiteConfig } from '../../config/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import { type AgentOptions, loadContractData, startAgent } from '../../services/agent/index.ts';
 import { openMember } from '../../services/index.ts';
-import type { CliContext } from '../cli-context.ts';
-import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../context/config-options.ts';
 
 interface AgentFlags extends ConfigFlags {
   config: string;

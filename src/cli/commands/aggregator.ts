@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import { startAggregator } from '../../services/aggregator/index.ts';
 import { openMember, roleOf } from '../../services/index.ts';
-import type { CliContext } from '../cli-context.ts';
-import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../context/config-options.ts';
 
 interface AggregatorFlags extends ConfigFlags {
   config: string;

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { wipeSigningKeyPair } from '../../../crypto/signature/index.ts';
 import { exportAuditBundle, loadBundleSigner, resolveAuditTrust } from '../../audit/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import {
   type AuditFlags,
   addAuditOptions,

@@ -2,10 +2,10 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { type Command, CommanderError } from 'commander';
 import { AuditError, type AuditSource, openLiveAuditSource } from '../../audit/index.ts';
 import type { CohortConfig } from '../../config/index.ts';
-import { federationGenesis } from '../../services/coordinator/index.ts';
+import { federationGenesis } from '../../round/index.ts';
 import { memberConnectOptions, roleOf } from '../../services/index.ts';
-import type { CliContext } from '../cli-context.ts';
-import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../context/config-options.ts';
 
 /** Exit status of `audit verify` when it ran and found a problem. */
 export const EXIT_AUDIT_FINDING = 3;

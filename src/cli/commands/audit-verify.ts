@@ -14,7 +14,7 @@ import {
 import type { CohortConfig } from '../../config/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import { ckksParamsOf } from '../../services/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { auditLines } from './audit-format.ts';
 import {
   type AuditFlags,

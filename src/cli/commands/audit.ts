@@ -1,5 +1,5 @@
 import { type Command, CommanderError } from 'commander';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { registerAuditExportCommand } from './audit-export.ts';
 import { EXIT_AUDIT_USAGE } from './audit-session.ts';
 import { registerAuditVerifyCommand } from './audit-verify.ts';

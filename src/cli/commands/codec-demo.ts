@@ -14,7 +14,7 @@ import {
   type RoundMac,
   type SiteCredentials,
 } from '../../protocol/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 
 interface DemoOptions {
   sites: string;

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import type { CliContext } from '../cli-context.ts';
-import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../context/config-options.ts';
 
 /**
  * `cohort config check <file>`: validates the file (with overrides) and prints

@@ -2,8 +2,8 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import { stringify as toYaml } from 'yaml';
 import { renderConfig } from '../../config/index.ts';
-import type { CliContext } from '../cli-context.ts';
-import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../context/config-options.ts';
 
 /** `cohort config print <file>`: prints the validated config, defaults filled and overrides applied. */
 export function registerConfigPrintCommand(config: Command, ctx: CliContext): void {

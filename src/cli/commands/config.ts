@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { registerConfigCheckCommand } from './config-check.ts';
 import { registerConfigPrintCommand } from './config-print.ts';
 

@@ -8,8 +8,8 @@ import {
   startCoordinator,
 } from '../../services/coordinator/index.ts';
 import { openMember } from '../../services/index.ts';
-import type { CliContext } from '../cli-context.ts';
-import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../context/config-options.ts';
 import { coordinatorAdminServices } from './coordinator-admin.ts';
 
 interface CoordinatorFlags extends ConfigFlags {

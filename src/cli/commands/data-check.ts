@@ -9,8 +9,8 @@ import {
   loadSiteData,
 } from '../../data/index.ts';
 import { ConfigError, InvalidArgumentError } from '../../errors/index.ts';
-import type { CliContext } from '../cli-context.ts';
-import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../context/config-options.ts';
 import { integerFlag } from './data-split.ts';
 
 interface DataCheckFlags extends ConfigFlags {

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { readMnistIdx, type SitePartition, splitSites } from '../../data/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 
 interface DataSplitFlags {
   sites: string;

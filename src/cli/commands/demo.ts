@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import type { RobustRule } from '../../../federation/index.ts';
+import { runDemo } from '../../demo/run-demo.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
-import { runDemo } from '../../services/demo/run-demo.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 
 function int(name: string, raw: string, min: number, max: number): number {
   const v = Number(raw);

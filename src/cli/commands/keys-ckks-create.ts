@@ -3,8 +3,8 @@ import { CkksKeyset, getCkksContext } from '../../../crypto/ckks/index.ts';
 import { secretFingerprint } from '../../../crypto/kem/index.ts';
 import { SECRET_KEY_FILE_MODE } from '../../../crypto/signature/index.ts';
 import { CKKS_KEY_PURPOSE } from '../../services/envelope-trust.ts';
-import type { CliContext } from '../cli-context.ts';
-import { addConfigOptions } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { addConfigOptions } from '../context/config-options.ts';
 import {
   type CkksConfigFlags,
   ckksParamsFromFlags,

@@ -12,8 +12,8 @@ import { InvalidArgumentError } from '../../errors/index.ts';
 import { RegistryView } from '../../registry/index.ts';
 import { envelopeTrust } from '../../services/envelope-trust.ts';
 import { loadPinnedRegistry } from '../../services/member-context.ts';
-import type { CliContext } from '../cli-context.ts';
-import { addConfigOptions, loadConfigWithFlags } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { addConfigOptions, loadConfigWithFlags } from '../context/config-options.ts';
 import { CKKS_KEY_WRAP_PURPOSE } from './keys-ckks-wrap.ts';
 import {
   assertDistinctOutput,

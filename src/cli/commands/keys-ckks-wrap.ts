@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { CKKS_KEY_PURPOSE } from '../../services/key-ceremony.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { ckksKeyParamsId, shortParamsId } from './keys-files.ts';
 import { registerWrapCommand } from './keys-wrap-command.ts';
 

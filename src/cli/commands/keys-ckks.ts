@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { registerKeysCkksCreateCommand } from './keys-ckks-create.ts';
 import { registerKeysCkksUnwrapCommand } from './keys-ckks-unwrap.ts';
 import { registerKeysCkksWrapCommand } from './keys-ckks-wrap.ts';

@@ -4,7 +4,7 @@ import { secretFingerprint } from '../../../crypto/kem/index.ts';
 import { SECRET_KEY_FILE_MODE } from '../../../crypto/signature/index.ts';
 import { DATA_KEY_PURPOSE } from '../../services/envelope-trust.ts';
 import { DATA_KEY_BYTES } from '../../versions/snapshot-cipher.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { encodeDataKeyFile } from './keys-data-file.ts';
 import { octalMode, writeKeyOutputs } from './keys-files.ts';
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { DATA_KEY_PURPOSE } from '../../services/key-ceremony.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { dataKeyFromFile } from './keys-data-file.ts';
 import { registerWrapCommand } from './keys-wrap-command.ts';
 

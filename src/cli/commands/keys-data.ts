@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { registerKeysDataCreateCommand } from './keys-data-create.ts';
 import { registerKeysDataWrapCommand } from './keys-data-wrap.ts';
 

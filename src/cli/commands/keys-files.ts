@@ -7,8 +7,8 @@ import { encodeKemPublicKey } from '../../../crypto/kem/index.ts';
 import { PUBLIC_KEY_FILE_MODE, SECRET_KEY_FILE_MODE } from '../../../crypto/signature/key-file-io.ts';
 import { CryptoError, InvalidArgumentError } from '../../errors/index.ts';
 import { writeAllOrNone } from '../../files/index.ts';
-import type { CliContext } from '../cli-context.ts';
-import { type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { type ConfigFlags, loadConfigWithFlags } from '../context/config-options.ts';
 
 /** One file a `keys` command writes. */
 export interface KeyOutput {

@@ -6,7 +6,7 @@ import {
   wipeKemKeyPair,
 } from '../../../crypto/kem/index.ts';
 import { SECRET_KEY_FILE_MODE } from '../../../crypto/signature/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { kemFingerprint, octalMode, writeKeyOutputs } from './keys-files.ts';
 
 interface KemGenerateFlags {

@@ -9,7 +9,7 @@ import {
 import { loadPublicKey, loadSigningKeyPair, wipeSigningKeyPair } from '../../../crypto/signature/index.ts';
 import { readKeyFile } from '../../../crypto/signature/key-file-io.ts';
 import { CryptoError } from '../../errors/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { ckksKeyParamsId, fileMagic, kemFingerprint, shortParamsId } from './keys-files.ts';
 
 /** What `keys show` prints about one file, in order. Never secret material. */

@@ -9,7 +9,7 @@ import {
   wipeSigningKeyPair,
 } from '../../../crypto/signature/index.ts';
 import { SIGNATURE_ALGORITHMS } from '../../config/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { octalMode, writeKeyOutputs } from './keys-files.ts';
 
 interface SigningGenerateFlags {

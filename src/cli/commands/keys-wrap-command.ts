@@ -6,7 +6,7 @@ import {
   wipeSigningKeyPair,
 } from '../../../crypto/signature/index.ts';
 import { readKeyFile } from '../../../crypto/signature/key-file-io.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { assertDistinctOutput, kemFingerprint, octalMode, writeKeyOutputs } from './keys-files.ts';
 
 /** Flags every `keys … wrap` command takes. */

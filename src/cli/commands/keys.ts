@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { registerKeysCkksCommand } from './keys-ckks.ts';
 import { registerKeysDataCommand } from './keys-data.ts';
 import { registerKeysKemCommand } from './keys-kem.ts';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { createFederationTls, federationTlsPaths } from '../../services/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 
 interface NatsCaFlags {
   dir: string;

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import { issueMemberCertificate, loadCertificateAuthority } from '../../services/index.ts';
 import { assertSubjectToken } from '../../transport/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 
 interface NatsCertFlags {
   caDir: string;

@@ -15,8 +15,8 @@ import {
 import { readLoggedRegistry } from '../../services/logged-registry.ts';
 import { federationLimitsFor } from '../../services/nats-limits.ts';
 import { federationUsers, renderAuthorization, renderServerConfig } from '../../transport/index.ts';
-import type { CliContext } from '../cli-context.ts';
-import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../context/config-options.ts';
 
 interface NatsConfigFlags extends ConfigFlags {
   config: string;

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { generateMemberNatsKeys, memberNatsPaths } from '../../services/index.ts';
 import { assertSubjectToken } from '../../transport/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 
 interface NatsKeysFlags {
   member: string;

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { registerNatsCaCommand } from './nats-ca.ts';
 import { registerNatsCertCommand } from './nats-cert.ts';
 import { registerNatsConfigCommand } from './nats-config.ts';

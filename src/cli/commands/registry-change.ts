@@ -10,8 +10,8 @@ import {
   sealRegistryChange,
 } from '../../registry/index.ts';
 import { roleOf } from '../../services/index.ts';
-import type { CliContext } from '../cli-context.ts';
-import { addConfigOptions, type ConfigFlags } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { addConfigOptions, type ConfigFlags } from '../context/config-options.ts';
 import { finding, withVersionsSession } from './versions-session.ts';
 
 interface RegistryChangeFlags extends ConfigFlags {

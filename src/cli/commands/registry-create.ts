@@ -13,8 +13,8 @@ import {
   signRegistry,
   writeRegistry,
 } from '../../registry/index.ts';
-import type { CliContext } from '../cli-context.ts';
-import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../context/config-options.ts';
 
 interface RegistryCreateFlags extends ConfigFlags {
   config: string;

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Command } from 'commander';
 import { encodeKemPublicKey } from '../../../crypto/kem/index.ts';
 import { loadRegistry } from '../../registry/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 
 interface RegistryShowFlags {
   sha256?: string;

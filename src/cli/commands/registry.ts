@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { registerRegistryChangeCommands } from './registry-change.ts';
 import { registerRegistryCreateCommand } from './registry-create.ts';
 import { registerRegistryShowCommand } from './registry-show.ts';

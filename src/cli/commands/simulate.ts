@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import { loadExperiment, readRoundMetrics, resultsTable, runExperiment } from '../../simulate/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 
 interface SimulateOptions {
   config?: string;

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { readKeyFile } from '../../../crypto/signature/key-file-io.ts';
 import { CohortError, InvalidArgumentError } from '../../errors/index.ts';
-import type { CliContext } from '../cli-context.ts';
-import { loadConfigWithFlags } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { loadConfigWithFlags } from '../context/config-options.ts';
 import { printable } from './versions-format.ts';
 
 interface StatusFlags {

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { CohortError, InvalidArgumentError } from '../../errors/index.ts';
 import { parseSiteList, type SwarmFailure, startSwarm } from '../../services/swarm/index.ts';
-import type { CliContext } from '../cli-context.ts';
-import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../context/config-options.ts';
 
 interface SwarmFlags extends ConfigFlags {
   config: string;

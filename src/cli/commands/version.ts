@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import type { CliContext } from '../cli-context.ts';
-import { packageVersion } from '../package-version.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { packageVersion } from '../context/package-version.ts';
 
 /** `cohort version`: prints `cohort <version> (node <version>)`. */
 export function registerVersionCommand(program: Command, ctx: CliContext): void {

@@ -4,7 +4,7 @@ import {
   contributorsJson,
   type LayerDiffStats,
 } from '../../history/index.ts';
-import type { RoundParams } from '../../services/coordinator/index.ts';
+import type { RoundParams } from '../../round/index.ts';
 import type { ChainCommit } from '../../services/federation-log/index.ts';
 import type { CommitKind } from '../../versions/index.ts';
 import {

@@ -12,8 +12,8 @@ import {
   readStoredModel,
   resolveRef,
 } from '../../history/index.ts';
-import { modelSpecFor } from '../../services/coordinator/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import { modelSpecFor } from '../../round/index.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { diffJson, diffLines } from './versions-diff-format.ts';
 import { addVersionsOptions, type VersionsFlags, withVersionsSession } from './versions-session.ts';
 import { storeChoice } from './versions-store.ts';

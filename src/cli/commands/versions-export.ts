@@ -12,9 +12,9 @@ import {
   requireStoredModel,
   resolveRef,
 } from '../../history/index.ts';
-import { modelSpecFor } from '../../services/coordinator/index.ts';
+import { modelSpecFor } from '../../round/index.ts';
 import { encodeSafetensors, modelTensors } from '../../versions/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { commitLabel } from './versions-format.ts';
 import { addVersionsOptions, type VersionsFlags, withVersionsSession } from './versions-session.ts';
 import { storeChoice } from './versions-store.ts';

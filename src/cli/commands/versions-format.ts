@@ -1,4 +1,4 @@
-import type { RoundParams } from '../../services/coordinator/index.ts';
+import type { RoundParams } from '../../round/index.ts';
 import type { ChainCommit } from '../../services/federation-log/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 

@@ -9,7 +9,7 @@ import {
   logItems,
   logJson,
 } from '../../history/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { alignColumns, isoDate, plural, printable, short } from './versions-format.ts';
 import { addVersionsOptions, type VersionsFlags, withVersionsSession } from './versions-session.ts';
 

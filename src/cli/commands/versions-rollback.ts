@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import { type RollbackOutcome, resolveRef, waitForRollbackOutcome } from '../../history/index.ts';
 import { sealControl } from '../../protocol/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { commitLabel, hex, printable } from './versions-format.ts';
 import { addVersionsOptions, finding, type VersionsFlags, withVersionsSession } from './versions-session.ts';
 

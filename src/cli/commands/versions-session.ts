@@ -2,15 +2,15 @@ import { type Command, CommanderError } from 'commander';
 import type { CohortConfig } from '../../config/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import { type FederationTimeline, readTimeline, syncTimeline } from '../../history/index.ts';
-import { federationGenesis } from '../../services/coordinator/index.ts';
+import { federationGenesis } from '../../round/index.ts';
 import {
   FederationLogError,
   type FederationLogReader,
   openLogReader,
 } from '../../services/federation-log/index.ts';
 import { type MemberContext, openMember, roleOf } from '../../services/index.ts';
-import type { CliContext } from '../cli-context.ts';
-import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../config-options.ts';
+import type { CliContext } from '../context/cli-context.ts';
+import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../context/config-options.ts';
 
 /** Exit status of a usage error in `versions` (the value of run-cli's `EXIT_COHORT_ERROR`: the command could not run). */
 export const EXIT_USAGE = 2;

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { resolveRef, type ShowJson, showJson } from '../../history/index.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import {
   alignColumns,
   describeRoundParams,

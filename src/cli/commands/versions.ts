@@ -1,5 +1,5 @@
 import { type Command, CommanderError } from 'commander';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context/cli-context.ts';
 import { registerVersionsDiffCommand } from './versions-diff.ts';
 import { registerVersionsExportCommand } from './versions-export.ts';
 import { registerVersionsLogCommand } from './versions-log.ts';

@@ -1,5 +1,5 @@
 import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
-import { decodeAggregateObject } from '../coordinator/index.ts';
+import { decodeAggregateObject } from '../../round/index.ts';
 import { aggregateStore, readWriteOnceObject, type WriteOnceStore } from '../store/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';

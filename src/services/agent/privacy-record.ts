@@ -1,6 +1,6 @@
 import type { ControlBodies } from '../../protocol/index.ts';
+import type { RoundPrivacy } from '../../round/index.ts';
 import type { Commit } from '../../versions/index.ts';
-import type { RoundPrivacy } from '../coordinator/round-params.ts';
 import { commitPrivacy, nextRoundPrivacy, servicePrivacy, spentAt } from '../privacy-plan.ts';
 import type { AgentCore } from './agent-core.ts';
 import { VoteNo } from './voter-error.ts';

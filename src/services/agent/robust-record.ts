@@ -1,6 +1,6 @@
 import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
 import type { RobustRule } from '../../../federation/index.ts';
-import { decodeRoundParams, type RoundRobust } from '../coordinator/index.ts';
+import { decodeRoundParams, type RoundRobust } from '../../round/index.ts';
 import { decodeRobustDelta, robustDeltaObjectName, serviceRobustRule } from '../robust-plan.ts';
 import { aggregateStore } from '../store/index.ts';
 import type { AgentCore } from './agent-core.ts';

@@ -7,6 +7,7 @@ import {
   sealControl,
   statisticsLaneCount,
 } from '../../protocol/index.ts';
+import { aggregateDigest, decodeRoundParams, type RoundPrivacy } from '../../round/index.ts';
 import {
   bytesToHex,
   type Commit,
@@ -17,7 +18,6 @@ import {
   statisticsCommit,
   strategyStateHash,
 } from '../../versions/index.ts';
-import { aggregateDigest, decodeRoundParams, type RoundPrivacy } from '../coordinator/index.ts';
 import { failpoint } from '../failpoint.ts';
 import { contractFeatureCount, federatedStandardization } from '../statistics-plan.ts';
 import type { AgentCore } from './agent-core.ts';

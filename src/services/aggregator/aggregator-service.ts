@@ -7,12 +7,11 @@ import {
   sealControl,
   signatureTimer,
 } from '../../protocol/index.ts';
+import { ContributionError, decodeContribution } from '../../round/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
 import { intakeLimits } from '../intake-limits.ts';
 import type { MemberContext } from '../member-context.ts';
 import { ChildPartialIntake } from './child-partial-intake.ts';
-import { ContributionError } from './contribution-error.ts';
-import { decodeContribution } from './contribution-store.ts';
 import { contributionWriter } from './contribution-writer.ts';
 import type { AggregatorIntakeHost } from './frame-intake.ts';
 import { RoundCollector, type RoundOpenBody } from './round-collector.ts';

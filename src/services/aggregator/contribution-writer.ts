@@ -1,10 +1,10 @@
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { InvalidArgumentError } from '../../errors/index.ts';
+import type { StoredContribution } from '../../round/index.ts';
+import { ContributionError } from '../../round/index.ts';
 import { assertSubjectToken, federationSubjects } from '../../transport/index.ts';
 import { type ContributionKey, contributionFrameSubject } from '../store/index.ts';
-import { ContributionError } from './contribution-error.ts';
-import type { StoredContribution } from './contribution-store.ts';
 
 /** Frames of one contribution published at once. */
 const PARALLEL_FRAMES = 16;

@@ -16,8 +16,7 @@ import {
   UpdateInbox,
 } from '../../protocol/index.ts';
 // The parent's side of a partial is the same at every level of the tree, the coordinator's included.
-import { PartialIntake } from '../coordinator/partial-intake.ts';
-import { encodeContribution } from './contribution-store.ts';
+import { encodeContribution, PartialIntake } from '../../round/index.ts';
 
 /** The RoundOpen body an aggregator works from. */
 export type RoundOpenBody = ControlBodies['round-open'];

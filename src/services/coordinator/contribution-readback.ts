@@ -5,9 +5,9 @@ import {
   updateLayout,
   type VerifiedUpdate,
 } from '../../protocol/index.ts';
-import { contributionReader, encodeContribution, openContribution } from '../aggregator/index.ts';
+import type { AcceptedPartial } from '../../round/index.ts';
+import { contributionReader, encodeContribution, openContribution } from '../../round/index.ts';
 import { readStoredContribution } from '../store/index.ts';
-import type { AcceptedPartial } from './partial-intake.ts';
 import type { RoundHost } from './round-host.ts';
 
 /** Why a listed contribution could not be taken back from the contributions stream. */

@@ -1,8 +1,8 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { CohortError } from '../../errors/index.ts';
+import { federationGenesis, maxContributionFrameBytes, modelSpecFor } from '../../round/index.ts';
 import type { TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
-import { maxContributionFrameBytes } from '../aggregator/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
 import { snapshotWriter } from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
@@ -26,7 +26,6 @@ import type {
   CoordinatorSummary,
   MemberRoleName,
 } from './events.ts';
-import { federationGenesis, modelSpecFor } from './genesis.ts';
 import { type IntakeHost, MemberIntake } from './member-intake.ts';
 import { Membership } from './membership.ts';
 import { finishPreviousRun, restoreFromLog } from './previous-run.ts';

@@ -1,6 +1,6 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
 import { type ControlBodies, type CulpritRecord, type KeyLookup, openControl } from '../../protocol/index.ts';
-import type { AcceptedPartial } from './partial-intake.ts';
+import type { AcceptedPartial } from '../../round/index.ts';
 
 /** The code a NO vote's reason starts with when the voter's received update was left out. */
 const UPDATE_DROPPED = 'UPDATE_DROPPED:';

@@ -5,9 +5,9 @@ import {
   type CulpritRecord,
   type Encoding,
 } from '../../protocol/index.ts';
-import { encodeContribution } from '../aggregator/index.ts';
+import type { AcceptedPartial } from '../../round/index.ts';
+import { encodeContribution } from '../../round/index.ts';
 import { readListedContributions } from './contribution-readback.ts';
-import type { AcceptedPartial } from './partial-intake.ts';
 import type { RoundHost } from './round-host.ts';
 
 /** What {@link findCulprits} found about a round whose aggregate every voter found wrong. */

@@ -30,23 +30,9 @@ export type {
   CoordinatorSummary,
   RoundSummary,
 } from './events.ts';
-export { federationGenesis, modelSpecFor } from './genesis.ts';
 export { MAX_SIT_OUT_ROUNDS, Membership, sitOutRounds } from './membership.ts';
 export { ROLLBACK_REQUEST_WINDOW_MS } from './rollback-queue.ts';
 export { judgeVotes, type Verdict } from './round-judge.ts';
-export {
-  aggregateDigest,
-  decodeAggregateObject,
-  decodeRoundParams,
-  encodeAggregateObject,
-  encodeRoundParams,
-  ROUND_PARAMS_DOMAIN,
-  ROUND_PRIVACY_TAG,
-  ROUND_ROBUST_TAG,
-  type RoundParams,
-  type RoundPrivacy,
-  type RoundRobust,
-} from './round-params.ts';
 export {
   MAX_RUN_LABEL,
   MAX_RUN_ROUNDS,

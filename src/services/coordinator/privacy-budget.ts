@@ -1,8 +1,8 @@
 import type { Logger } from '../../log/index.ts';
+import type { RoundPrivacy } from '../../round/index.ts';
 import type { LogHistory } from '../federation-log/index.ts';
 import { budgetAdmits, type ServicePrivacy, spentAt } from '../privacy-plan.ts';
 import type { CoordinatorEvent, CoordinatorSummary } from './events.ts';
-import type { RoundPrivacy } from './round-params.ts';
 
 /**
  * The coordinator's side of differential privacy (docs/privacy.md): what the federation has spent

@@ -1,7 +1,8 @@
-import { PlainLaneContext, PlainLaneKeyset } from '../../../crypto/lanes/index.ts';
+import { PlainLaneContext, PlainLaneKeyset } from '../../../crypto/ckks/index.ts';
 import type { RobustRule } from '../../../federation/index.ts';
 import { CohortError } from '../../errors/index.ts';
 import type { ControlBodies, CulpritRecord, Encoding } from '../../protocol/index.ts';
+import type { AcceptedPartial, RoundRobust } from '../../round/index.ts';
 import {
   applyRobustRule,
   plainUpdateDelta,
@@ -9,9 +10,7 @@ import {
   robustDeltaObjectName,
 } from '../robust-plan.ts';
 import { type ReadbackFault, readListedContributions } from './contribution-readback.ts';
-import type { AcceptedPartial } from './partial-intake.ts';
 import type { RoundHost } from './round-host.ts';
-import type { RoundRobust } from './round-params.ts';
 
 /** Stable codes of {@link RobustRoundError}. */
 export type RobustRoundErrorCode = 'PLAIN_MODE_REQUIRED' | ReadbackFault;

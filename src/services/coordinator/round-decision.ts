@@ -33,6 +33,8 @@ export interface RoundFacts {
   readonly unserving?: readonly { readonly aggregator: string; readonly why: string }[];
   /** Sites assigned under them: whether they delivered cannot be seen, so the breaker skips them. */
   readonly unserved?: readonly string[];
+  /** Aggregators whose partial was accepted: credited (strikes cleared) when the round commits. */
+  readonly served?: readonly string[];
 }
 
 /** A verdict without votes (the round failed before PREPARE). */
@@ -89,7 +91,7 @@ export async function decide(
         ...unserving.map((u) => u.aggregator),
       ]),
     ],
-    credited: verdict.commit ? verdict.yes : [],
+    credited: verdict.commit ? [...verdict.yes, ...(facts.served ?? [])] : [],
     round: facts.round,
     height: head.height,
   });

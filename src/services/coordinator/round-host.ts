@@ -1,11 +1,11 @@
 import type { ControlBodies } from '../../protocol/index.ts';
+import type { PartialIntake } from '../../round/index.ts';
 import type { MemberContext } from '../member-context.ts';
 import type { WriteOnceObjects } from '../store/index.ts';
 import type { BreakerTransition, CircuitBreaker, RoundOutcome } from './circuit-breaker.ts';
 import type { CoordinatorLog } from './coordinator-log.ts';
 import type { CoordinatorEvent, CoordinatorOptions, CoordinatorStats } from './events.ts';
 import type { Membership } from './membership.ts';
-import type { PartialIntake } from './partial-intake.ts';
 import type { PrivacyBudget } from './privacy-budget.ts';
 import type { SuspectSet } from './suspects.ts';
 import type { SwitchTracker } from './switch-tracker.ts';

@@ -11,6 +11,13 @@ import {
   sealControl,
   statisticsLaneCount,
 } from '../../protocol/index.ts';
+import {
+  aggregateDigest,
+  encodeAggregateObject,
+  encodeRoundParams,
+  PartialIntake,
+  type RoundRobust,
+} from '../../round/index.ts';
 import { assignBounded, createRing } from '../../tree/index.ts';
 import { bytesToHex, createCommit, ZERO_HASH } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
@@ -22,17 +29,10 @@ import { buildAggregationTree, treeLinks } from './aggregation-tree.ts';
 import { droppedUpdates } from './dropped-updates.ts';
 import type { RoundSummary } from './events.ts';
 import { findCulprits } from './fault-finder.ts';
-import { PartialIntake } from './partial-intake.ts';
 import { robustStep } from './robust-round.ts';
 import { decide, noVotes, type RoundFacts } from './round-decision.ts';
 import { type ActiveRound, type RoundHost, votingRound } from './round-host.ts';
 import { judgeVotes, type Verdict } from './round-judge.ts';
-import {
-  aggregateDigest,
-  encodeAggregateObject,
-  encodeRoundParams,
-  type RoundRobust,
-} from './round-params.ts';
 import { cappedWeights } from './weight-cap.ts';
 
 const EMPTY = new Uint8Array(0);
@@ -260,8 +260,9 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   for (const [aggregator, why] of intake.failed)
     ctx.log.warn({ round, aggregator, why }, 'partial refused: round goes on without it');
   // An aggregator whose partial was refused or never came is struck like a silent voter (an honest
-  // one sends nothing only when none of its sites delivered); the sites under it are not counted
-  // as failing, since their own delivery cannot be seen.
+  // one sends nothing mostly when none of its sites delivered); the sites under it are not counted
+  // as failing, since their own delivery cannot be seen. One whose partial is in a committed round
+  // is credited like a YES voter, so a false strike costs one sit-out, not a doubling series.
   const delivered = new Set(intake.accepted.map((p) => p.aggregator));
   const unserving = [...intake.aggregators]
     .filter((a) => !delivered.has(a))
@@ -310,6 +311,7 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     assigned: assignments.map((a) => a.site),
     unserving,
     unserved,
+    served: [...delivered].sort(),
   };
   const minimum = cfg.round.minContributors;
   if (intake.builder.contributors < minimum) {

@@ -16,13 +16,10 @@ import {
   type DecisionBody,
   RoundTree,
 } from '../../../src/protocol/index.ts';
+import { encodeAggregateObject } from '../../../src/round/index.ts';
 import type { AggregatorService } from '../../../src/services/aggregator/index.ts';
 import { buildAggregationTree } from '../../../src/services/coordinator/aggregation-tree.ts';
-import {
-  type CoordinatorEvent,
-  type CoordinatorSummary,
-  encodeAggregateObject,
-} from '../../../src/services/coordinator/index.ts';
+import type { CoordinatorEvent, CoordinatorSummary } from '../../../src/services/coordinator/index.ts';
 import {
   aggregateStore,
   readStoredContribution,

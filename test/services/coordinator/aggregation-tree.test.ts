@@ -17,8 +17,8 @@ import {
   sumUpdates,
   type TreeLink,
 } from '../../../src/protocol/index.ts';
+import { PartialIntake } from '../../../src/round/index.ts';
 import { buildAggregationTree, treeLinks } from '../../../src/services/coordinator/aggregation-tree.ts';
-import { PartialIntake } from '../../../src/services/coordinator/partial-intake.ts';
 import { type CodecFixture, codecFixture, randomUpdate, roundContext } from '../../helpers/codec-fixture.ts';
 import { blockReason, errorCode } from '../../helpers/error-code.ts';
 

@@ -3,8 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { generateSigningKeyPair } from '../../../crypto/signature/index.ts';
 import { type ControlBodies, sealControl } from '../../../src/protocol/index.ts';
+import type { AcceptedPartial } from '../../../src/round/index.ts';
 import { droppedUpdates } from '../../../src/services/coordinator/dropped-updates.ts';
-import type { AcceptedPartial } from '../../../src/services/coordinator/partial-intake.ts';
 
 const keys = new Map(['agg-1', 'agg-2'].map((a) => [a, generateSigningKeyPair('falcon-512')]));
 const ATTEMPT = new Uint8Array(16).fill(3);

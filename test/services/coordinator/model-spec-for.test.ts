@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { FEDAVG_CNN, MNIST_2NN, parameterCount } from '../../../federation/index.ts';
 import { type CohortConfigInput, parseConfig } from '../../../src/config/index.ts';
 import { ConfigError } from '../../../src/errors/index.ts';
-import { modelSpecFor } from '../../../src/services/coordinator/index.ts';
+import { modelSpecFor } from '../../../src/round/index.ts';
 
 const configOf = (learning: Record<string, unknown>, data?: unknown) =>
   parseConfig({

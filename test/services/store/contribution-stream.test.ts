@@ -4,7 +4,8 @@
 import { DiscardPolicy, jetstream, jetstreamManager, StorageType } from '@nats-io/jetstream';
 import { connect, type NatsConnection, headers as natsHeaders } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ContributionError, contributionWriter } from '../../../src/services/aggregator/index.ts';
+import { ContributionError } from '../../../src/round/index.ts';
+import { contributionWriter } from '../../../src/services/aggregator/index.ts';
 import {
   CONTRIBUTION_HEADER_BYTES,
   type ContributionKey,

@@ -6,11 +6,11 @@ import {
   MNIST_2NN,
   type ModelSpec,
   modelLayout,
-} from '../../../federation/index.ts';
-import type { CohortConfig } from '../../config/index.ts';
-import { dataContractDigest } from '../../data/index.ts';
-import { CohortError, ConfigError } from '../../errors/index.ts';
-import { bytesToHex, type Commit, genesisCommit } from '../../versions/index.ts';
+} from '../../federation/index.ts';
+import type { CohortConfig } from '../config/index.ts';
+import { dataContractDigest } from '../data/index.ts';
+import { CohortError, ConfigError } from '../errors/index.ts';
+import { bytesToHex, type Commit, genesisCommit } from '../versions/index.ts';
 import { encodeRoundParams } from './round-params.ts';
 
 /**

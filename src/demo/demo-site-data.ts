@@ -1,9 +1,9 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import type { DataContractInput, SiteConfigInput } from '../../config/index.ts';
-import { readMnistIdx, splitSites } from '../../data/index.ts';
-import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
+import type { DataContractInput, SiteConfigInput } from '../config/index.ts';
+import { readMnistIdx, splitSites } from '../data/index.ts';
+import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
 
 /**
  * The data contract of MNIST as the demo federation declares it: 1×28×28 images, classes 0…9 (a

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { type CohortConfig, type LoadConfigOptions, loadConfig } from '../config/index.ts';
-import { ConfigError } from '../errors/index.ts';
+import { type CohortConfig, type LoadConfigOptions, loadConfig } from '../../config/index.ts';
+import { ConfigError } from '../../errors/index.ts';
 import type { CliContext } from './cli-context.ts';
 
 /** Options that {@link addConfigOptions} adds, as commander parses them. */

@@ -1,4 +1,4 @@
-import { CohortError } from '../../errors/index.ts';
+import { CohortError } from '../errors/index.ts';
 
 /** Stable codes of {@link ContributionError}; never renamed once released. */
 export const CONTRIBUTION_ERROR_CODES = [

@@ -1,13 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { type CohortConfigInput, parseConfig } from '../../../src/config/index.ts';
-import { dataContractDigest } from '../../../src/data/index.ts';
-import { federationGenesis as agentGenesis } from '../../../src/services/agent/index.ts';
-import {
-  decodeRoundParams,
-  encodeRoundParams,
-  federationGenesis,
-} from '../../../src/services/coordinator/index.ts';
-import { bytesToHex } from '../../../src/versions/index.ts';
+import { type CohortConfigInput, parseConfig } from '../../src/config/index.ts';
+import { dataContractDigest } from '../../src/data/index.ts';
+import { decodeRoundParams, encodeRoundParams, federationGenesis } from '../../src/round/index.ts';
+import { federationGenesis as agentGenesis } from '../../src/services/agent/index.ts';
+import { bytesToHex } from '../../src/versions/index.ts';
 
 const CONTRACT = {
   kind: 'tabular',

@@ -1,4 +1,4 @@
-import { counterRandom } from '../federation/index.ts';
+import { counterRandom } from '../../federation/index.ts';
 
 /**
  * The order rows are visited in epoch `epoch`: a Fisher–Yates shuffle driven by the counter RNG

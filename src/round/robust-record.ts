@@ -1,7 +1,7 @@
-import { assertRobustRule, type RobustRule } from '../../../federation/index.ts';
-import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
-import type { CanonicalWriter } from '../../protocol/canonical-writer.ts';
-import { CanonicalReader } from '../../versions/canonical-reader.ts';
+import { assertRobustRule, type RobustRule } from '../../federation/index.ts';
+import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
+import type { CanonicalWriter } from '../protocol/canonical-writer.ts';
+import { CanonicalReader } from '../versions/canonical-reader.ts';
 
 export type { RobustRule };
 

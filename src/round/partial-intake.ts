@@ -1,8 +1,8 @@
-import { bytesEqual } from '../../../crypto/digest/index.ts';
-import type { LaneContext } from '../../../crypto/lanes/index.ts';
-import type { PublicSigningKey } from '../../../crypto/signature/index.ts';
-import type { SignatureAlgorithm } from '../../config/index.ts';
-import { BlockRejectedError, CohortError } from '../../errors/index.ts';
+import { bytesEqual } from '../../crypto/digest/index.ts';
+import type { LaneContext } from '../../crypto/lanes/index.ts';
+import type { PublicSigningKey } from '../../crypto/signature/index.ts';
+import type { SignatureAlgorithm } from '../config/index.ts';
+import { BlockRejectedError, CohortError } from '../errors/index.ts';
 import {
   AggregateBuilder,
   type Assignment,
@@ -19,7 +19,7 @@ import {
   type UpdateManifest,
   unframe,
   type VerifiedManifest,
-} from '../../protocol/index.ts';
+} from '../protocol/index.ts';
 
 interface PartialInbox {
   readonly verifier: BlockVerifier;

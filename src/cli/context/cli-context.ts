@@ -1,4 +1,4 @@
-import type { TextSink } from '../log/index.ts';
+import type { TextSink } from '../../log/index.ts';
 
 export type { TextSink };
 

@@ -1,4 +1,4 @@
-import type { ModelSpec, QuantizeParams, QuantizeResult } from '../federation/index.ts';
+import type { ModelSpec, QuantizeParams, QuantizeResult } from '../../federation/index.ts';
 
 /**
  * A labelled data set in memory: `count` rows of `featureCount` float32 features (row-major) and

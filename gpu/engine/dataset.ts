@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '../src/errors/index.ts';
+import { InvalidArgumentError } from '../../src/errors/index.ts';
 import type { Dataset } from './engine.ts';
 
 /**

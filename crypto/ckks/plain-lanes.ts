@@ -1,7 +1,7 @@
 import { CryptoError, InvalidArgumentError } from '../../src/errors/index.ts';
-import { type CkksParams, ckksParamsId, slotCount } from '../ckks/ckks-params.ts';
 import { sha256 } from '../digest/index.ts';
-import type { LaneContext, LaneKeyset, LaneVector } from './lane-cipher.ts';
+import type { LaneContext, LaneKeyset, LaneVector } from '../lanes/lane-cipher.ts';
+import { type CkksParams, ckksParamsId, slotCount } from './ckks-params.ts';
 
 /** Domain of {@link plainLanesId}: a plain id can never equal a CKKS parameter id. */
 export const PLAIN_LANES_DOMAIN = 'cohort/v1/plain-lanes';

@@ -4,14 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { RobustRule } from '../../../federation/index.ts';
-import type { AuditReport } from '../../audit/index.ts';
-import type { TextSink } from '../../log/index.ts';
-import { findNatsServer } from '../../transport/index.ts';
-import { createLocalDeployment } from '../deployment.ts';
+import type { RobustRule } from '../../federation/index.ts';
+import type { AuditReport } from '../audit/index.ts';
+import type { TextSink } from '../log/index.ts';
+import { createLocalDeployment } from '../services/deployment.ts';
+import { findNatsServer } from '../transport/index.ts';
 import { mnistDataContract, writeDemoSiteData } from './demo-site-data.ts';
 
-const BIN = fileURLToPath(new URL('../../../bin/cohort.js', import.meta.url));
+const BIN = fileURLToPath(new URL('../../bin/cohort.js', import.meta.url));
 
 /** Options of the demo federation. */
 export interface DemoOptions {

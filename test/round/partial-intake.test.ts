@@ -2,7 +2,7 @@
 // this round, naming the digest and the weight the partial lists: an aggregator cannot list a site
 // that sent nothing, another update under a site's name, or a weight of its own choosing.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { generateSigningKeyPair, type SigningKeyPair } from '../../../crypto/signature/index.ts';
+import { generateSigningKeyPair, type SigningKeyPair } from '../../crypto/signature/index.ts';
 import {
   type Assignment,
   BlockVerifier,
@@ -13,10 +13,10 @@ import {
   encodeUpdate,
   type RoundContext,
   sumUpdates,
-} from '../../../src/protocol/index.ts';
-import { PartialIntake } from '../../../src/services/coordinator/partial-intake.ts';
-import { type CodecFixture, codecFixture, randomUpdate, roundContext } from '../../helpers/codec-fixture.ts';
-import { blockReason } from '../../helpers/error-code.ts';
+} from '../../src/protocol/index.ts';
+import { PartialIntake } from '../../src/round/index.ts';
+import { type CodecFixture, codecFixture, randomUpdate, roundContext } from '../helpers/codec-fixture.ts';
+import { blockReason } from '../helpers/error-code.ts';
 
 const PARAMS = 3000;
 const ASSIGNMENTS: Assignment[] = [

@@ -1,7 +1,7 @@
-import { bytesEqual } from '../../../crypto/digest/index.ts';
-import type { LaneContext } from '../../../crypto/lanes/index.ts';
-import type { PublicSigningKey, SignatureAlgorithm } from '../../../crypto/signature/index.ts';
-import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
+import { bytesEqual } from '../../crypto/digest/index.ts';
+import type { LaneContext } from '../../crypto/lanes/index.ts';
+import type { PublicSigningKey, SignatureAlgorithm } from '../../crypto/signature/index.ts';
+import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
 import {
   BlockVerifier,
   type Contributor,
@@ -10,7 +10,7 @@ import {
   maxBlockFrameBytes,
   maxManifestFrameBytes,
   type VerifiedUpdate,
-} from '../../protocol/index.ts';
+} from '../protocol/index.ts';
 
 /**
  * The largest frame a stored contribution holds under `maxCiphertextBytes`: a block frame (one
