@@ -9,5 +9,9 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Two files at a time. Vitest's default on a 2-core CI machine is one (cores − 1), and the
+    // federation tests mostly wait on the network and timers: run alone they used half the CPU and
+    // the suite's wall time neared CI's 30 minutes.
+    maxWorkers: 2,
   },
 });
