@@ -9,7 +9,7 @@
 //
 // The attacks name raw subjects (the old object store `cohort-F-updates` and the contributions
 // stream), so the same file ran against the code before the fix, where they succeeded.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { jetstream, jetstreamManager } from '@nats-io/jetstream';
@@ -33,7 +33,7 @@ import { ckksParamsOf, type MemberContext } from '../../src/services/index.ts';
 import { readObject } from '../../src/services/store/index.ts';
 import { bytesToHex } from '../../src/versions/index.ts';
 import { Federation } from '../helpers/federation.ts';
-import { cohort } from '../helpers/run-cli.ts';
+import { auditExport, cohort } from '../helpers/run-cli.ts';
 import { AttackLedger, holds, honestRoundsCommit, refusedAs } from './attack-ledger.ts';
 
 const F = 'evidence';
@@ -197,18 +197,7 @@ describe('a hostile aggregator against the stored contributions (issue 22, break
   /** The auditor's bundle of the live log (CLI export). */
   async function exported(): Promise<AuditBundle> {
     const path = join(dir, `audit-${Math.random().toString(36).slice(2)}.bin`);
-    const r = await cohort(
-      'audit',
-      'export',
-      '--config',
-      f.dep.configPath,
-      '--member',
-      'auditor-1',
-      '--out',
-      path,
-    );
-    expect(r.status, r.stderr).toBe(0);
-    return decodeAuditBundle(readFileSync(path));
+    return decodeAuditBundle(await auditExport(f.dep.configPath, path));
   }
 
   async function verifyFile(b: AuditBundle) {

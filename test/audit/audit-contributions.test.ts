@@ -3,7 +3,7 @@
 // vote records in its log and each site update in its contributions stream; the bundle exported by the
 // auditor's read-only user verifies with every aggregate recomputed byte-identical, and a forged
 // vote, a contribution left out of a sum and one counted twice are each found at their record.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -32,7 +32,7 @@ import { decodeContribution, encodeAggregateObject } from '../../src/round/index
 import { contributionName } from '../../src/services/store/index.ts';
 import { createCommit } from '../../src/versions/index.ts';
 import { Federation } from '../helpers/federation.ts';
-import { cohort } from '../helpers/run-cli.ts';
+import { auditExport, cohort } from '../helpers/run-cli.ts';
 
 const OVERRIDES: Partial<CohortConfigInput> = {
   round: { heartbeatMs: 200, missedHeartbeats: 5, deadlineMs: 8000, voteTimeoutMs: 8000 },
@@ -54,19 +54,7 @@ beforeAll(async () => {
   expect(summary.committed).toBe(2);
   dir = mkdtempSync(join(tmpdir(), 'cohort-audit-con-'));
   const path = join(dir, 'audit.bin');
-  const r = await cohort(
-    'audit',
-    'export',
-    '--config',
-    f.dep.configPath,
-    '--member',
-    'auditor-1',
-    '--out',
-    path,
-  );
-  expect(r.stderr).toBe('');
-  expect(r.status).toBe(0);
-  bundle = decodeAuditBundle(readFileSync(path));
+  bundle = decodeAuditBundle(await auditExport(f.dep.configPath, path));
   for (const e of bundle.entries)
     records.set(e.sequence, openControl(e.bytes, 'log-record', f.coord.keys).body);
 }, 180_000);

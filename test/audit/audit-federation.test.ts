@@ -25,7 +25,7 @@ import { openControl, sealControl } from '../../src/protocol/index.ts';
 import { federationGenesis } from '../../src/services/agent/index.ts';
 import { ckksParamsOf } from '../../src/services/index.ts';
 import { Federation } from '../helpers/federation.ts';
-import { auditLive, cohort } from '../helpers/run-cli.ts';
+import { auditExport, auditLive, cohort } from '../helpers/run-cli.ts';
 
 const OVERRIDES: Partial<CohortConfigInput> = {
   round: { heartbeatMs: 200, missedHeartbeats: 5, deadlineMs: 8000, voteTimeoutMs: 8000 },
@@ -53,19 +53,7 @@ beforeAll(async () => {
     ['site-1', join(dir, 'site.bin')],
     ['auditor-1', join(dir, 'no-contributions.bin'), '--skip-contributions'],
   ] as const) {
-    const r = await cohort(
-      'audit',
-      'export',
-      '--config',
-      f.dep.configPath,
-      '--member',
-      member,
-      '--out',
-      path,
-      ...extra,
-    );
-    expect(r.stderr).toBe('');
-    expect(r.status).toBe(0);
+    await auditExport(f.dep.configPath, path, member, ...extra);
   }
   bundle = decodeAuditBundle(readFileSync(bundlePath));
   for (const e of await f.logEntries()) {

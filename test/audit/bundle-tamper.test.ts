@@ -9,7 +9,7 @@
 // draws random sequences of such tamperings. The verdict is the library's (decode, trust, verify);
 // a few cases also go through `cohort audit verify` for the exit status.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -31,7 +31,7 @@ import type { CohortConfigInput } from '../../src/config/index.ts';
 import { federationGenesis } from '../../src/services/agent/index.ts';
 import { ckksParamsOf } from '../../src/services/index.ts';
 import { Federation } from '../helpers/federation.ts';
-import { cohort } from '../helpers/run-cli.ts';
+import { auditExport, cohort } from '../helpers/run-cli.ts';
 
 const F = 'tamper';
 const OVERRIDES: Partial<CohortConfigInput> = {
@@ -204,19 +204,7 @@ beforeAll(async () => {
   expect((await f.runCoordinator(2)).committed).toBe(2);
   dir = mkdtempSync(join(tmpdir(), 'cohort-tamper-'));
   const path = join(dir, 'audit.bin');
-  const r = await cohort(
-    'audit',
-    'export',
-    '--config',
-    f.dep.configPath,
-    '--member',
-    'auditor-1',
-    '--out',
-    path,
-  );
-  expect(r.stderr).toBe('');
-  expect(r.status).toBe(0);
-  original = new Uint8Array(readFileSync(path));
+  original = await auditExport(f.dep.configPath, path);
   header = original.subarray(0, MAGIC_AND_VERSION);
   items = itemsOf(original);
   const trailerAt = original.length - 41;

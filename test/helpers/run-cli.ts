@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { expect } from 'vitest';
 import type { AuditReport } from '../../src/audit/index.ts';
 import { type CliContext, runCli } from '../../src/cli/index.ts';
@@ -28,4 +29,30 @@ export async function auditLive(
   expect(r.stderr).toBe('');
   expect(r.status).toBe(0);
   return JSON.parse(r.stdout) as AuditReport;
+}
+
+/**
+ * `cohort audit export --config <configPath> --member <member> --out <path> [...flags]` in-process:
+ * the bundle's bytes, once it exited 0 with nothing on stderr.
+ */
+export async function auditExport(
+  configPath: string,
+  path: string,
+  member = 'auditor-1',
+  ...flags: string[]
+): Promise<Uint8Array> {
+  const r = await cohort(
+    'audit',
+    'export',
+    '--config',
+    configPath,
+    '--member',
+    member,
+    '--out',
+    path,
+    ...flags,
+  );
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0);
+  return new Uint8Array(readFileSync(path));
 }

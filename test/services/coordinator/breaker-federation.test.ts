@@ -231,7 +231,11 @@ describe('circuit breaker over a real federation', () => {
     const opens = (await f.logEntries()).flatMap((e) => (e.record.roundOpen ? [e.record.roundOpen] : []));
     const dropped = opens.filter((o) => w.levels.get(o.round)! >= 2);
     expect(dropped.map((o) => o.round)).toContain(probe!.round);
-    for (const o of opens) {
+    // The coordinator may stop with a round open (a loaded machine is slow to decide it): every
+    // round but that last one is decided.
+    const lastDecided = Math.max(...decisions.map((d) => d.round));
+    expect(opens.filter((o) => o.round > lastDecided).length).toBeLessThanOrEqual(1);
+    for (const o of opens.filter((x) => x.round <= lastDecided)) {
       expect(o.totalParams === parameters, `round ${o.round}`).toBe(w.levels.get(o.round)! >= 2);
       expect(decisions.find((d) => d.round === o.round)?.commit, `round ${o.round}`).toBe(true);
     }
