@@ -1,6 +1,7 @@
 // `npm run bench -- history`: what recovery costs, as ratios to one round of the same federation
-// in the same run (DESIGN §5): catch-up by replay per commit, a join from a snapshot, and a
-// rollback round; at the 2NN's size and for a 10M-parameter MLP (784 → 12,500 → 10).
+// in the same run (docs/round-protocol.md, "Catch-up, snapshots, recovery"): catch-up by replay per
+// commit, a join from a snapshot, and a rollback round; at the 2NN's size and for a 10M-parameter
+// MLP (784 → 12,500 → 10).
 //
 // Each scale runs the real services in this process over a private nats-server: a coordinator,
 // one aggregator and three sites train R rounds (snapshots every 2 commits); then a fourth site

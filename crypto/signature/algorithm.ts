@@ -2,7 +2,7 @@ import { falcon512 } from '@noble/post-quantum/falcon.js';
 import { ml_dsa65 } from '@noble/post-quantum/ml-dsa.js';
 import { CryptoError } from '../../src/errors/index.ts';
 
-/** Lattice signature algorithms a Cohort key can carry. Falcon-512 is the default (DESIGN §4). */
+/** Lattice signature algorithms a Cohort key can carry. Falcon-512 is the default. */
 export type SignatureAlgorithm = 'falcon-512' | 'ml-dsa-65';
 
 /**

@@ -66,8 +66,8 @@ export function findToken(tokens: readonly AdminToken[], token: string): AdminTo
 export type UnauthenticatedCheck = (req: FastifyRequest, reply: FastifyReply) => void;
 
 /**
- * The one `onRequest` hook that decides who may call (STYLE §1.2): it runs before the body is
- * read and authenticates first: a presented bearer token is checked (SHA-256, compared with
+ * The one `onRequest` hook that decides who may call: it runs before the body is read and
+ * authenticates first: a presented bearer token is checked (SHA-256, compared with
  * every configured hash) and, when it matches, the caller is set (`req.adminCaller`, public routes
  * included, so that every authenticated request is limited by its token id alone) and the
  * route's `config.scope` is checked: 403 `FORBIDDEN` for a token without it. A request no token

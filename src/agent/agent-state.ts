@@ -1,6 +1,6 @@
 import { CohortError, InvalidArgumentError } from '../errors/index.ts';
 
-/** The site agent's lifecycle states (DESIGN §9). */
+/** The site agent's lifecycle states. */
 export const AGENT_STATES = [
   'IDLE',
   'LOADING',
@@ -16,17 +16,17 @@ export type AgentState = (typeof AGENT_STATES)[number];
 
 /**
  * Every legal edge, `from → [to…]`. Anything not listed — self-loops included — is refused.
- * Derived from the round in DESIGN §2:
+ * Derived from the round in docs/round-protocol.md:
  *
  * - `IDLE → LOADING`: the agent starts: opens its store (local model versions, residuals, keys)
- *   and pulls commits after its head (§5).
+ *   and pulls commits after its head (catch-up).
  * - `LOADING → READY`: at the federation's head, keys loaded; can take a round.
  * - `LOADING → RECOVERING`: keys, data and store are loaded; the federation log is read, and a
  *   candidate written as *prepared* with no decision applied (the agent crashed between PREPARE
  *   and COMMIT/ABORT) is settled by the decision the log holds.
  * - `READY → TRAINING`: a `RoundOpen` names this site and the base commit equals the head.
  * - `READY → LOADING`: the `RoundOpen` names a base commit ahead of the head, or the agent was
- *   dropped from a round's view and catches up by replay: pull (§5).
+ *   dropped from a round's view and catches up by replay.
  * - `READY → PREPARED`: a `PREPARE` arrived; the aggregate was fetched, verified, decrypted,
  *   applied and the candidate written durably; the agent votes YES. PREPARE goes to every live
  *   member, contributors and non-contributors alike, so it is always handled from READY. A NO vote

@@ -223,10 +223,11 @@ const breakerSchema = z
   });
 
 /**
- * The aggregation tree (DESIGN §2 step 6, §7): when a round uses more aggregators than `rootFanIn`,
- * the coordinator makes some aggregators parents of others (RoundOpen's `parents`), each parent
- * summing at most `fanIn` children's partials, as many levels deep as that takes. The default root
- * fan-in keeps every realistic federation at one level (sites → aggregators → coordinator).
+ * The aggregation tree (docs/round-protocol.md, "Aggregation tree"): when a round uses more
+ * aggregators than `rootFanIn`, the coordinator makes some aggregators parents of others
+ * (RoundOpen's `parents`), each parent summing at most `fanIn` children's partials, as many levels
+ * deep as that takes. The default root fan-in keeps every realistic federation at one level
+ * (sites → aggregators → coordinator).
  */
 const treeSchema = z.strictObject({
   /** Most aggregators that send their partial straight to the coordinator. */
@@ -348,7 +349,7 @@ const learningSchema = z
     }
   });
 
-/** Versions, recovery and durability (DESIGN §2 step 7, §5, §6). */
+/** Versions, recovery and durability (docs/round-protocol.md, "Catch-up, snapshots, recovery"). */
 const historySchema = z.strictObject({
   /**
    * JetStream replicas of the log, the aggregate and snapshot stores and the coordinator lease:

@@ -14,7 +14,7 @@ interface CommitWatch {
 
 /**
  * Version drift from the coordinator's events (docs/metrics.md). A COMMIT's YES voters must all
- * switch to it (DESIGN §2: drift is zero by construction); once `switchWaitMs` has passed since
+ * switch to it (drift is zero by construction); once `switchWaitMs` has passed since
  * the decision, every such voter that is still live and has not reported `switched` for that
  * commit is drifting. {@link drift} is that count for the latest commit whose wait has ended
  * (it falls as late reports come in); {@link missedTotal} adds, once per commit, the voters not

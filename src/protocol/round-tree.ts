@@ -14,11 +14,11 @@ export interface RoundTreeSource {
 const ROOT = '';
 
 /**
- * The aggregation tree of one round, as its RoundOpen names it (DESIGN §2 step 6, §7): every
- * aggregator's parent (`''`: the coordinator) and the deadline by which it sends its partial.
- * Without `parents` it is one level: every aggregator of the assignments sends to the coordinator
- * by `deadlineUnixMs`. Anyone holding the RoundOpen (coordinator, aggregators, auditors) reads the
- * same tree.
+ * The aggregation tree of one round, as its RoundOpen names it (docs/round-protocol.md,
+ * "Aggregation tree"): every aggregator's parent (`''`: the coordinator) and the deadline by which
+ * it sends its partial. Without `parents` it is one level: every aggregator of the assignments
+ * sends to the coordinator by `deadlineUnixMs`. Anyone holding the RoundOpen (coordinator,
+ * aggregators, auditors) reads the same tree.
  *
  * Invariants (checked by {@link RoundTree.of}): every aggregator named by an assignment has a link;
  * each parent is `''` or an aggregator with a link; following parents from any aggregator reaches

@@ -24,7 +24,7 @@ const RATES: Readonly<Record<'control' | 'frames', { perSecond: number; burst: n
 };
 
 /**
- * Transport-level limits of a subscription that takes `kind` from other members (DESIGN §10:
+ * Transport-level limits of a subscription that takes `kind` from other members (docs/security.md:
  * every byte from the network is capped before it is decoded and counted when refused): the
  * largest message of that kind, a per-sender token bucket, and drops reported to `onDrop` (every
  * reason but `DUPLICATE`, which is a request's own retry, not a refusal).

@@ -322,7 +322,7 @@ export interface EnrollInput {
   /**
    * An enrolled site whose envelopes the enrollment opens and whose signing key
    * (`<dir>/<sponsor>/<sponsor>.key`) seals the new site's envelopes (the ceremony runs at a site:
-   * DESIGN §4).
+   * docs/key-ceremony.md).
    */
   readonly sponsor: string;
   /** The new site: it must be in the federation's `members.sites` and have a NATS user. */

@@ -116,10 +116,10 @@ function streamWriterSubjects(stream: string): string[] {
 }
 
 /**
- * The NATS users of a federation, least privilege per role (DESIGN §6, §10). No role may publish
- * on `_INBOX.>`: responders answer through `allow_responses` (one reply per request received,
- * within {@link FederationAuthorizationSpec.responseExpiresMs}), so no member can inject a reply
- * into another member's inbox.
+ * The NATS users of a federation, least privilege per role (docs/security.md, "Permissions, as
+ * observed"). No role may publish on `_INBOX.>`: responders answer through `allow_responses` (one
+ * reply per request received, within {@link FederationAuthorizationSpec.responseExpiresMs}), so no
+ * member can inject a reply into another member's inbox.
  * - a site publishes only its own update, vote, heartbeat, switched and snapshot subjects (the
  *   coordinator and its aggregator answer its requests), and subscribes only to round.open,
  *   prepare, decision, the registry announcements and its own inbox, so it never receives another
@@ -150,7 +150,7 @@ function streamWriterSubjects(stream: string): string[] {
  * - an auditor subscribes to its inbox and the registry announcements and may only read the log
  *   stream, the aggregates stream and the contributions stream (info and get-message: to re-add each
  *   round's contributions; never snapshots or leases). Sites may not read the contributions
- *   stream (DESIGN §10), nor may any role subscribe to its subjects.
+ *   stream (a site holds the CKKS secret key), nor may any role subscribe to its subjects.
  * Every member may connect only as a NATS client (`allowed_connection_types: ["STANDARD"]`). How
  * many connections and subscriptions it may open, and how large a message, nats-server 2.9.10
  * bounds only server-wide: see `federationServerLimits` (server-config.ts).

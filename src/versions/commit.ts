@@ -23,7 +23,7 @@ export type CommitKind = (typeof COMMIT_KINDS)[number];
 /** 32 zero bytes: the parent of genesis and the aggregate digest of genesis and rollback commits. */
 export const ZERO_HASH: Uint8Array = new Uint8Array(HASH_BYTES);
 
-/** Everything a commit's hash covers (DESIGN §5). */
+/** Everything a commit's hash covers (docs/log-format.md, "Commits and hashes"). */
 export interface CommitFields {
   /** Hash of the parent commit; {@link ZERO_HASH} for genesis. */
   readonly parent: Uint8Array;
@@ -158,9 +158,9 @@ export function statisticsCommit(
 }
 
 /**
- * A rollback commit after `head` whose model is `target`'s (DESIGN §5): same `modelHash`, a new
- * hash (other parent, height, round and kind), zero aggregate digest. `params` defaults to the
- * target's.
+ * A rollback commit after `head` whose model is `target`'s (docs/round-protocol.md, "Rollback"):
+ * same `modelHash`, a new hash (other parent, height, round and kind), zero aggregate digest.
+ * `params` defaults to the target's.
  */
 export function rollbackCommit(head: Commit, target: Commit, round: number, params?: Uint8Array): Commit {
   assertParent(head);

@@ -7,7 +7,8 @@ import type { LogCursor } from './log-cursor-file.ts';
 import type { PreparedCandidate } from './prepared-file.ts';
 
 /**
- * A site agent's durable store of model versions (DESIGN §2 step 7, §5). Layout under `dir`:
+ * A site agent's durable store of model versions (docs/round-protocol.md, step 7 and "Catch-up,
+ * snapshots, recovery"). Layout under `dir`:
  *
  * - `models/<modelHashHex>.f32`: models, shared by every commit with that `modelHash`;
  * - `commits/<hashHex>.commit`: every commit since genesis, or since a shallow boundary (`encodeCommit`);

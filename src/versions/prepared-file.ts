@@ -14,7 +14,7 @@ import { VersionError } from './version-error.ts';
 /** Magic of `prepared/<round>.bin` ("Cohort PRePared"). */
 export const PREPARED_FILE_MAGIC = 'CPRP';
 
-/** A candidate version written durably on PREPARE (DESIGN §2 step 7), switched to on COMMIT. */
+/** A candidate version written durably on PREPARE (round step 7), switched to on COMMIT. */
 export interface PreparedCandidate {
   /** The candidate commit; `commit.modelHash` is H(`parameters`). */
   readonly commit: Commit;

@@ -44,7 +44,7 @@ const legalPairs = allPairs.filter(([f, t]) => matrix.legal.get(`${f}>${t}`));
 const illegalPairs = allPairs.filter(([f, t]) => !matrix.legal.get(`${f}>${t}`));
 
 describe('transition table', () => {
-  it('covers the eight states of DESIGN §9 and matches the written matrix exactly', () => {
+  it('covers the eight lifecycle states and matches the written matrix exactly', () => {
     expect([...AGENT_STATES].sort()).toEqual([...matrix.columns].sort());
     expect(matrix.legal.size).toBe(64);
     expect(legalPairs).toHaveLength(22);

@@ -110,7 +110,7 @@ describe('federationUsers', () => {
       '$JS.API.STREAM.INFO.COHORT_F1_CONTRIBUTIONS',
       '$JS.API.STREAM.MSG.GET.COHORT_F1_CONTRIBUTIONS',
     ]);
-    // A site never reads or writes the stored contributions (DESIGN §10).
+    // A site never reads or writes the stored contributions (docs/security.md).
     for (const subject of site.publish.allow ?? []) expect(subject).not.toMatch(/CONTRIBUTIONS|contribution/);
   });
 

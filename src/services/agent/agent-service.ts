@@ -35,14 +35,14 @@ export interface AgentService {
 }
 
 /**
- * Starts the site agent of `ctx` (DESIGN §2, docs/round-protocol.md steps 2, 5, 7, 8): loads the
- * CKKS key (a failure is not fatal: the agent then votes NO with `cannot decrypt: …`), the
- * federation data key (snapshots; optional), its data shard, the model store in
- * `<paths.dataDir>/<member>` and the engine; reads the federation log and recovers — a prepared
- * candidate left by a crash is settled by the log's decision, and a store behind the log's head
- * catches up by replay (or from a snapshot); then answers RoundOpen (train, encode, send),
- * PREPARE (decode, apply, store durably, vote) and decisions (switch or discard), reads the log
- * when a decision is overdue, and heartbeats every `round.heartbeatMs`. Resolves once subscribed.
+ * Starts the site agent of `ctx` (docs/round-protocol.md, steps 2, 5, 7 and 8): loads the CKKS key
+ * (a failure is not fatal: the agent then votes NO with `cannot decrypt: …`), the federation data
+ * key (snapshots; optional), its data shard, the model store in `<paths.dataDir>/<member>` and the
+ * engine; reads the federation log and recovers — a prepared candidate left by a crash is settled
+ * by the log's decision, and a store behind the log's head catches up by replay (or from a
+ * snapshot); then answers RoundOpen (train, encode, send), PREPARE (decode, apply, store durably,
+ * vote) and decisions (switch or discard), reads the log when a decision is overdue, and heartbeats
+ * every `round.heartbeatMs`. Resolves once subscribed.
  */
 export async function startAgent(ctx: MemberContext, options: AgentOptions = {}): Promise<AgentService> {
   if (ctx.role !== 'site') {

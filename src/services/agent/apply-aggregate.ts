@@ -32,14 +32,15 @@ export interface AppliedRound {
 }
 
 /**
- * The deterministic step every site takes from a round's aggregate (DESIGN §2 step 7): decrypt
- * the summed ciphertexts, unpack the lanes (refusing overflow), dequantize, form FedAvg's mean
- * Δ̄ = sum · N / (m · W) (the sum holds Σ_k n_k·Δ_k · m/N), and apply the server strategy to
- * `model` and `state`; `context` names the round and its opening attempt, to which the aggregate's
- * MAC is bound (it must be the exact sum of its listed contributions: `MAC_MISMATCH`);
- * `robustDelta` the Δ̄ of a robust `plain`-mode round (`robustDeltaFor`), applied instead of the
- * sum's mean. The same function serves PREPARE (a candidate to vote on) and catch-up
- * (a commit to replay), so a replayed model is bit-identical to the voted one.
+ * The deterministic step every site takes from a round's aggregate (round step 7,
+ * docs/round-protocol.md): decrypt the summed ciphertexts, unpack the lanes (refusing overflow),
+ * dequantize, form FedAvg's mean Δ̄ = sum · N / (m · W) (the sum holds Σ_k n_k·Δ_k · m/N), and
+ * apply the server strategy to `model` and `state`; `context` names the round and its opening
+ * attempt, to which the aggregate's MAC is bound (it must be the exact sum of its listed
+ * contributions: `MAC_MISMATCH`); `robustDelta` the Δ̄ of a robust `plain`-mode round
+ * (`robustDeltaFor`), applied instead of the sum's mean. The same function serves PREPARE (a
+ * candidate to vote on) and catch-up (a commit to replay), so a replayed model is bit-identical to
+ * the voted one.
  *
  * @throws when the site has no CKKS key, the numbers cannot average, or the aggregate does not decode.
  */

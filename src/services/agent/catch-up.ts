@@ -17,14 +17,15 @@ interface ModelState {
 }
 
 /**
- * Brings the site's store to the head of the federation log (DESIGN §5 "pull"): reads the log,
- * then either replays each commit after the store's head — fetching the round's aggregate from the
- * object store, applying it exactly as on PREPARE, and checking the result hashes to the committed
- * H(w′) and strategy state — or, for a new site (empty store) or one further behind than
- * `history.snapshotEvery` commits, first jumps to the highest snapshot whose content checks
- * against the log's commit (`loadSnapshot`: a refused one is counted and logged, and the one below
- * is tried; with none left it replays from its head or genesis) and replays the rest. Rollback
- * commits restore their target's model. Pending residuals of decided rounds are resolved on the way.
+ * Brings the site's store to the head of the federation log (docs/round-protocol.md, "Catch-up,
+ * snapshots, recovery"): reads the log, then either replays each commit after the store's head —
+ * fetching the round's aggregate from the object store, applying it exactly as on PREPARE, and
+ * checking the result hashes to the committed H(w′) and strategy state — or, for a new site (empty
+ * store) or one further behind than `history.snapshotEvery` commits, first jumps to the highest
+ * snapshot whose content checks against the log's commit (`loadSnapshot`: a refused one is counted
+ * and logged, and the one below is tried; with none left it replays from its head or genesis) and
+ * replays the rest. Rollback commits restore their target's model. Pending residuals of decided
+ * rounds are resolved on the way.
  *
  * Returns how many commits the head moved forward (by a snapshot and replay together). Throws
  * `REPLAY_MISMATCH` when a rebuilt model differs from the

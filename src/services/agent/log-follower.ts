@@ -24,7 +24,7 @@ import {
 export const FOLLOWER_WINDOW = 128;
 
 /**
- * A site's read-only view of the federation log (DESIGN §6: "sites read the log … for catch-up"):
+ * A site's read-only view of the federation log (sites read it for catch-up; docs/log-format.md):
  * the verified history ({@link LogHistory}) kept current by reading new entries, or by taking a
  * broadcast decision that directly follows the last entry read. Reads are serialized.
  */

@@ -141,13 +141,13 @@ async function evaluationLanes(
 const MIN_UPLOAD_SHARE = 0.1;
 
 /**
- * Step 2 (DESIGN §2): trains from the head (which is the round's base) on the site's shard and
- * sends u = (w_local − w) · n_k · m / N, quantized with error feedback, encrypted and signed, to the
- * assigned aggregator. Training stops early when `signal` aborts (PREPARE or the decision of this
- * round arrived: the update is no longer wanted) or at the round's deadline minus the time the
- * upload is expected to take (the last upload's, at least a tenth of the window): the partly
- * trained update is sent rather than none. The new residual is staged, not made current: the
- * round's decision settles it.
+ * Step 2 of the round (docs/round-protocol.md): trains from the head (which is the round's base) on
+ * the site's shard and sends u = (w_local − w) · n_k · m / N, quantized with error feedback,
+ * encrypted and signed, to the assigned aggregator. Training stops early when `signal` aborts
+ * (PREPARE or the decision of this round arrived: the update is no longer wanted) or at the round's
+ * deadline minus the time the upload is expected to take (the last upload's, at least a tenth of
+ * the window): the partly trained update is sent rather than none. The new residual is staged, not
+ * made current: the round's decision settles it.
  */
 export async function trainAndSend(
   core: AgentCore,

@@ -18,13 +18,13 @@ export interface LoadedSnapshot {
 }
 
 /**
- * The best snapshot a site can start from for `range` (DESIGN §5): the logged snapshots in the
- * order of `snapshotCandidates` (highest first), each fetched, hashed against the digest the log
- * records, checked as signed by the site the log names, decrypted, and its model and strategy
- * state checked against the log's commit. A snapshot that fails a check is refused — counted by
- * reason (`snapshotRefusalsOf`), logged with the site that signed it, never tried again — and
- * the next one is tried: a hostile writer's snapshot costs a joining site the replay from the
- * snapshot below, never its join.
+ * The best snapshot a site can start from for `range` (docs/round-protocol.md, "Catch-up,
+ * snapshots, recovery"): the logged snapshots in the order of `snapshotCandidates` (highest first),
+ * each fetched, hashed against the digest the log records, checked as signed by the site the log
+ * names, decrypted, and its model and strategy state checked against the log's commit. A snapshot
+ * that fails a check is refused — counted by reason (`snapshotRefusalsOf`), logged with the site
+ * that signed it, never tried again — and the next one is tried: a hostile writer's snapshot costs
+ * a joining site the replay from the snapshot below, never its join.
  *
  * Returns undefined when no candidate is left (none logged, or every one refused) or the site has
  * no federation data key: the caller replays from its head or genesis. Throws `REPLAY_UNAVAILABLE` when none could be used and one

@@ -18,10 +18,11 @@ export type DecisionOutcome =
   | { readonly kind: 'none' };
 
 /**
- * Step 7 (DESIGN §2): applies a decision (of a verified log entry, from the broadcast or the log). A
- * prepared candidate of that round is switched to atomically on COMMIT (one rename in the store)
- * or discarded on ABORT; the round's staged residual becomes current only when the commit holds
- * this site's update. A COMMIT this site did not prepare leaves it behind (catch-up follows).
+ * Step 7 of the round (docs/round-protocol.md): applies a decision (of a verified log entry, from
+ * the broadcast or the log). A prepared candidate of that round is switched to atomically on COMMIT
+ * (one rename in the store) or discarded on ABORT; the round's staged residual becomes current only
+ * when the commit holds this site's update. A COMMIT this site did not prepare leaves it behind
+ * (catch-up follows).
  */
 export function applyDecision(core: AgentCore, d: DecisionBody): DecisionOutcome {
   const { machine, store } = core;

@@ -33,11 +33,11 @@ import { UPDATE_DROPPED, VoteNo } from './voter-error.ts';
 export { VoteNo };
 
 /**
- * The candidate a PREPARE proposes on top of the store's head (DESIGN §2 step 7): for a training
- * round, the aggregate's digest is recomputed from the ciphertexts and must be the one PREPARE
- * names, then it is decrypted and applied (`applyAggregate`); for a rollback, the target's model
- * (from the store, or rebuilt) with a fresh strategy state. Throws {@link VoteNo} (or any error)
- * with the reason to vote NO.
+ * The candidate a PREPARE proposes on top of the store's head (round step 7,
+ * docs/round-protocol.md): for a training round, the aggregate's digest is recomputed from the
+ * ciphertexts and must be the one PREPARE names, then it is decrypted and applied
+ * (`applyAggregate`); for a rollback, the target's model (from the store, or rebuilt) with a fresh
+ * strategy state. Throws {@link VoteNo} (or any error) with the reason to vote NO.
  */
 export async function candidateFor(core: AgentCore, p: ControlBodies['prepare']): Promise<PreparedCandidate> {
   const head = core.store.head()!;

@@ -55,7 +55,8 @@ const TAIL_FILE = 'log-tail.json';
 export const ADMIN_ACTION_MAX_ARGUMENT_BYTES = 4096;
 
 /**
- * Opens the log for the coordinator (DESIGN §6, one writer):
+ * Opens the log for the coordinator (one writer: ARCHITECTURE.md, "Recovery, history and one
+ * writer"):
  *
  * 1. takes the coordinator lease (KV bucket `cohort-F-lease`), waiting up to `leaseWaitMs` for a
  *    live holder's lease to expire, else `LEASE_HELD`: a second coordinator never gets further;

@@ -23,9 +23,10 @@ export interface QueuedRollback {
 }
 
 /**
- * Rollback requests waiting for their round (DESIGN §5: "an operator can rollback to any earlier
- * commit … decided by the same 2PC"). A target must be a commit on the log's chain below the
- * head; it is checked when requested and again when its round starts (the head may have moved).
+ * Rollback requests waiting for their round (docs/round-protocol.md, "Rollback": an operator can
+ * roll back to any earlier commit, decided by the same 2PC). A target must be a commit on the log's
+ * chain below the head; it is checked when requested and again when its round starts (the head may
+ * have moved).
  */
 export class RollbackQueue {
   readonly #pending: Pending[] = [];

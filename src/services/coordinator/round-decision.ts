@@ -56,9 +56,10 @@ export function noVotes(reason: string): Verdict {
 }
 
 /**
- * Records the decision (DESIGN §2 step 7: the log append is the decision), then applies it: the
- * exclusion table (NO voters and silent voters gain a strike, YES voters of a commit lose theirs),
- * the next clip, the head, and announces it by publishing the very log entry on `decision`.
+ * Records the decision (step 7 of docs/round-protocol.md: the log append is the decision), then
+ * applies it: the exclusion table (NO voters and silent voters gain a strike, YES voters of a
+ * commit lose theirs), the next clip, the head, and announces it by publishing the very log entry
+ * on `decision`.
  */
 export async function decide(
   host: RoundHost,

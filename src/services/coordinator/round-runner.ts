@@ -448,9 +448,9 @@ async function blame(host: RoundHost, input: Parameters<typeof findCulprits>[1])
 }
 
 /**
- * A rollback round (DESIGN §5): a new commit whose model is `target`'s, decided by the same 2PC.
- * The round is logged as opened (no assignments), every eligible site prepares the target's model
- * and votes, and the decision records the target.
+ * A rollback round (docs/round-protocol.md, "Rollback"): a new commit whose model is `target`'s,
+ * decided by the same 2PC. The round is logged as opened (no assignments), every eligible site
+ * prepares the target's model and votes, and the decision records the target.
  */
 export async function runRollbackRound(
   host: RoundHost,

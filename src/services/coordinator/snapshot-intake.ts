@@ -19,13 +19,13 @@ export function snapshotObjectName(height: number, site: string, digest: Uint8Ar
 }
 
 /**
- * Snapshots offered by sites (DESIGN §5): the coordinator cannot read them (they are encrypted
- * under the federation data key), so a site holding that key can sign and encrypt a snapshot of a
- * wrong model that nothing here can tell from an honest one. What the coordinator enforces is
- * who may write: a snapshot of a height is taken only from the site scheduled to write it
- * (`snapshotWriter`: the commit's voters in turn), so one hostile site poisons at most the heights
- * it writes, and a joining site that refuses such a snapshot (its content is checked against the
- * log's commit) falls back to the one below.
+ * Snapshots offered by sites (docs/log-format.md, "Aggregates and snapshots"): the coordinator
+ * cannot read them (they are encrypted under the federation data key), so a site holding that key
+ * can sign and encrypt a snapshot of a wrong model that nothing here can tell from an honest one.
+ * What the coordinator enforces is who may write: a snapshot of a height is taken only from the
+ * site scheduled to write it (`snapshotWriter`: the commit's voters in turn), so one hostile site
+ * poisons at most the heights it writes, and a joining site that refuses such a snapshot (its
+ * content is checked against the log's commit) falls back to the one below.
  *
  * Checks, cheapest first: the subject's member is a site; the size against the model's largest
  * snapshot (the subscription already dropped a larger offer on its first chunk); the frame and

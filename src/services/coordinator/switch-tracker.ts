@@ -26,8 +26,8 @@ interface SwitchRecord {
 
 /**
  * Parameter-sync latency and reported accuracy per committed round: from the decision's
- * publication to each site's `switched` (DESIGN §9). A restarted coordinator seeds the record of
- * the log's last commit so the sites' `switched` for it are still accepted.
+ * publication to each site's `switched` (docs/metrics.md). A restarted coordinator seeds the record
+ * of the log's last commit so the sites' `switched` for it are still accepted.
  */
 export class SwitchTracker {
   /** The newest {@link TRACKED_COMMITS} commits, in the order tracked. */

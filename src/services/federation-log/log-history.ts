@@ -39,13 +39,13 @@ import { type EvidenceKeys, EvidenceViolation, RoundEvidence } from './round-evi
 
 /**
  * The federation's history folded from its log, entry by entry, checking the rules a log must
- * follow (DESIGN §5): rounds strictly increase; every round is opened (RoundOpen, naming the
- * current head as its base) and then decided exactly once, before the next opens; every
- * decision's parent is the current head; a COMMIT's height is the
- * head's + 1 and its hash is the commit hash of its fields (so its parent link, round and model
- * hash are bound); an ABORT leaves the head; a rollback restores the model of a commit on the
- * chain; a snapshot names a commit on the chain. The chain is linear: commit heights are 0
- * (genesis), 1, 2, … Any violation is `LOG_HISTORY_INVALID` naming the entry.
+ * follow (docs/log-format.md, "History rules"): rounds strictly increase; every round is opened
+ * (RoundOpen, naming the current head as its base) and then decided exactly once, before the next
+ * opens; every decision's parent is the current head; a COMMIT's height is the head's + 1 and its
+ * hash is the commit hash of its fields (so its parent link, round and model hash are bound); an
+ * ABORT leaves the head; a rollback restores the model of a commit on the chain; a snapshot names a
+ * commit on the chain. The chain is linear: commit heights are 0 (genesis), 1, 2, … Any violation
+ * is `LOG_HISTORY_INVALID` naming the entry.
  *
  * Apply entries in log order after checking their links (`FederationLogReader.entries` does).
  */

@@ -48,15 +48,15 @@ export interface SwarmHandle {
 }
 
 /**
- * Runs many real site agents in this process (DESIGN "Swarm"): for each member, `openMember`
- * (its own signing key, its own NATS connection with its own NKEY and TLS certificate, so
- * nats-server enforces its permissions) and `startAgent`. Every agent signs its updates,
- * votes, switches and heartbeats with its own key; what the members share is the process: one
- * SEAL runtime (`getCkksContext` caches it) and one CKKS keyset, unwrapped once from the first
- * member's envelope — every site of a federation holds the same CKKS secret, and a keyset per
- * agent would only multiply memory. A member that fails to start is reported (`onFailure`,
- * {@link SwarmHandle.failures}) after `attempts` tries and the others run on; so is an agent
- * that halts.
+ * Runs many real site agents in this process (ARCHITECTURE.md, "Swarm"): for each member,
+ * `openMember` (its own signing key, its own NATS connection with its own NKEY and TLS certificate,
+ * so nats-server enforces its permissions) and `startAgent`. Every agent signs its updates, votes,
+ * switches and heartbeats with its own key; what the members share is the process: one SEAL
+ * runtime (`getCkksContext` caches it) and one CKKS keyset, unwrapped once from the first member's
+ * envelope — every site of a federation holds the same CKKS secret, and a keyset per agent would
+ * only multiply memory. A member that fails to start is reported (`onFailure`,
+ * {@link SwarmHandle.failures}) after `attempts` tries and the others run on; so is an agent that
+ * halts.
  *
  * @throws InvalidArgumentError when `members` is empty, holds a duplicate or a member that is not
  *   a site; CryptoError when the shared CKKS keyset cannot be unwrapped.
