@@ -144,7 +144,7 @@ export function installErrorHandler(app: FastifyInstance, onRefused: RefusalList
     if (err instanceof CohortError) {
       const status = STATUS_BY_CODE[err.code];
       if (status !== undefined) {
-        if (status >= 500) req.log.warn({ code: err.code, err: err.message }, 'admin request failed');
+        if (status >= 500) req.log.warn({ code: err.code, err }, 'admin request failed');
         const retry = err.details['retryAfterS'];
         if (typeof retry === 'number' && Number.isInteger(retry) && retry > 0) {
           reply.header('retry-after', String(retry));

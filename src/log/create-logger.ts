@@ -25,13 +25,17 @@ export interface CreateLoggerOptions {
  * Creates a JSON logger. Values under secret-ish keys ({@link REDACT_PATHS}: `secretKey`,
  * `secret`, `password`, `token`, `privateKey`, `key`, at the top level and two levels down)
  * are replaced by `[redacted]`, and every binary value (typed array, Buffer, ArrayBuffer) in
- * a log record is replaced by a `[N bytes]` marker, so key material never reaches a log. Every
+ * a log record is replaced by a `[N bytes]` marker, so key material never reaches a log. An `err`
+ * is written as an object (type, code, message and stack with its causes', details). Every
  * line is one JSON object with unique keys (a record's own `msg` becomes `detail`).
  */
 export function createLogger(options: CreateLoggerOptions = {}): Logger {
   const pinoOptions: pino.LoggerOptions = {
     level: options.level ?? 'info',
     redact: { paths: [...REDACT_PATHS], censor: REDACTED },
+    // pino's own: type, message and stack with every cause's appended, own fields (code, details);
+    // then the details' bytes scrubbed like the record's.
+    serializers: { err: serializeError },
     formatters: {
       log: (record) => scrubBytes(keepMessageKey(record)) as Record<string, unknown>,
       bindings: (bindings) => scrubBytes(bindings) as Record<string, unknown>,
@@ -62,4 +66,10 @@ export function childLogger(
   bindings: Record<string, unknown> = {},
 ): Logger {
   return logger.child({ ...bindings, component });
+}
+
+/** pino's error serializer, its result copied to a plain object so its details' bytes are scrubbed. */
+function serializeError(err: unknown): unknown {
+  if (!(err instanceof Error)) return scrubBytes(err);
+  return scrubBytes({ ...pino.stdSerializers.err(err) });
 }

@@ -403,7 +403,7 @@ class RegistryFollower {
         try {
           await this.#read();
         } catch (err) {
-          this.#opts.log.warn({ err: (err as Error).message }, 'registry changes not read from the log');
+          this.#opts.log.warn({ err }, 'registry changes not read from the log');
         }
       } while (this.#again);
     })().finally(() => {
@@ -436,10 +436,7 @@ class RegistryFollower {
             'registry change',
           );
         } catch (err) {
-          this.#opts.log.warn(
-            { sequence: entry.sequence, err: (err as Error).message },
-            'registry change in the log refused',
-          );
+          this.#opts.log.warn({ sequence: entry.sequence, err }, 'registry change in the log refused');
         }
       }
       this.#position = { sequence: entry.sequence, hash: entry.hash };

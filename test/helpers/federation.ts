@@ -227,6 +227,13 @@ export class Federation {
   startCoordinator(options: CoordinatorOptions): CoordinatorHandle {
     const handle = startCoordinator(this.coord, options);
     this.#cleanup.push(() => handle.stop());
+    // A test that never awaits `done` still hears of a coordinator that died (not as an unhandled
+    // rejection, which fails the whole run, but on stderr; its own assertions then fail or not).
+    handle.done.catch((err: unknown) => {
+      process.stderr.write(
+        `coordinator of ${this.dep.config.federation.id} ended: ${(err as Error)?.message ?? err}\n`,
+      );
+    });
     return handle;
   }
 

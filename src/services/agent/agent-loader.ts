@@ -60,7 +60,7 @@ export async function loadAgentCore(
   } catch (err) {
     keysetError ??= `no federation data key (the aggregate MAC's key): ${describe(err)}`;
     ctx.log.error(
-      { err: describe(err) },
+      { err },
       'no federation data key: this site cannot tag its updates or check aggregates, and neither writes nor reads snapshots',
     );
   }

@@ -206,7 +206,7 @@ class SiteAgent implements AgentService {
       await follower.sync();
     } catch (err) {
       logRead = false;
-      log.warn({ err: describe(err) }, 'cannot read the federation log yet; starting from the local store');
+      log.warn({ err }, 'cannot read the federation log yet; starting from the local store');
     }
     const rounds = store.preparedRounds();
     this.machine.transition(
@@ -220,7 +220,7 @@ class SiteAgent implements AgentService {
       try {
         kept = store.prepared(newest) !== null;
       } catch (err) {
-        log.error({ round: newest, err: describe(err) }, 'prepared candidate unreadable: discarded');
+        log.error({ round: newest, err }, 'prepared candidate unreadable: discarded');
         store.abortPrepared(newest);
       }
       if (kept) {
@@ -266,7 +266,7 @@ class SiteAgent implements AgentService {
         signer: this.#ctx.members.coordinator,
       }) as ReturnType<typeof openControl<T>>;
     } catch (err) {
-      this.#ctx.log.warn({ subject: msg.subject, err: describe(err) }, `${type} refused`);
+      this.#ctx.log.warn({ subject: msg.subject, err }, `${type} refused`);
       return;
     }
     const body = opened.body as { federation: string; round: number };
@@ -298,7 +298,7 @@ class SiteAgent implements AgentService {
         stream: this.#ctx.subjects.logStream,
       });
     } catch (err) {
-      this.#ctx.log.warn({ err: describe(err) }, 'decision refused');
+      this.#ctx.log.warn({ err }, 'decision refused');
       return;
     }
     const d = entry.record.decision;
@@ -316,12 +316,12 @@ class SiteAgent implements AgentService {
   /** After a failure of a step: halt on a replay mismatch, else ERROR → RECOVERING → PREPARED or READY. */
   #failed(err: unknown): void {
     const core = this.#core!;
-    this.#ctx.log.error({ err: describe(err) }, 'agent step failed');
+    this.#ctx.log.error({ err }, 'agent step failed');
     const m = this.machine;
     if (err instanceof AgentError && (err.code === 'REPLAY_MISMATCH' || err.code === 'STORE_DIVERGED')) {
       if (m.state !== 'ERROR' && m.can('ERROR')) m.transition('ERROR', describe(err).slice(0, 200));
       this.#counters.fatal = describe(err);
-      this.#ctx.log.fatal({ err: describe(err) }, 'halted: this site cannot reach the federation head');
+      this.#ctx.log.fatal({ err }, 'halted: this site cannot reach the federation head');
       this.#halt(err);
       return;
     }
@@ -375,9 +375,7 @@ class SiteAgent implements AgentService {
       core.follower
         .take(entry)
         .then(() => undefined)
-        .catch((err) =>
-          this.#ctx.log.warn({ err: describe(err) }, 'cannot fold the decision into the log view'),
-        );
+        .catch((err) => this.#ctx.log.warn({ err }, 'cannot fold the decision into the log view'));
     // The switch rests on the decision's coordinator signature (checked on receipt) and on the
     // candidate this site computed itself; folding the round into the log view checks a signature
     // per vote and per site manifest (~0.4 ms each), so it follows the switch, off the sync path.
@@ -411,7 +409,7 @@ class SiteAgent implements AgentService {
       await core.follower.sync();
       decided = core.follower.history.decisionOf(round);
     } catch (err) {
-      this.#ctx.log.warn({ round, err: describe(err) }, 'cannot read the log');
+      this.#ctx.log.warn({ round, err }, 'cannot read the log');
     }
     if (decided === undefined) {
       this.machine.transition('PREPARED', `no decision of round ${round} in the log yet`);
@@ -459,7 +457,7 @@ class SiteAgent implements AgentService {
       }
     } catch (err) {
       if (err instanceof AgentError && err.code === 'REPLAY_UNAVAILABLE') {
-        this.#ctx.log.warn({ err: describe(err) }, 'catch-up incomplete; retrying later');
+        this.#ctx.log.warn({ err }, 'catch-up incomplete; retrying later');
       } else {
         throw err;
       }
@@ -489,7 +487,7 @@ class SiteAgent implements AgentService {
     try {
       await sendHeartbeat(core);
     } catch (err) {
-      if (!this.#stopping) this.#ctx.log.warn({ err: describe(err) }, 'heartbeat not sent');
+      if (!this.#stopping) this.#ctx.log.warn({ err }, 'heartbeat not sent');
     }
   }
 

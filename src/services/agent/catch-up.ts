@@ -238,6 +238,6 @@ export function pruneModels(core: AgentCore): void {
   try {
     core.store.pruneModels(core.ctx.config.history.keepModels);
   } catch (err) {
-    core.ctx.log.warn({ err: (err as Error).message }, 'pruning old models failed');
+    core.ctx.log.warn({ err }, 'pruning old models failed');
   }
 }

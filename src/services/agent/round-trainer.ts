@@ -20,7 +20,6 @@ import { ownEvaluation } from './site-evaluation.ts';
 import { type SiteRows, siteRows } from './site-rows.ts';
 import { sendStatistics, statisticsProblem } from './statistics-round.ts';
 import { pinnedExamples, updateFraming, uploadUpdate } from './update-upload.ts';
-import { describe } from './voter.ts';
 
 /**
  * A RoundOpen (step 2): a candidate still prepared for an earlier round is settled from the log
@@ -231,7 +230,7 @@ export async function trainAndSend(
     );
     core.machine.transition('READY', `update of round ${open.round} acknowledged`);
   } catch (err) {
-    log.error({ err: describe(err) }, 'round failed: update discarded');
+    log.error({ err }, 'round failed: update discarded');
     const state = core.machine.state;
     if (state === 'TRAINING' || state === 'UPLOADING')
       core.machine.transition('READY', `round ${open.round} failed`);

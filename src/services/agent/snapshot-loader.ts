@@ -45,7 +45,7 @@ export async function loadSnapshot(
       const s = logged.snapshot;
       if (err instanceof AgentError && err.code === 'REPLAY_UNAVAILABLE') {
         unavailable ??= err;
-        core.ctx.log.warn({ height: s.height, object: s.object, err: err.message }, 'snapshot unavailable');
+        core.ctx.log.warn({ height: s.height, object: s.object, err }, 'snapshot unavailable');
         continue;
       }
       if (!(err instanceof SnapshotError)) throw err;

@@ -39,6 +39,6 @@ export async function maybeWriteSnapshot(
     core.counters.snapshotsWritten++;
     core.ctx.log.info({ height: head.height, bytes: bytes.length }, 'snapshot written');
   } catch (err) {
-    core.ctx.log.error({ height: head.height, err: (err as Error).message }, 'snapshot not written');
+    core.ctx.log.error({ height: head.height, err }, 'snapshot not written');
   }
 }

@@ -3,7 +3,6 @@ import { encodeUpdate, featureTotals, statisticsLaneCount, statisticsLevels } fr
 import { contractFeatureCount, federatedStandardization } from '../statistics-plan.ts';
 import type { AgentCore } from './agent-core.ts';
 import { pinnedExamples, updateFraming, uploadUpdate } from './update-upload.ts';
-import { describe } from './voter.ts';
 
 /** Why this site cannot take part in the statistics round `open` announced, or undefined. */
 export function statisticsProblem(core: AgentCore, open: ControlBodies['round-open']): string | undefined {
@@ -56,7 +55,7 @@ export async function sendStatistics(
     log.info({ aggregator, rows: core.examples, blocks: encoded.blocks.length }, 'feature statistics sent');
     core.machine.transition('READY', `statistics of round ${open.round} acknowledged`);
   } catch (err) {
-    log.error({ err: describe(err) }, 'statistics round failed: nothing sent');
+    log.error({ err }, 'statistics round failed: nothing sent');
     const state = core.machine.state;
     if (state === 'TRAINING' || state === 'UPLOADING')
       core.machine.transition('READY', `round ${open.round} failed`);

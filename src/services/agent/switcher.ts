@@ -46,7 +46,7 @@ export function applyDecision(core: AgentCore, d: DecisionBody): DecisionOutcome
         store.abortPrepared(prepared);
         machine.transition('READY', `COMMIT r${prepared} of another candidate`);
         log.error(
-          { decided: bytesToHex(d.commitHash), err: err.message },
+          { decided: bytesToHex(d.commitHash), err },
           'the committed candidate is not mine: catching up',
         );
         return { kind: 'behind' };
@@ -131,7 +131,7 @@ export async function reportAccuracy(
     core.ctx.log.info({ round, testAccuracy: accuracy }, 'evaluated the committed model');
     await publishSwitched(core, round, head, switchedUnixMs, accuracy);
   } catch (err) {
-    core.ctx.log.error({ round, err: (err as Error).message }, 'evaluation failed');
+    core.ctx.log.error({ round, err }, 'evaluation failed');
   }
 }
 
@@ -160,7 +160,7 @@ async function publishSwitched(
       ),
     );
   } catch (err) {
-    core.ctx.log.error({ round, err: (err as Error).message }, 'switched not published');
+    core.ctx.log.error({ round, err }, 'switched not published');
   }
 }
 

@@ -320,7 +320,7 @@ export async function vote(
       'voted',
     );
   } catch (err) {
-    core.ctx.log.error({ round, yes, err: describe(err) }, 'vote not acknowledged');
+    core.ctx.log.error({ round, yes, err }, 'vote not acknowledged');
   }
 }
 

@@ -410,10 +410,7 @@ class Coordinator implements IntakeHost {
       this.log,
       (entry) => this.ctx.transport.publish(this.ctx.subjects.registry, entry.bytes),
       (change, err) =>
-        this.ctx.log.warn(
-          { kind: change.kind, of: change.member, err: err.message },
-          'registry change dropped',
-        ),
+        this.ctx.log.warn({ kind: change.kind, of: change.member, err }, 'registry change dropped'),
     );
   }
 
@@ -435,7 +432,7 @@ class Coordinator implements IntakeHost {
 
   #fail(err: Error): void {
     this.#fatal ??= err;
-    this.ctx.log.error({ err: err.message }, 'coordinator stopping');
+    this.ctx.log.error({ err }, 'coordinator stopping');
     this.#wake();
   }
 
