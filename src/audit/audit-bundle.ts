@@ -491,21 +491,27 @@ export function decodeAuditBundle(bytes: Uint8Array, source = 'bundle'): AuditBu
   ) {
     throw invalid(source, 'does not end with its trailer (truncated?)');
   }
-  const digest = createHash('sha256').update(bytes.subarray(0, trailer.start)).digest();
-  if (!bytesEqual(digest, trailer.data)) {
+  // One pass over the bytes: the seal covers everything before its item, the trailer everything
+  // before the trailer (the seal included).
+  const sealed = version >= SEALED_VERSION ? items.pop() : undefined;
+  const hash = createHash('sha256');
+  let sealDigest: Uint8Array | undefined;
+  if (sealed !== undefined) {
+    hash.update(bytes.subarray(0, sealed.start));
+    sealDigest = new Uint8Array(hash.copy().digest());
+    hash.update(bytes.subarray(sealed.start, trailer.start));
+  } else {
+    hash.update(bytes.subarray(0, trailer.start));
+  }
+  if (!bytesEqual(hash.digest(), trailer.data)) {
     throw invalid(source, "the trailer's SHA-256 is not that of the bytes before it (corrupted in transit?)");
   }
   let seal: BundleSeal | undefined;
   if (version >= SEALED_VERSION) {
-    const item = items.pop();
-    if (item === undefined || item.type !== BUNDLE_ITEM.seal || item.data.length === 0) {
+    if (sealed === undefined || sealed.type !== BUNDLE_ITEM.seal || sealed.data.length === 0) {
       throw invalid(source, `a version ${version} bundle must end with its exporter's seal`);
     }
-    seal = {
-      signer: item.name,
-      digest: new Uint8Array(createHash('sha256').update(bytes.subarray(0, item.start)).digest()),
-      signature: new Uint8Array(item.data),
-    };
+    seal = { signer: sealed.name, digest: sealDigest!, signature: new Uint8Array(sealed.data) };
   }
   const [first, ...rest] = items;
   if (first === undefined || first.type !== BUNDLE_ITEM.meta || first.name !== 'meta')

@@ -1,8 +1,7 @@
-import { join } from 'node:path';
 import { loadSigningKeyPair } from '../../crypto/signature/index.ts';
 import type { CohortConfig } from '../config/index.ts';
 import { InvalidArgumentError } from '../errors/index.ts';
-import { memberKeyDir } from '../registry/index.ts';
+import { memberSigningKeyFile } from '../registry/index.ts';
 import type { BundleSigner } from './audit-bundle.ts';
 
 /**
@@ -20,5 +19,5 @@ export function loadBundleSigner(config: CohortConfig, member: string): BundleSi
       details: { name: 'config.members' },
     });
   }
-  return { member, key: loadSigningKeyPair(join(memberKeyDir(keysDir, member), `${member}.key`)) };
+  return { member, key: loadSigningKeyPair(memberSigningKeyFile(keysDir, member)) };
 }

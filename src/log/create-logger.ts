@@ -68,8 +68,11 @@ export function childLogger(
   return logger.child({ ...bindings, component });
 }
 
-/** pino's error serializer, its result copied to a plain object so its details' bytes are scrubbed. */
+/**
+ * pino's error serializer, its result copied to a plain object so its details' bytes are scrubbed
+ * (the record's formatter leaves errors whole). Anything else under `err` the formatter scrubs.
+ */
 function serializeError(err: unknown): unknown {
-  if (!(err instanceof Error)) return scrubBytes(err);
+  if (!(err instanceof Error)) return err;
   return scrubBytes({ ...pino.stdSerializers.err(err) });
 }

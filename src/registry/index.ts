@@ -1,4 +1,10 @@
-export { memberKeyDir, PUBLIC_KEY_DIR, publicFile, publicKeyDir } from './key-layout.ts';
+export {
+  memberKeyDir,
+  memberSigningKeyFile,
+  PUBLIC_KEY_DIR,
+  publicFile,
+  publicKeyDir,
+} from './key-layout.ts';
 export { type RegistryMemberSpec, readNkeyFile, registryFromPublicFiles } from './registry-build.ts';
 export {
   decodeRegistryChangeBody,

@@ -22,6 +22,11 @@ export function memberKeyDir(keysDir: string, id: string): string {
   return isDir(own) ? own : keysDir;
 }
 
+/** `id`'s signing key pair file: `<id>.key` in {@link memberKeyDir}. */
+export function memberSigningKeyFile(keysDir: string, id: string): string {
+  return join(memberKeyDir(keysDir, id), `${id}.key`);
+}
+
 /**
  * The shared folder of public files and envelopes: `<keysDir>/public/` when it exists, else
  * `keysDir` itself (an older flat folder).

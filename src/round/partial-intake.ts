@@ -148,6 +148,16 @@ export class PartialIntake {
     return this.#failed;
   }
 
+  /**
+   * Children whose partial is not in the sum, in tree order, each with why: its refusal, or
+   * `absent` when none came.
+   */
+  undelivered(absent: string): { child: string; why: string }[] {
+    return [...this.#aggregators]
+      .filter((c) => !this.#delivered.has(c))
+      .map((child) => ({ child, why: this.#failed.get(child) ?? absent }));
+  }
+
   /** Every child delivered its partial or failed. */
   get settled(): boolean {
     return this.#delivered.size + this.#failed.size >= this.#aggregators.size;

@@ -33,6 +33,7 @@ import {
   assertMemberId,
   loadRegistry,
   memberKeyDir,
+  memberSigningKeyFile,
   PUBLIC_KEY_DIR,
   publicFile,
   publicKeyDir,
@@ -368,7 +369,7 @@ export function enrollSite(input: EnrollInput): EnrolledSiteFiles {
     dataKey = loadSiteDataKey(input.dir, input.sponsor, trust);
     maker = {
       id: input.sponsor,
-      key: loadSigningKeyPair(join(memberKeyDir(input.dir, input.sponsor), `${input.sponsor}.key`)),
+      key: loadSigningKeyPair(memberSigningKeyFile(input.dir, input.sponsor)),
     };
     generateMemberKeys(own, input.site, 'site', input.algorithm, publicDir);
     const kemPublicKey = loadKemPublicKey(join(own, `${input.site}.kem.pub`));

@@ -17,6 +17,7 @@ import type { KeyLookup } from '../protocol/index.ts';
 import {
   loadRegistry,
   memberKeyDir,
+  memberSigningKeyFile,
   openRegistryChange,
   publicFile,
   publicKeyDir,
@@ -270,7 +271,7 @@ export async function openMember(
   const members = config.members!;
   const dir = keysDir ?? members.keysDir;
   const signed = loadPinnedRegistry(config);
-  const signing = loadSigningKeyPair(join(memberKeyDir(dir, member), `${member}.key`));
+  const signing = loadSigningKeyPair(memberSigningKeyFile(dir, member));
   const registry = signed === undefined ? readRegistry(dir) : initialKeys(signed);
   const memberIds = new Set([
     members.coordinator,

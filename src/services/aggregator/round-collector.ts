@@ -168,11 +168,7 @@ export class RoundCollector {
 
   /** Children whose partial is not in the sum (late, or refused), with the reason when refused. */
   missingChildren(): { child: string; why: string }[] {
-    const p = this.#partials;
-    if (p === undefined) return [];
-    return this.children
-      .filter((c) => !p.delivered.has(c))
-      .map((child) => ({ child, why: p.failed.get(child) ?? 'not in by the deadline' }));
+    return this.#partials?.undelivered('not in by the deadline') ?? [];
   }
 
   /**

@@ -263,11 +263,10 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   // one sends nothing mostly when none of its sites delivered); the sites under it are not counted
   // as failing, since their own delivery cannot be seen. One whose partial is in a committed round
   // is credited like a YES voter, so a false strike costs one sit-out, not a doubling series.
-  const delivered = new Set(intake.accepted.map((p) => p.aggregator));
-  const unserving = [...intake.aggregators]
-    .filter((a) => !delivered.has(a))
-    .sort()
-    .map((aggregator) => ({ aggregator, why: intake.failed.get(aggregator) ?? 'sent no partial' }));
+  const unserving = intake
+    .undelivered('sent no partial')
+    .map(({ child, why }) => ({ aggregator: child, why }))
+    .sort((a, b) => (a.aggregator < b.aggregator ? -1 : 1));
   const unservedBy = new Set(unserving.map((u) => u.aggregator));
   const unserved = assignments
     .filter((a) => unservedBy.has(tree.childTowards('', a.aggregator) ?? ''))
@@ -311,7 +310,7 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     assigned: assignments.map((a) => a.site),
     unserving,
     unserved,
-    served: [...delivered].sort(),
+    served: [...intake.delivered].sort(),
   };
   const minimum = cfg.round.minContributors;
   if (intake.builder.contributors < minimum) {
