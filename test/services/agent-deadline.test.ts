@@ -148,7 +148,12 @@ describe('a slow site (many local epochs)', () => {
   it('cuts training at the deadline and sends what it learned before it; heartbeats meanwhile', async () => {
     const head = agent.head()!;
     await open(1, head, Date.now() + 3000);
-    await waitFor('the cut update at the aggregator', () => updates.length === 1, 20_000);
+    // The agent counts the update once the aggregator's receipt is back, just after it arrived here.
+    await waitFor(
+      'the cut update at the aggregator, and its receipt at the agent',
+      () => updates.length === 1 && agent.stats().updatesSent === 1,
+      20_000,
+    );
     expect(agent.stats()).toMatchObject({ roundsTrained: 1, trainingCut: 1, updatesSent: 1 });
     expect(heartbeats.filter((h) => h.state === 'TRAINING').length).toBeGreaterThan(3);
   });
