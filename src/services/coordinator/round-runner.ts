@@ -6,34 +6,23 @@ import {
   type ControlBodies,
   type CulpritRecord,
   codecEncoding,
-  type RoundContext,
+  type Encoding,
   RoundTree,
   sealControl,
-  statisticsLaneCount,
 } from '../../protocol/index.ts';
-import {
-  aggregateDigest,
-  encodeAggregateObject,
-  encodeRoundParams,
-  PartialIntake,
-  type RoundRobust,
-} from '../../round/index.ts';
-import { assignBounded, createRing } from '../../tree/index.ts';
-import { bytesToHex, createCommit, ZERO_HASH } from '../../versions/index.ts';
+import { aggregateDigest, encodeAggregateObject, PartialIntake } from '../../round/index.ts';
+import { bytesToHex } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
 import type { ChainCommit } from '../federation-log/index.ts';
-import { nextRoundPrivacy } from '../privacy-plan.ts';
-import { serviceRobustRule } from '../robust-plan.ts';
-import { contractFeatureCount, federatedStandardization, statisticsCommitAt } from '../statistics-plan.ts';
 import { buildAggregationTree, treeLinks } from './aggregation-tree.ts';
 import { droppedUpdates } from './dropped-updates.ts';
 import type { RoundSummary } from './events.ts';
 import { findCulprits } from './fault-finder.ts';
-import { robustStep } from './robust-round.ts';
+import { aggregatorCapacity, trainingCohort, waitForSites } from './round-cohort.ts';
 import { decide, noVotes, type RoundFacts } from './round-decision.ts';
 import { type ActiveRound, type RoundHost, votingRound } from './round-host.ts';
 import { judgeVotes, type Verdict } from './round-judge.ts';
-import { cappedWeights } from './weight-cap.ts';
+import { type AggregatePlan, nextAggregatePlan, rollbackPlan, type VotePlan } from './round-plan.ts';
 
 const EMPTY = new Uint8Array(0);
 
@@ -45,118 +34,132 @@ const EMPTY = new Uint8Array(0);
 export const INLINE_AGGREGATE_BYTES = 8 * 1024 * 1024;
 
 /**
- * Waits until a round can open: at least one eligible site (live, at the head, not excluded)
- * and, for a training round, one live aggregator; and until the sites expected to switch to the
- * last commit did (or `switchWaitMs` passed), so they are at the head when the round opens.
- * Readmits excluded sites that qualify. Returns the eligible sites, or undefined when stopped.
- */
-async function waitForSites(
-  host: RoundHost,
-  round: number,
-  aggregators: boolean,
-): Promise<string[] | undefined> {
-  const head = host.log.history.head;
-  const headRef = { hash: head.commit.hash, height: head.commit.height };
-  const settleBy = host.now() + (host.options.switchWaitMs ?? 2000);
-  const lastRound = head.commit.round;
-  const ready = await host.until(() => {
-    for (const site of host.membership.readmitQualified(headRef, round))
-      host.emit({ type: 'readmitted', member: site });
-    for (const aggregator of host.membership.readmitAggregators(round))
-      host.emit({ type: 'readmitted', member: aggregator });
-    if (aggregators && host.membership.usableAggregators().length === 0) return false;
-    if (host.membership.eligibleSites(headRef).length === 0) return false;
-    // A site whose heartbeat already reports the head has switched, even without a `switched` to
-    // this coordinator (it switched before a restart, which re-announces the last decision).
-    return (
-      host.now() >= settleBy ||
-      host.switches.allSwitched(
-        lastRound,
-        (s) => host.membership.isLive(s) && !host.membership.atHead(s, headRef),
-      )
-    );
-  }, Number.POSITIVE_INFINITY);
-  if (!ready) return undefined;
-  return host.membership.eligibleSites(headRef);
-}
-
-/** Appends the round's RoundOpen to the log (before anyone hears of it). */
-async function logOpen(host: RoundHost, open: ControlBodies['round-open']): Promise<void> {
-  await host.log.append({ roundOpen: open });
-}
-
-/**
- * One training round (docs/round-protocol.md steps 1, 4, 6): open (logged, then announced),
- * collect partials until every assigned aggregator delivered or failed or the deadline (+ grace)
- * passed, store the aggregate, PREPARE, collect votes, decide. Undefined when stopped before the
+ * One round that sums site updates, training or statistics (docs/round-lifecycle.md): choose the
+ * cohort, open the round (logged, then announced), collect partials until every aggregator at the
+ * top of the tree delivered or failed or the deadline (+ grace) passed, store the aggregate, let
+ * the round's plan settle it, PREPARE, collect votes, decide. Undefined when stopped before the
  * decision (the round then stays open in the log; a restart aborts it).
  */
 export async function runTrainingRound(host: RoundHost, round: number): Promise<RoundSummary | undefined> {
+  host.setPhase('waiting');
+  const assignments = await trainingCohort(host, round);
+  if (assignments === undefined) return undefined;
+  const started = host.now();
+  const clip = Math.fround(host.clip);
+  const plan = nextAggregatePlan(host, round, clip);
+  const opened = await openRound(host, { round, clip, plan, assignments });
+  const { open, intake, state } = opened;
+  // The top of the tree sends last: at one level that is the round's deadline.
+  await host.until(() => intake.settled, opened.tree.lastDeadlineUnixMs + (host.options.graceMs ?? 2000));
+  intake.close();
+  if (host.stopping()) {
+    intake.builder.dispose();
+    return undefined;
+  }
+  const base: RoundFacts = {
+    ...(await closeIntake(host, opened)),
+    round,
+    kind: plan.kind,
+    participants: assignments.length,
+    started,
+    params: plan.params(intake.builder.contributors),
+    rollbackTarget: EMPTY,
+    contributors: intake.builder.contributors,
+    digest: EMPTY,
+    aggregate: null,
+    contributed: intake.accepted.flatMap((p) => p.sites.map((c) => c.site)),
+  };
+  const minimum = host.ctx.config.round.minContributors;
+  if (base.contributors < minimum) {
+    intake.builder.dispose();
+    const k = base.contributors;
+    const why =
+      k === 0
+        ? 'no contributions'
+        : `${k} contribution(s), round.minContributors is ${minimum}: an aggregate this small would show individual updates`;
+    return decide(host, state, base, noVotes(why));
+  }
+  const stored = await storeAggregate(host, opened, base);
+  if ('failed' in stored) return decide(host, state, stored.facts, noVotes(stored.failed));
+  const settled = await plan.settle({
+    open,
+    encoding: opened.encoding,
+    partials: intake.accepted,
+    contributors: stored.facts.contributors,
+  });
+  if ('failed' in settled) {
+    host.ctx.log.error(
+      { round, why: settled.failed, culprit: settled.culprit?.member },
+      'the aggregate cannot be settled',
+    );
+    const culprits = settled.culprit === undefined ? [] : [settled.culprit];
+    return decide(host, state, { ...stored.facts, culprits }, noVotes(settled.failed));
+  }
+  const facts = { ...stored.facts, params: settled.params };
+  host.emit({
+    type: 'prepare',
+    round,
+    contributors: facts.contributors,
+    aggregateDigest: bytesToHex(facts.digest),
+    bytes: facts.aggregate?.objectBytes ?? 0,
+  });
+  const verdict = await collectVotes(host, state, { ...stored.prepare, params: settled.params }, plan);
+  if (verdict === undefined) return undefined;
+  // NO votes proving their aggregator dropped the voter's update: it is struck, they are not.
+  const dropped = droppedUpdates({
+    open,
+    votes: state.votes,
+    no: verdict.no,
+    partials: intake.accepted,
+    keys: (id) => host.ctx.keys(id),
+  });
+  const culprits = verdict.aggregateFault
+    ? await blame(host, {
+        open,
+        encoding: opened.encoding,
+        partials: intake.accepted,
+        evidenceKept: opened.evidenceKept,
+      })
+    : [];
+  return decide(
+    host,
+    state,
+    { ...facts, culprits: [...culprits, ...dropped.culprits], excused: dropped.excused },
+    verdict,
+  );
+}
+
+/** A round just opened: what it announced, the intake of its partials, its state for the handlers. */
+interface OpenedRound {
+  readonly open: ControlBodies['round-open'];
+  readonly encoding: Encoding;
+  readonly tree: RoundTree;
+  readonly intake: PartialIntake;
+  readonly state: ActiveRound;
+  /** Whether the contributions stream exists, so what the aggregators sum is kept as evidence. */
+  readonly evidenceKept: boolean;
+}
+
+/**
+ * Opens round `round` of `plan` for `assignments` with `clip`: builds the RoundOpen (deadline, clip, the
+ * plan's lanes and kind, the aggregation tree when one level is not enough), makes sure the
+ * contributions stream exists, logs the RoundOpen (before anyone hears of it), starts the intake
+ * of partials and announces the round.
+ */
+async function openRound(
+  host: RoundHost,
+  {
+    round,
+    clip,
+    plan,
+    assignments,
+  }: { round: number; clip: number; plan: AggregatePlan; assignments: Assignment[] },
+): Promise<OpenedRound> {
   const { ctx } = host;
   const cfg = ctx.config;
-  host.setPhase('waiting');
-  let sites = await waitForSites(host, round, true);
-  if (sites === undefined) return undefined;
-  // The circuit breaker (docs/round-protocol.md): from level 1, sites that failed lately sit out.
-  const cohort = host.breaker.cohort(sites, cfg.round.minContributors);
-  if (cohort.short) {
-    const why = `leaving out the failing sites would leave fewer than round.minContributors (${cfg.round.minContributors})`;
-    host.breakerChanged(host.breaker.escalate(round, why, host.now()));
-    if (host.breaker.level === 3) return undefined; // frozen: this round does not open
-  } else if (cohort.leftOut.length > 0) {
-    ctx.log.info({ round, leftOut: cohort.leftOut }, 'circuit breaker leaves failing sites out');
-  }
-  sites = [...cohort.sites];
-  // Sites suspected of spoiling earlier aggregates take part by halves until one is isolated.
-  const suspected = host.suspects.suspects;
-  const taking = host.suspects.cohort(sites, round, cfg.round.minContributors);
-  if (suspected.length > 0) {
-    const sitting = suspected.filter((s) => !taking.includes(s));
-    ctx.log.info({ round, suspects: suspected, sitting }, 'suspected sites take part by halves');
-  }
-  sites = taking;
-  const started = host.now();
   const head = host.log.history.head.commit;
-  // An aggregator found at fault sits out (its sites go to the others on the ring).
-  const aggregators = host.membership.usableAggregators();
-  if (sites.length > cfg.codec.maxContributors) {
-    ctx.log.warn(
-      { round, sites: sites.length, maxContributors: cfg.codec.maxContributors },
-      'more eligible sites than codec.maxContributors; the rest sit this round out',
-    );
-    sites = sites.slice(0, cfg.codec.maxContributors);
-  }
-  const capacity = new Map(cfg.members!.aggregators.map((a) => [a.id, a.capacity]));
-  const ring = createRing(aggregators.map((id) => ({ id, capacity: capacity.get(id) ?? 1 })));
-  const assignment = assignBounded(ring, sites, cfg.round.epsilon);
-  // Each site's weight is pinned here, capped at a multiple of the round's median: its update must
-  // declare exactly this many examples.
-  const weights = cappedWeights(
-    new Map(sites.map((s) => [s, host.membership.view(s)?.examples ?? 0])),
-    cfg.round.weightCapFactor,
-  );
-  const assignments: Assignment[] = [...assignment]
-    .map(([site, aggregator]) => ({ site, aggregator, examples: weights.get(site) ?? 0 }))
-    .sort((a, b) => (a.site < b.site ? -1 : a.site > b.site ? 1 : 0));
-  const clip = Math.fround(host.clip);
   const totalExamples = assignments.reduce((n, a) => n + a.examples, 0);
-  // Federated standardization: until the chain holds the federation's feature statistics, the
-  // round gathers them instead of training.
-  const statistics =
-    federatedStandardization(cfg) && statisticsCommitAt(host.log.history, head.height) === undefined;
-  // From breaker level 2 the round carries no optional work: no evaluation lanes, sites only train.
-  const totalParams = statistics
-    ? statisticsLaneCount(contractFeatureCount(cfg)!, cfg.codec.bits)
-    : host.breaker.dropsOptionalWork
-      ? host.requiredLanes
-      : host.updateLength;
   const attempt = new Uint8Array(randomBytes(ATTEMPT_BYTES));
-  const context: RoundContext = {
-    federation: cfg.federation.id,
-    round,
-    baseCommit: head.hash,
-    version: head.height,
-  };
   const encoding = codecEncoding(ctx.ckks, {
     bits: cfg.codec.bits,
     clip,
@@ -166,6 +169,7 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   const deadlineUnixMs = host.now() + cfg.round.deadlineMs;
   // More aggregators in use than the root's fan-in: some become parents of others (round.tree).
   const used = [...new Set(assignments.map((a) => a.aggregator))].sort();
+  const capacity = aggregatorCapacity(host);
   const parents = treeLinks(
     buildAggregationTree(
       used.map((id) => ({ id, capacity: capacity.get(id) ?? 1 })),
@@ -186,9 +190,9 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     crcChunkBytes: cfg.codec.crcChunkBytes,
     deadlineUnixMs,
     totalExamples,
-    totalParams,
+    totalParams: plan.lanes,
     attempt,
-    kind: statistics ? 'statistics' : '',
+    kind: plan.openKind,
     // Absent at one level: the RoundOpen is then byte-identical to one written before trees.
     ...(parents.length > 0 ? { parents } : {}),
   };
@@ -211,10 +215,10 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   failpoint('coordinator.round-open-logged', round);
   const intake = new PartialIntake({
     ckks: ctx.ckks,
-    context,
+    context: { federation: cfg.federation.id, round, baseCommit: head.hash, version: head.height },
     encoding,
     assignments,
-    totalParams,
+    totalParams: plan.lanes,
     keys: (id) => ctx.keys(id),
     allowedAlgorithms: cfg.crypto.signature.allowed,
     timings: host.options.cryptoTimings,
@@ -249,16 +253,21 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     },
     'round open',
   );
+  return { open, encoding, tree, intake, state, evidenceKept };
+}
 
-  // The top of the tree sends last: at one level that is the round's deadline.
-  await host.until(() => intake.settled, tree.lastDeadlineUnixMs + (host.options.graceMs ?? 2000));
-  intake.close();
-  if (host.stopping()) {
-    intake.builder.dispose();
-    return undefined;
-  }
+/**
+ * After the intake closed: names the aggregators that served and those that did not (struck like
+ * a silent voter) with the sites under them, and logs each accepted partial's manifest, the
+ * evidence of the sum, before anyone sees it (docs/log-format.md, "PartialRecord").
+ */
+async function closeIntake(
+  host: RoundHost,
+  { open, tree, intake }: OpenedRound,
+): Promise<Pick<RoundFacts, 'assigned' | 'unserving' | 'unserved' | 'served'>> {
+  const round = open.round;
   for (const [aggregator, why] of intake.failed)
-    ctx.log.warn({ round, aggregator, why }, 'partial refused: round goes on without it');
+    host.ctx.log.warn({ round, aggregator, why }, 'partial refused: round goes on without it');
   // An aggregator whose partial was refused or never came is struck like a silent voter (an honest
   // one sends nothing mostly when none of its sites delivered); the sites under it are not counted
   // as failing, since their own delivery cannot be seen. One whose partial is in a committed round
@@ -268,62 +277,42 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     .map(({ child, why }) => ({ aggregator: child, why }))
     .sort((a, b) => (a.aggregator < b.aggregator ? -1 : 1));
   const unservedBy = new Set(unserving.map((u) => u.aggregator));
-  const unserved = assignments
+  const unserved = open.assignments
     .filter((a) => unservedBy.has(tree.childTowards('', a.aggregator) ?? ''))
     .map((a) => a.site);
-  // The evidence of the sum, before anyone sees it (docs/log-format.md, "PartialRecord").
   try {
     for (const p of intake.accepted) {
-      await host.log.append({ partial: { round, attempt, aggregator: p.aggregator, manifest: p.manifest } });
+      await host.log.append({
+        partial: { round, attempt: open.attempt, aggregator: p.aggregator, manifest: p.manifest },
+      });
     }
   } catch (err) {
     intake.builder.dispose();
     throw err;
   }
   failpoint('coordinator.partials-logged', round);
-  // A statistics commit's params are the sums the sites decrypt: they come with the YES votes.
-  // With privacy the commit records what the federation has spent once it commits (every site
-  // recomputes it and votes NO on any other figure).
-  const privacy = statistics ? null : host.budget.privacy;
-  const paramsWith = (robust?: RoundRobust) =>
-    encodeRoundParams({
-      round,
-      bits: cfg.codec.bits,
-      clip,
-      strategy: cfg.learning.strategy,
-      learningRate: cfg.learning.learningRate,
-      ...(privacy === null
-        ? {}
-        : {
-            privacy: nextRoundPrivacy(privacy, host.budget.spent(), Math.max(1, intake.builder.contributors)),
-          }),
-      ...(robust === undefined ? {} : { robust }),
-    });
-  let params = statistics ? EMPTY : paramsWith();
-  const base = {
-    round,
-    kind: statistics ? ('statistics' as const) : ('round' as const),
-    participants: assignments.length,
-    started,
-    params,
-    rollbackTarget: EMPTY,
-    assigned: assignments.map((a) => a.site),
+  return {
+    assigned: open.assignments.map((a) => a.site),
     unserving,
     unserved,
     served: [...intake.delivered].sort(),
   };
-  const minimum = cfg.round.minContributors;
-  if (intake.builder.contributors < minimum) {
-    const k = intake.builder.contributors;
-    intake.builder.dispose();
-    const contributed = intake.accepted.flatMap((p) => p.sites.map((c) => c.site));
-    const facts = { ...base, contributors: k, digest: EMPTY, aggregate: null, contributed };
-    const why =
-      k === 0
-        ? 'no contributions'
-        : `${k} contribution(s), round.minContributors is ${minimum}: an aggregate this small would show individual updates`;
-    return decide(host, state, facts, noVotes(why));
-  }
+}
+
+/**
+ * Finishes the sum and stores it (write-once, `round-<n>`) in the aggregates store; returns the
+ * round's facts with the aggregate and the PREPARE that proposes it (small aggregates inside it,
+ * larger ones by reference), or why the round fails.
+ */
+async function storeAggregate(
+  host: RoundHost,
+  { open, intake }: OpenedRound,
+  base: RoundFacts,
+): Promise<
+  | { readonly facts: RoundFacts; readonly prepare: ControlBodies['prepare'] }
+  | { readonly facts: RoundFacts; readonly failed: string }
+> {
+  const round = open.round;
   const aggregate = intake.builder.finish();
   const object = encodeAggregateObject(aggregate.ciphertexts);
   const digest = aggregateDigest(aggregate.ciphertexts);
@@ -334,12 +323,12 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     totalParams: aggregate.totalParams,
     contributors,
     totalWeight: aggregate.totalWeight,
-    participants: assignments.length,
-    totalExamples,
+    participants: open.assignments.length,
+    totalExamples: open.totalExamples,
     object: objectName,
     objectBytes: object.length,
   };
-  let facts: RoundFacts = {
+  const facts: RoundFacts = {
     ...base,
     contributors: aggregate.contributors,
     digest,
@@ -349,63 +338,36 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   try {
     await (await host.aggregates()).put(objectName, object);
   } catch (err) {
-    ctx.log.error({ round, err }, 'cannot store the aggregate');
-    return decide(host, state, facts, noVotes(`cannot store the aggregate: ${(err as Error).message}`));
+    host.ctx.log.error({ round, err }, 'cannot store the aggregate');
+    return { facts, failed: `cannot store the aggregate: ${(err as Error).message}` };
   }
-  // `plain` mode with a robust rule: the coordinator reads every update and the commit records Δ̄.
-  const rule = statistics ? null : serviceRobustRule(cfg);
-  if (rule !== null) {
-    const step = await robustStep(host, { open, encoding, partials: intake.accepted, rule });
-    if ('failed' in step) {
-      ctx.log.error({ round, why: step.failed, culprit: step.culprit?.member }, 'robust aggregation failed');
-      const culprits = step.culprit === undefined ? [] : [step.culprit];
-      return decide(host, state, { ...facts, culprits }, noVotes(step.failed));
-    }
-    params = paramsWith(step.record);
-    facts = { ...facts, params };
-  }
+  const inline = object.length <= INLINE_AGGREGATE_BYTES;
   const prepare: ControlBodies['prepare'] = {
-    federation: cfg.federation.id,
+    federation: open.federation,
     round,
-    version: head.height,
-    baseCommit: head.hash,
+    version: open.version,
+    baseCommit: open.baseCommit,
     aggregateDigest: digest,
     contributors,
     totalWeight: aggregate.totalWeight,
-    participants: assignments.length,
-    totalExamples,
+    participants: open.assignments.length,
+    totalExamples: open.totalExamples,
     encoding: aggregate.encoding,
     totalParams: aggregate.totalParams,
     // Small aggregates travel inside PREPARE; large ones (a frame holds at most 64 MiB) by reference.
-    ciphertexts: object.length <= INLINE_AGGREGATE_BYTES ? [...aggregate.ciphertexts] : [],
-    params,
-    kind: statistics ? 'statistics' : 'round',
+    ciphertexts: inline ? [...aggregate.ciphertexts] : [],
+    params: base.params,
+    kind: base.kind,
     rollbackTarget: EMPTY,
-    aggregateObject: object.length <= INLINE_AGGREGATE_BYTES ? '' : objectName,
-    attempt,
+    aggregateObject: inline ? '' : objectName,
+    attempt: open.attempt,
   };
-  host.emit({
-    type: 'prepare',
-    round,
-    contributors: aggregate.contributors,
-    aggregateDigest: bytesToHex(digest),
-    bytes: object.length,
-  });
-  const verdict = await collectVotes(host, state, prepare);
-  if (verdict === undefined) return undefined;
-  // NO votes proving their aggregator dropped the voter's update: it is struck, they are not.
-  const dropped = droppedUpdates({
-    open,
-    votes: state.votes,
-    no: verdict.no,
-    partials: intake.accepted,
-    keys: (id) => ctx.keys(id),
-  });
-  const culprits = verdict.aggregateFault
-    ? await blame(host, { open, encoding, partials: intake.accepted, evidenceKept })
-    : [];
-  facts = { ...facts, culprits: [...culprits, ...dropped.culprits], excused: dropped.excused };
-  return decide(host, state, facts, verdict);
+  return { facts, prepare };
+}
+
+/** Appends the round's RoundOpen to the log (before anyone hears of it). */
+async function logOpen(host: RoundHost, open: ControlBodies['round-open']): Promise<void> {
+  await host.log.append({ roundOpen: open });
 }
 
 /**
@@ -512,7 +474,7 @@ export async function runRollbackRound(
     { round, target: bytesToHex(target.commit.hash), height: target.commit.height, reason },
     'rollback round',
   );
-  const verdict = await collectVotes(host, state, prepare);
+  const verdict = await collectVotes(host, state, prepare, rollbackPlan);
   if (verdict === undefined) return undefined;
   const facts: RoundFacts = {
     round,
@@ -533,23 +495,12 @@ async function collectVotes(
   host: RoundHost,
   state: ActiveRound,
   prepare: ControlBodies['prepare'],
+  plan: VotePlan,
 ): Promise<Verdict | undefined> {
-  // The commit every YES must name, for the H(w′) it names: PREPARE's fields bind the rest. A
-  // statistics commit keeps the head's model and carries the sums the voters decrypted.
   const { ctx } = host;
   const head = host.log.history.head.commit;
-  const rollback = prepare.kind === 'rollback';
-  const statistics = prepare.kind === 'statistics';
   const expectedCommit = (modelHash: Uint8Array, voted: Uint8Array) =>
-    createCommit({
-      parent: prepare.baseCommit,
-      height: prepare.version + 1,
-      round: prepare.round,
-      aggregateDigest: rollback ? ZERO_HASH : prepare.aggregateDigest,
-      modelHash: statistics ? head.modelHash : modelHash,
-      params: statistics ? voted : prepare.params,
-      kind: rollback ? 'rollback' : statistics ? 'statistics' : 'round',
-    }).hash;
+    plan.expectedCommit(prepare, head, modelHash, voted);
   const voters = host.membership.eligibleSites({ hash: head.hash, height: head.height });
   state.phase = 'voting';
   host.setPhase('voting');
