@@ -11,7 +11,7 @@ import { loadAgentCore, releaseAgentCore } from './agent-loader.ts';
 import type { AgentSteps } from './agent-steps.ts';
 import { catchUp, resolveResiduals } from './catch-up.ts';
 import { privacyReport, reportPrivacy } from './privacy-record.ts';
-import { onRoundOpen } from './round-trainer.ts';
+import { onRoundOpen } from './round-open.ts';
 import { announceSwitch, applyDecision, reportAccuracy, sendHeartbeat, settleDecision } from './switcher.ts';
 import { describe, onPrepare } from './voter.ts';
 

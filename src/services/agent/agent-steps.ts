@@ -1,5 +1,5 @@
 /**
- * What the step modules (round-trainer, voter) need from the agent service besides the
+ * What the step modules (round-open, voter) need from the agent service besides the
  * {@link AgentCore}: the recovery actions that move the state machine and own the timers.
  */
 export interface AgentSteps {

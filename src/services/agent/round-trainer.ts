@@ -1,4 +1,3 @@
-import { bytesEqual } from '../../../crypto/digest/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import {
   type ControlBodies,
@@ -12,96 +11,11 @@ import { updatePlan } from '../evaluation-plan.ts';
 import type { ServicePrivacy } from '../privacy-plan.ts';
 import { serviceRobustRule } from '../robust-plan.ts';
 import type { AgentCore } from './agent-core.ts';
-import type { AgentSteps } from './agent-steps.ts';
 import { trainLocally } from './local-training.ts';
 import { privateLevels } from './private-update.ts';
-import { replayProblem } from './round-attempt.ts';
 import { ownEvaluation } from './site-evaluation.ts';
 import { type SiteRows, siteRows } from './site-rows.ts';
-import { sendStatistics, statisticsProblem } from './statistics-round.ts';
 import { pinnedExamples, updateFraming, uploadUpdate } from './update-upload.ts';
-
-/**
- * A RoundOpen (step 2): a candidate still prepared for an earlier round is settled from the log
- * first (its decision was logged before this round opened), a head behind the round's base
- * catches up; then, when the round names this site, it is READY at the base, holds its CKKS key
- * and the deadline has not passed, it trains and sends ({@link trainAndSend}) under the abort
- * signal `begin` hands out (aborted when PREPARE or the decision of the round arrives first).
- */
-export async function onRoundOpen(
-  core: AgentCore,
-  steps: AgentSteps,
-  open: ControlBodies['round-open'],
-  begin: (round: number) => { signal: AbortSignal; done: () => void },
-): Promise<void> {
-  const log = core.ctx.log.child({ round: open.round });
-  const replay = await replayProblem(core, 'round-open', open.round, open.attempt);
-  if (replay !== undefined) {
-    core.counters.replaysRefused++;
-    log.warn({ reason: replay }, 'round-open refused');
-    return;
-  }
-  if (core.machine.state === 'PREPARED' && core.preparedRound !== null && core.preparedRound < open.round) {
-    await steps.settlePrepared('a later round opened');
-  }
-  const head = core.store.head()!;
-  if (
-    core.machine.state === 'READY' &&
-    (open.version > head.height || !bytesEqual(open.baseCommit, head.hash))
-  ) {
-    await steps.catchUp();
-  }
-  const assignment = open.assignments.find((a) => a.site === core.member);
-  if (assignment === undefined) {
-    log.debug('round opened without this site');
-    return;
-  }
-  const skip = (reason: string) => {
-    core.counters.roundsSkipped++;
-    log.warn({ reason }, 'skipping the round');
-  };
-  const now = core.store.head()!;
-  const state = core.machine.state;
-  if (state !== 'READY') return skip(`busy (${state})`);
-  if (!bytesEqual(open.baseCommit, now.hash) || open.version !== now.height) {
-    return skip(
-      `base commit ${bytesToHex(open.baseCommit)} (height ${open.version}) is not my head ${bytesToHex(now.hash)} (height ${now.height})`,
-    );
-  }
-  if (core.keyset === null || core.macKey === null) return skip(`cannot encrypt: ${core.keysetError}`);
-  // The coordinator may pin less than the site has (a weight capped at a multiple of the round's
-  // median), never more.
-  if (!(assignment.examples > 0) || assignment.examples > core.examples) {
-    return skip(`RoundOpen pins ${assignment.examples} examples for this site, it has ${core.examples}`);
-  }
-  if (Date.now() >= open.deadlineUnixMs) return skip('deadline already passed');
-  if (open.kind === 'statistics') {
-    const problem = statisticsProblem(core, open);
-    if (problem !== undefined) return skip(problem);
-    const sending = begin(open.round);
-    try {
-      await sendStatistics(core, open, assignment.aggregator, sending.signal);
-    } finally {
-      sending.done();
-    }
-    return;
-  }
-  if (siteRows(core, now.height) === null) return skip('the federation has no feature statistics yet');
-  const plan = updatePlan(core.ctx.config, core.spec, open.bits);
-  // A round without evaluation lanes (the coordinator's circuit breaker dropped optional work) only trains.
-  if (open.totalParams !== plan.totalParams && open.totalParams !== plan.requiredLanes) {
-    return skip(
-      `RoundOpen pins ${open.totalParams} lanes, the model has ${plan.requiredLanes} lanes of parameters and RMS histogram` +
-        (plan.evaluationLanes > 0 ? ` and ${plan.evaluationLanes} evaluation lanes` : ''),
-    );
-  }
-  const training = begin(open.round);
-  try {
-    await trainAndSend(core, open, assignment.aggregator, training.signal);
-  } finally {
-    training.done();
-  }
-}
 
 /**
  * With federated evaluation, this site's evaluation of the round's base model (its head) on its

@@ -1,11 +1,22 @@
-import type { ControlBodies } from '../../protocol/index.ts';
-import { encodeUpdate, featureTotals, statisticsLaneCount, statisticsLevels } from '../../protocol/index.ts';
+import {
+  type ControlBodies,
+  decodeStatistics,
+  encodeStatisticsParams,
+  encodeUpdate,
+  featureTotals,
+  statisticsLaneCount,
+  statisticsLevels,
+} from '../../protocol/index.ts';
+import { type PreparedCandidate, statisticsCommit } from '../../versions/index.ts';
 import { contractFeatureCount, federatedStandardization } from '../statistics-plan.ts';
 import type { AgentCore } from './agent-core.ts';
+import { decryptAggregate } from './apply-aggregate.ts';
+import { preparedAggregate } from './prepared-aggregate.ts';
 import { pinnedExamples, updateFraming, uploadUpdate } from './update-upload.ts';
+import { VoteNo } from './voter-error.ts';
 
 /** Why this site cannot take part in the statistics round `open` announced, or undefined. */
-export function statisticsProblem(core: AgentCore, open: ControlBodies['round-open']): string | undefined {
+function statisticsRefusal(core: AgentCore, open: ControlBodies['round-open']): string | undefined {
   const features = contractFeatureCount(core.ctx.config);
   if (!federatedStandardization(core.ctx.config) || features === null) {
     return 'a statistics round, but this federation does not standardize with federated statistics';
@@ -27,7 +38,7 @@ export function statisticsProblem(core: AgentCore, open: ControlBodies['round-op
  * no model part, encrypted and signed like any update; no residual is involved. Only the sum over
  * the round's sites is ever decrypted.
  */
-export async function sendStatistics(
+async function sendStatistics(
   core: AgentCore,
   open: ControlBodies['round-open'],
   aggregator: string,
@@ -61,3 +72,48 @@ export async function sendStatistics(
       core.machine.transition('READY', `round ${open.round} failed`);
   }
 }
+
+/**
+ * The candidate of a statistics round: the federation's feature sums decrypted from the aggregate
+ * (never fewer than `round.minContributors` sites), received and checked like any aggregate
+ * ({@link preparedAggregate}), encoded as the commit's params; the model and strategy state stay
+ * the head's. Throws {@link VoteNo}.
+ */
+async function statisticsCandidate(core: AgentCore, p: ControlBodies['prepare']): Promise<PreparedCandidate> {
+  const features = contractFeatureCount(core.ctx.config);
+  if (features === null || !federatedStandardization(core.ctx.config)) {
+    throw new VoteNo(
+      'a statistics round, but this federation does not standardize with federated statistics',
+    );
+  }
+  if (p.totalParams !== statisticsLaneCount(features, p.encoding.bits)) {
+    throw new VoteNo(
+      `statistics of ${p.totalParams} lanes, ${features} features need ${statisticsLaneCount(features, p.encoding.bits)}`,
+    );
+  }
+  const { info, ciphertexts } = await preparedAggregate(core, p);
+  const decoded = decryptAggregate(core, info, ciphertexts, p);
+  const totals = decodeStatistics(decoded.laneSums, features, p.encoding.bits);
+  if (totals === null)
+    throw new VoteNo('the statistics sums cannot be anyone’s (no rows, or a negative variance)');
+  const head = core.store.head()!;
+  const w = core.store.readModel(head);
+  const commit = statisticsCommit(head, {
+    round: p.round,
+    aggregateDigest: p.aggregateDigest,
+    params: encodeStatisticsParams(totals),
+  });
+  core.ctx.log.info(
+    { round: p.round, rows: Number(totals.rows), features },
+    'federated statistics decrypted',
+  );
+  const strategyState = core.store.loadStrategyState() ?? core.strategy.initialState(w.length);
+  return { commit, parameters: w, strategyState };
+}
+
+/** A statistics round (federated standardization), as a site takes part in it. */
+export const statisticsSitePlan = {
+  refusal: statisticsRefusal,
+  contribute: sendStatistics,
+  candidate: statisticsCandidate,
+};

@@ -1,43 +1,21 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
-import {
-  type AggregateInfo,
-  type ControlBodies,
-  decodeStatistics,
-  encodeStatisticsParams,
-  sealControl,
-  statisticsLaneCount,
-} from '../../protocol/index.ts';
-import { aggregateDigest, decodeRoundParams, type RoundPrivacy } from '../../round/index.ts';
-import {
-  bytesToHex,
-  type Commit,
-  modelHash,
-  type PreparedCandidate,
-  rollbackCommit,
-  roundCommit,
-  statisticsCommit,
-  strategyStateHash,
-} from '../../versions/index.ts';
+import { type ControlBodies, sealControl } from '../../protocol/index.ts';
+import { bytesToHex, type Commit, type PreparedCandidate, strategyStateHash } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
-import { contractFeatureCount, federatedStandardization } from '../statistics-plan.ts';
 import type { AgentCore } from './agent-core.ts';
 import type { AgentSteps } from './agent-steps.ts';
-import { fetchAggregate } from './aggregate-fetch.ts';
-import { applyAggregate, decryptAggregate } from './apply-aggregate.ts';
-import { materialize } from './catch-up.ts';
-import { checkPrivacyRecord } from './privacy-record.ts';
-import { robustDeltaFor } from './robust-record.ts';
 import { replayProblem } from './round-attempt.ts';
-import { UPDATE_DROPPED, VoteNo } from './voter-error.ts';
+import { sitePlanFor } from './site-plan.ts';
+import { VoteNo } from './voter-error.ts';
 
 export { VoteNo };
 
 /**
  * The candidate a PREPARE proposes on top of the store's head (round step 7,
- * docs/round-protocol.md): for a training round, the aggregate's digest is recomputed from the
- * ciphertexts and must be the one PREPARE names, then it is decrypted and applied
- * (`applyAggregate`); for a rollback, the target's model (from the store, or rebuilt) with a fresh
- * strategy state. Throws {@link VoteNo} (or any error) with the reason to vote NO.
+ * docs/round-protocol.md): PREPARE must be on the head, for a later round, of a kind this site
+ * knows; the round's plan makes the candidate (a training round decrypts and applies the
+ * aggregate, a statistics round decrypts the feature sums, a rollback takes the target's model).
+ * Throws {@link VoteNo} (or any error) with the reason to vote NO.
  */
 export async function candidateFor(core: AgentCore, p: ControlBodies['prepare']): Promise<PreparedCandidate> {
   const head = core.store.head()!;
@@ -47,152 +25,9 @@ export async function candidateFor(core: AgentCore, p: ControlBodies['prepare'])
     );
   }
   if (p.round <= head.round) throw new VoteNo(`round ${p.round} is not after my head's round ${head.round}`);
-  if (p.kind === 'rollback') {
-    const target =
-      core.follower.history.commitByHash(p.rollbackTarget) ??
-      (await core.follower.sync().then(() => core.follower.history.commitByHash(p.rollbackTarget)));
-    if (target === undefined)
-      throw new VoteNo(
-        `rollback target ${bytesToHex(p.rollbackTarget).slice(0, 12)} is not on the log's chain`,
-      );
-    if (!(target.commit.height < head.height)) throw new VoteNo('rollback target is not below my head');
-    const parameters = await materialize(core, target);
-    const commit = rollbackCommit(head, target.commit, p.round, p.params);
-    return { commit, parameters, strategyState: core.strategy.initialState(parameters.length) };
-  }
-  if (p.kind !== 'round' && p.kind !== '' && p.kind !== 'statistics')
-    throw new VoteNo(`PREPARE of unknown kind ${JSON.stringify(p.kind)}`);
-  if (core.keyset === null || core.macKey === null) throw new VoteNo(`cannot decrypt: ${core.keysetError}`);
-  checkContributors(core, p);
-  let ciphertexts = p.ciphertexts;
-  if (ciphertexts.length === 0 && p.aggregateObject !== '') {
-    ciphertexts = await fetchAggregate(core, p.aggregateObject, p.totalParams, p.aggregateDigest, 'vote-no');
-  } else if (!bytesEqual(aggregateDigest(ciphertexts), p.aggregateDigest)) {
-    throw new VoteNo('the ciphertexts do not hash to the aggregate digest PREPARE names');
-  }
-  // The log has the round open, of the kind PREPARE says.
-  const open = core.follower.history.openRound?.roundOpen;
-  if (open === undefined || open.round !== p.round)
-    throw new VoteNo(`the log does not show round ${p.round} open`);
-  if ((open.kind ?? '') !== (p.kind === 'statistics' ? 'statistics' : '')) {
-    throw new VoteNo(`PREPARE of kind ${p.kind} for round ${p.round}, opened as ${open.kind || 'round'}`);
-  }
-  const info: AggregateInfo = {
-    encoding: p.encoding,
-    totalParams: p.totalParams,
-    contributors: p.contributors,
-    totalWeight: p.totalWeight,
-    participants: p.participants,
-    totalExamples: p.totalExamples,
-    object: '',
-    objectBytes: 0,
-  };
-  const w = core.store.readModel(head);
-  if (p.kind === 'statistics') return statisticsCandidate(core, p, info, ciphertexts, w);
-  checkPrivacyRecord(core, head, p, () => paramsPrivacy(p.params));
-  const robust = await robustDeltaFor(
-    core,
-    {
-      params: p.params,
-      round: p.round,
-      contributors: p.contributors.map((c) => c.site),
-      parameters: w.length,
-    },
-    'vote-no',
-  );
-  const next = applyAggregate(core, w, core.store.loadStrategyState(), info, ciphertexts, p, robust);
-  const commit = roundCommit(head, {
-    round: p.round,
-    aggregateDigest: p.aggregateDigest,
-    modelHash: modelHash(next.parameters),
-    params: p.params,
-  });
-  // The contributors' median RMS (from the aggregate, never this site's own) goes with the YES vote.
-  core.preparedRms = next.medianRms === null ? null : { round: p.round, rms: next.medianRms };
-  // The totals of the base model's evaluation go with the YES vote (the coordinator records them).
-  core.evaluation.prepared =
-    next.evaluation === null ? null : { round: p.round, totals: { ...next.evaluation, model: head.hash } };
-  if (next.evaluation !== null && next.evaluation.examples > 0) {
-    const e = next.evaluation;
-    core.ctx.log.info(
-      {
-        round: p.round,
-        examples: e.examples,
-        accuracy: e.correct / e.examples,
-        loss: e.lossSum / e.examples,
-      },
-      'federated evaluation of the base model (decrypted totals)',
-    );
-  }
-  return { commit, parameters: next.parameters, strategyState: next.strategyState };
-}
-
-/**
- * The candidate of a statistics round: the federation's feature sums decrypted from the aggregate
- * (never fewer than `round.minContributors` sites), encoded as the commit's params; the model and
- * strategy state stay the head's.
- */
-function statisticsCandidate(
-  core: AgentCore,
-  p: ControlBodies['prepare'],
-  info: AggregateInfo,
-  ciphertexts: readonly Uint8Array[],
-  w: Float32Array,
-): PreparedCandidate {
-  const features = contractFeatureCount(core.ctx.config);
-  if (features === null || !federatedStandardization(core.ctx.config)) {
-    throw new VoteNo(
-      'a statistics round, but this federation does not standardize with federated statistics',
-    );
-  }
-  if (p.totalParams !== statisticsLaneCount(features, p.encoding.bits)) {
-    throw new VoteNo(
-      `statistics of ${p.totalParams} lanes, ${features} features need ${statisticsLaneCount(features, p.encoding.bits)}`,
-    );
-  }
-  const decoded = decryptAggregate(core, info, ciphertexts, p);
-  const totals = decodeStatistics(decoded.laneSums, features, p.encoding.bits);
-  if (totals === null)
-    throw new VoteNo('the statistics sums cannot be anyone’s (no rows, or a negative variance)');
-  const head = core.store.head()!;
-  const commit = statisticsCommit(head, {
-    round: p.round,
-    aggregateDigest: p.aggregateDigest,
-    params: encodeStatisticsParams(totals),
-  });
-  core.ctx.log.info(
-    { round: p.round, rows: Number(totals.rows), features },
-    'federated statistics decrypted',
-  );
-  const strategyState = core.store.loadStrategyState() ?? core.strategy.initialState(w.length);
-  return { commit, parameters: w, strategyState };
-}
-
-/**
- * What a site checks of an aggregate's contributor list before decrypting it (`applyAggregate`
- * then refuses fewer than `round.minContributors` sites): its own update, when it delivered one
- * this round, listed with the digest and weight it signed. An aggregator that dropped it, or
- * listed another update under its name, is caught here.
- */
-function checkContributors(core: AgentCore, p: ControlBodies['prepare']): void {
-  const sent = core.lastUpdate?.round === p.round ? core.lastUpdate : null;
-  const listed = p.contributors.find((c) => c.site === core.member);
-  // My aggregator's partial is in (another of its sites is listed) but my acknowledged update is
-  // not: it was dropped. A partial cut whole (late, refused) lists none of its sites: no offence.
-  if (sent !== null && listed === undefined && p.contributors.some((c) => sent.peers.includes(c.site))) {
-    throw new VoteNo(
-      `${UPDATE_DROPPED}: my update of round ${p.round} was received by ${sent.aggregator}, whose partial is in the aggregate without it`,
-      sent.receipt ?? undefined,
-    );
-  }
-  if (listed !== undefined && sent !== null && !bytesEqual(listed.digest, sent.digest)) {
-    throw new VoteNo(
-      `the aggregate lists another update under my name (digest ${bytesToHex(listed.digest).slice(0, 12)})`,
-    );
-  }
-  if (listed !== undefined && listed.weight !== core.examples) {
-    throw new VoteNo(`the aggregate lists my weight as ${listed.weight}, I have ${core.examples} examples`);
-  }
+  const plan = sitePlanFor(p.kind);
+  if (plan === undefined) throw new VoteNo(`PREPARE of unknown kind ${JSON.stringify(p.kind)}`);
+  return plan.candidate(core, p);
 }
 
 /** Whether `p` is the PREPARE `candidate` was made from (a repeat may be answered with the same vote). */
@@ -331,13 +166,4 @@ export function describe(err: unknown): string {
     return typeof code === 'string' && !(err instanceof VoteNo) ? `${code}: ${err.message}` : err.message;
   }
   return String(err);
-}
-
-/** The privacy record of PREPARE's params (null without one). */
-function paramsPrivacy(params: Uint8Array): RoundPrivacy | null {
-  try {
-    return decodeRoundParams(params).privacy ?? null;
-  } catch (err) {
-    throw new VoteNo(`PREPARE's round params do not decode: ${(err as Error).message}`);
-  }
 }
