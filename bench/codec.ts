@@ -27,7 +27,7 @@ const PARAMS = Number(process.env.COHORT_BENCH_PARAMS ?? 1_000_000);
 const SITES = 8;
 /** Worker threads of the all-core site pipeline: every core unless `COHORT_BENCH_WORKERS` says. */
 const WORKERS = Number(process.env.COHORT_BENCH_WORKERS ?? availableParallelism());
-/** Bit widths whose rows the README shows; the others are detail rows of the JSON. */
+/** Bit widths whose rows docs/results.md shows; the others are detail rows of the JSON. */
 const SHOWN_BITS: readonly QuantBits[] = [8, 1];
 const SITE_FLOOR_1 = 'SEAL encode+encrypt alone, 1 thread';
 const siteFloorAll = `SEAL encode+encrypt alone, ${WORKERS} threads`;

@@ -3,7 +3,7 @@
 //
 // One MNIST 2NN update (199,210 parameters, Gaussian values of RMS 3e-3, L2 norm ≈ 1.3), the real
 // CKKS codec (N = 8192) and Falcon-512, DP as docs/privacy.md configures it: clip 0.05, noise
-// multiplier 1.25, 10 contributors (ε 8 over 150 rounds at q = 0.1 in the README's experiment).
+// multiplier 1.25, 10 contributors (ε 8 over 150 rounds at q = 0.1 in the experiment of docs/results.md).
 //   site encode        `encodeUpdate`: quantize with error feedback, pack, encrypt, sign
 //   site encode (DP)   `privateLevels` (clip, conditional rounding, Skellam share, digits) then
 //                      `encodeUpdate` of those lanes: what `trainAndSend` does with privacy on

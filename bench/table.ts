@@ -23,9 +23,9 @@ export interface BenchRow {
   compare: string;
   /** true/false when the row has a goal, undefined when it is informational. */
   pass?: boolean;
-  /** The floor measured in the same run; the README shows value / floor beside it. */
+  /** The floor measured in the same run; docs/results.md shows value / floor beside it. */
   floor?: BenchFloor;
-  /** A detail row: kept in the JSON, left out of the README's table. */
+  /** A detail row: kept in the JSON, left out of the table in docs/results.md. */
   detail?: boolean;
 }
 

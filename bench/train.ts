@@ -64,7 +64,7 @@ async function compareEngines(
       continue;
     }
     // The CPU reference is the WebGPU row's floor (same model, batch and data, same run); the
-    // README shows the WebGPU row with it, so the CPU row itself is a detail.
+    // docs/results.md shows the WebGPU row with it, so the CPU row itself is a detail.
     cpuRow.detail = true;
     const software = /software|llvmpipe|lavapipe/i.test(gpu.description);
     const judged = goal !== undefined && !software;

@@ -6,7 +6,8 @@ const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
 if (major < 22 || (major === 22 && minor < 18)) {
   process.stderr.write(
     `cohort: Node.js >= 22.18 is required (this is ${process.version}).\n` +
-      'From the repository root, run `. .ci/node22.sh` to put Node 22 on PATH, then retry.\n',
+      'From the repository root, `bash .ci/setup` (as root) installs Node 22 as /usr/local/bin/node;\n' +
+      '`. .ci/node22.sh` puts it on PATH for this shell only. Then retry.\n',
   );
   process.exit(1);
 }

@@ -47,7 +47,7 @@ export function readRoundMetrics(files: readonly string[]): RoundMetrics[] {
  * `runs` that has metrics, in `runs` order: the updates' channel, the first round reaching the
  * target accuracy (or how many rounds ran without), the accuracy at the round where the first
  * listed run reached it, the best accuracy, the rounds run and the bytes sent up to the target
- * (or in all). Everything in it comes from the metrics: README tables are this output, checked by
+ * (or in all). Everything in it comes from the metrics: the tables of docs/results.md are this output, checked by
  * a test against the tracked metrics file. A first run with a `reference` adds it as the last row
  * (its source and rounds to the target, nothing else).
  */

@@ -1,4 +1,4 @@
-// The README's experiment tables are this function's output over tracked metrics files.
+// The experiment tables of docs/results.md are this function's output over tracked metrics files.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -1,6 +1,6 @@
-// The README's benchmark tables, rendered from the tracked result files: a block
+// The benchmark tables of docs/results.md, rendered from the tracked result files: a block
 // `<!-- bench: NAME -->` … `<!-- /bench -->` holds the table of bench/results/NAME.json, never a
-// figure typed by hand. `npm run bench:readme` rewrites the blocks; test/bench checks they match.
+// figure typed by hand. `npm run bench:results` rewrites the blocks; test/bench checks they match.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { markdownTable } from './markdown-table.ts';
@@ -52,7 +52,7 @@ export function renderResultTable(file: BenchResultFile): string {
  * `text` with every bench block replaced by the table of its result file (read by `read`).
  * Returns the new text and the names of the blocks it rendered.
  */
-export function renderReadme(
+export function renderBenchBlocks(
   text: string,
   read: (name: string) => BenchResultFile = (n) => readResultFile(n),
 ): { text: string; blocks: string[] } {

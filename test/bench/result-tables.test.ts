@@ -1,13 +1,13 @@
-// The README's benchmark tables are rendered from the tracked result files, never typed: each
+// The benchmark tables of docs/results.md are rendered from the tracked result files, never typed: each
 // block matches its bench/results/<name>.json, and the renderer puts every row's floor and ratio
 // beside it.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { renderReadme, renderResultTable } from '../../bench/readme-tables.ts';
+import { renderBenchBlocks, renderResultTable } from '../../bench/result-tables.ts';
 import type { BenchResultFile } from '../../bench/table.ts';
 
-const README = fileURLToPath(new URL('../../README.md', import.meta.url));
+const PAGE = fileURLToPath(new URL('../../docs/results.md', import.meta.url));
 
 const file: BenchResultFile = {
   name: 'demo',
@@ -37,7 +37,7 @@ const file: BenchResultFile = {
   ],
 };
 
-describe('README benchmark tables', () => {
+describe('benchmark tables', () => {
   it('renders the machine, the command, each row with its floor and ratio, and leaves detail rows out', () => {
     expect(renderResultTable(file).split('\n')).toEqual([
       '`npm run bench -- demo` on Test CPU (2 cores, 24 GiB), Node v22.0.0, 2026-12-01; `bench/results/demo.json`:',
@@ -51,17 +51,17 @@ describe('README benchmark tables', () => {
 
   it('replaces only the marked blocks and names the missing result file', () => {
     const text = 'a\n<!-- bench: demo -->\nold\n<!-- /bench -->\nb\n';
-    const { text: out, blocks } = renderReadme(text, () => file);
+    const { text: out, blocks } = renderBenchBlocks(text, () => file);
     expect(blocks).toEqual(['demo']);
     expect(out.startsWith('a\n<!-- bench: demo -->\n\n`npm run bench -- demo`')).toBe(true);
     expect(out.endsWith('\n\n<!-- /bench -->\nb\n')).toBe(true);
-    expect(() => renderReadme('<!-- bench: nothing-here -->\n<!-- /bench -->')).toThrow(
+    expect(() => renderBenchBlocks('<!-- bench: nothing-here -->\n<!-- /bench -->')).toThrow(
       /bench\/results\/nothing-here\.json.*npm run bench -- nothing-here/,
     );
   });
 
-  it("the README's tables match bench/results", () => {
-    const text = readFileSync(README, 'utf8');
-    expect(renderReadme(text).text).toBe(text);
+  it('the tables of docs/results.md match bench/results', () => {
+    const text = readFileSync(PAGE, 'utf8');
+    expect(renderBenchBlocks(text).text).toBe(text);
   });
 });
