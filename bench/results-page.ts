@@ -10,10 +10,14 @@ const before = readFileSync(PAGE, 'utf8');
 const { text, blocks } = renderBenchBlocks(before);
 if (check) {
   if (text !== before) {
-    console.error('docs/results.md: a benchmark table differs from bench/results; run `npm run bench:results`');
+    console.error(
+      'docs/results.md: a benchmark table differs from bench/results; run `npm run bench:results`',
+    );
     process.exit(1);
   }
-  console.log(`docs/results.md: ${blocks.length} benchmark tables match bench/results (${blocks.join(', ')})`);
+  console.log(
+    `docs/results.md: ${blocks.length} benchmark tables match bench/results (${blocks.join(', ')})`,
+  );
 } else {
   if (text !== before) writeFileSync(PAGE, text);
   console.log(`docs/results.md: ${blocks.length} benchmark tables rendered (${blocks.join(', ')})`);

@@ -66,8 +66,11 @@ interface Member {
   readonly probeFile: string;
 }
 
-/** `cohort <args> --config …` as a child process, its stderr (and stdout unless piped) to `<dir>/<name>.log`. */
-function spawnMember(dep: LocalDeployment, name: string, args: string[], pipeStdout: boolean): Member {
+/**
+ * `cohort <args> --config …` as a child process, its stdout (JSON log lines) and stderr (human
+ * lines) to `<dir>/<name>.log`; with `readLines` the caller reads stderr and writes it there.
+ */
+function spawnMember(dep: LocalDeployment, name: string, args: string[], readLines: boolean): Member {
   const probeFile = join(dep.dir, `probe-${name}.jsonl`);
   const child = spawn(
     process.execPath,
@@ -81,8 +84,13 @@ function spawnMember(dep: LocalDeployment, name: string, args: string[], pipeStd
     },
   );
   const log = createWriteStream(join(dep.dir, `${name}.log`));
-  child.stderr?.pipe(log, { end: false });
-  if (!pipeStdout) child.stdout?.pipe(log, { end: false });
+  if (readLines) {
+    // Whole lines from both streams, so a human line never lands inside a JSON one.
+    createInterface({ input: child.stdout! }).on('line', (line) => log.write(`${line}\n`));
+  } else {
+    child.stdout?.pipe(log, { end: false });
+    child.stderr?.pipe(log, { end: false });
+  }
   return { name, child, log, probeFile };
 }
 
@@ -158,12 +166,9 @@ async function soak(
     let committed = 0;
     let last = performance.now();
     const t0 = last;
-    const lines = createInterface({ input: coordinator.child.stdout! });
+    const lines = createInterface({ input: coordinator.child.stderr! });
     lines.on('line', (line) => {
-      if (line.startsWith('{')) {
-        coordinator.log.write(`${line}\n`);
-        return;
-      }
+      coordinator.log.write(`${line}\n`);
       const m = ROUND_LINE.exec(line);
       if (m === null) {
         // The evaluation and snapshot lines of every round would drown the progress lines.

@@ -141,16 +141,21 @@ export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink
   );
   const children: ChildProcess[] = [];
   const logs: WriteStream[] = [];
-  // Each member's JSON log lines (stdout) and anything on stderr go to <dir>/<member>.log; the
-  // coordinator's other lines (one per round) are the demo's output.
+  // Each member's JSON log lines (stdout) and its human lines (stderr) go to <dir>/<member>.log;
+  // the coordinator's human lines (one per round) are also the demo's output.
   const spawnMember = (args: string[], name: string, pipe: boolean) => {
     const child = spawn(process.execPath, [BIN, ...args, '--config', deployment.configPath], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env },
     });
     const log = createWriteStream(join(dir, `${name}.log`));
-    child.stderr?.pipe(log, { end: false });
-    if (!pipe) child.stdout?.pipe(log, { end: false });
+    if (pipe) {
+      // Whole lines from both streams, so a human line never lands inside a JSON one.
+      createInterface({ input: child.stdout! }).on('line', (line) => log.write(`${line}\n`));
+    } else {
+      child.stdout?.pipe(log, { end: false });
+      child.stderr?.pipe(log, { end: false });
+    }
     children.push(child);
     logs.push(log);
     return { child, log };
@@ -169,10 +174,11 @@ export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink
       'coordinator',
       true,
     );
-    const lines = createInterface({ input: coordinator.stdout! });
+    const lines = createInterface({ input: coordinator.stderr! });
     lines.on('line', (line) => {
-      if (line.startsWith('{')) coordinatorLog.write(`${line}\n`);
-      else say(line);
+      coordinatorLog.write(`${line}\n`);
+      // Node's own warnings are the log's, not the demo's output.
+      if (!line.startsWith('(node:') && !line.startsWith('(Use `node')) say(line);
     });
     const code = await new Promise<number>((resolve) => coordinator.on('exit', (c) => resolve(c ?? 1)));
     say(`coordinator exited with ${code} after ${((performance.now() - t0) / 1000).toFixed(1)} s`);

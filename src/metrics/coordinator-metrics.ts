@@ -8,7 +8,7 @@ import {
 import { type CryptoTimings, createCryptoTimings } from './crypto-timings.ts';
 import { type MetricsProvider, ownRegistry, perScrape } from './metrics-provider.ts';
 import { countsByLabel, REJECT_REASON_LABELS } from './reject-reasons.ts';
-import { ROUND_PHASES, RoundPhaseClock } from './round-phases.ts';
+import { type PhaseObservation, ROUND_PHASES, RoundPhaseClock } from './round-phases.ts';
 import { scrapedCounter, scrapedGauge } from './scrape-counter.ts';
 import { type TransportStatsReader, transportMetrics } from './transport-metrics.ts';
 import { VersionDriftTracker } from './version-drift.ts';
@@ -18,7 +18,7 @@ export const SYNC_LATENCY_BUCKETS: readonly number[] = Object.freeze([
   0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 5,
 ]);
 
-/** Upper bounds of `cohort_round_duration_seconds`. */
+/** Upper bounds of `cohort_round_duration_seconds` and `cohort_round_phase_duration_seconds`. */
 export const ROUND_DURATION_BUCKETS: readonly number[] = Object.freeze([
   0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600,
 ]);
@@ -83,14 +83,26 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
   // ---- from events ----
   const phases = new RoundPhaseClock();
   const drift = new VersionDriftTracker(switchWaitMs);
-  const roundDuration = new Histogram<'phase'>({
-    name: 'cohort_round_duration_seconds',
-    help: 'Round phases: collect (RoundOpen to PREPARE, or to an early ABORT), vote (PREPARE to decision), total (RoundOpen logged to decision published).',
+  // A round's phases and its whole duration are unlike series: one name each (one kind of
+  // observation per name), so `sum` over the phases never adds the total in.
+  const phaseDuration = new Histogram<'phase'>({
+    name: 'cohort_round_phase_duration_seconds',
+    help: 'Round phases: collect (RoundOpen to PREPARE, or to an early ABORT), vote (PREPARE to decision).',
     labelNames: ['phase'],
     buckets: [...ROUND_DURATION_BUCKETS],
     registers: [registry],
   });
-  for (const phase of ROUND_PHASES) roundDuration.zero({ phase });
+  for (const phase of ROUND_PHASES) if (phase !== 'total') phaseDuration.zero({ phase });
+  const roundDuration = new Histogram({
+    name: 'cohort_round_duration_seconds',
+    help: 'Decided rounds, RoundOpen logged to decision published (rollbacks and restart aborts included).',
+    buckets: [...ROUND_DURATION_BUCKETS],
+    registers: [registry],
+  });
+  const observePhase = (o: PhaseObservation): void => {
+    if (o.phase === 'total') roundDuration.observe(o.seconds);
+    else phaseDuration.observe({ phase: o.phase }, o.seconds);
+  };
   const syncLatency = new Histogram({
     name: 'cohort_sync_latency_seconds',
     help: 'Parameter-sync latency: decision published to a site switched to the commit (one per site and commit; target P99 < 0.2 s).',
@@ -223,7 +235,7 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
         partialSites.inc({ aggregator: event.aggregator }, event.sites.length);
         break;
       case 'prepare':
-        for (const o of phases.prepare(event.round, at)) roundDuration.observe({ phase: o.phase }, o.seconds);
+        for (const o of phases.prepare(event.round, at)) observePhase(o);
         break;
       case 'vote':
         votes.inc({ vote: event.yes ? 'yes' : 'no' });
@@ -231,8 +243,7 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
         break;
       case 'decision': {
         const s = event.summary;
-        for (const o of phases.decided(s.round, s.durationMs, at))
-          roundDuration.observe({ phase: o.phase }, o.seconds);
+        for (const o of phases.decided(s.round, s.durationMs, at)) observePhase(o);
         drift.decided(s.round, s.commit, at, (site) => live().has(site));
         if (s.commit) lastCommit.set(at / 1000);
         for (const c of s.culprits) culprits.inc({ role: c.role, fault: c.fault });
@@ -354,7 +365,7 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
   scrapedGauge(
     registry,
     {
-      name: 'cohort_breaker_failing_share',
+      name: 'cohort_breaker_failing_ratio',
       help: "Failing or late site-rounds over expected ones in the circuit breaker's window (0..1).",
     },
     () => [[{}, stats.get().breaker.share]],
@@ -362,18 +373,23 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
   scrapedGauge(
     registry,
     {
-      name: 'cohort_privacy_epsilon',
-      help: 'Differential privacy: ε spent as of the head commit (kind="spent") and the configured budget (kind="budget"); absent without privacy.',
-      labelNames: ['kind'],
+      name: 'cohort_privacy_epsilon_spent',
+      help: 'Differential privacy: ε spent as of the head commit; absent without privacy.',
     },
     () => {
       const p = stats.get().privacy;
-      return p === undefined
-        ? []
-        : [
-            [{ kind: 'spent' }, p.epsilon],
-            [{ kind: 'budget' }, p.budget],
-          ];
+      return p === undefined ? [] : [[{}, p.epsilon]];
+    },
+  );
+  scrapedGauge(
+    registry,
+    {
+      name: 'cohort_privacy_epsilon_budget',
+      help: 'Differential privacy: the configured ε budget; absent without privacy.',
+    },
+    () => {
+      const p = stats.get().privacy;
+      return p === undefined ? [] : [[{}, p.budget]];
     },
   );
   scrapedGauge(

@@ -21,6 +21,8 @@ export {
   type MemberMetricsOptions,
 } from './member-metrics.ts';
 export { type MetricsProvider, registryProvider } from './metrics-provider.ts';
+export { type MetricsListen, type MetricsServer, serveMetrics } from './metrics-server.ts';
+export { addProcessMetrics } from './process-metrics.ts';
 export {
   COORDINATOR_REFUSAL_CODES,
   OTHER_REASON,

@@ -1,4 +1,7 @@
-/** A phase of a round whose duration `cohort_round_duration_seconds` observes. */
+/**
+ * A phase of a round (`cohort_round_phase_duration_seconds`), or `total`, the whole round
+ * (`cohort_round_duration_seconds`).
+ */
 export type RoundPhase = 'collect' | 'vote' | 'total';
 
 /** Every {@link RoundPhase}, in round order. */

@@ -289,6 +289,10 @@ describe('admin API over a real coordinator', () => {
     expect(metrics.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
     const exposition = await metrics.text();
     expect(exposition).toMatch(/^cohort_log_sequence \d+$/m);
+    expect(exposition).toMatch(
+      /^cohort_build_info\{version="\d+\.\d+\.\d+[^"]*",node="v\d+\.\d+\.\d+"\} 1$/m,
+    );
+    expect(exposition).toMatch(/^process_resident_memory_bytes \d/m);
     if (PROMTOOL !== undefined) {
       const check = promtool(['check', 'metrics'], exposition);
       expect(check.code, check.output).toBe(0);

@@ -67,7 +67,7 @@ export class MemberProcess {
   output = '';
   /** Every JSON line it wrote (pino logs, failpoint notices). */
   readonly events: Record<string, unknown>[] = [];
-  /** Every non-JSON line of stdout (the coordinator's round lines). */
+  /** Every non-JSON line of stdout or stderr (the coordinator's round lines are on stderr). */
   readonly lines: string[] = [];
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 

@@ -89,10 +89,10 @@ describe('createCoordinatorMetrics', () => {
     m.onEvent({ type: 'switched', round: 3, member: 'site-2', latencyMs: 200, testAccuracy: undefined });
 
     let s = parseExposition(await m.text());
-    expect(sample(s, 'cohort_round_duration_seconds_count', { phase: 'collect' })).toBe(1);
-    expect(sample(s, 'cohort_round_duration_seconds_sum', { phase: 'collect' })).toBe(3.5);
-    expect(sample(s, 'cohort_round_duration_seconds_sum', { phase: 'vote' })).toBe(0.75);
-    expect(sample(s, 'cohort_round_duration_seconds_sum', { phase: 'total' })).toBe(4.4);
+    expect(sample(s, 'cohort_round_phase_duration_seconds_count', { phase: 'collect' })).toBe(1);
+    expect(sample(s, 'cohort_round_phase_duration_seconds_sum', { phase: 'collect' })).toBe(3.5);
+    expect(sample(s, 'cohort_round_phase_duration_seconds_sum', { phase: 'vote' })).toBe(0.75);
+    expect(sample(s, 'cohort_round_duration_seconds_sum')).toBe(4.4);
     // one observation per site and commit; 0.2 s lands in the le="0.2" bucket
     expect(sample(s, 'cohort_sync_latency_seconds_count')).toBe(2);
     expect(sample(s, 'cohort_sync_latency_seconds_sum')).toBeCloseTo(0.24, 12);
@@ -123,7 +123,7 @@ describe('createCoordinatorMetrics', () => {
     const m = createCoordinatorMetrics({ stats: () => stats });
     let s = parseExposition(await m.text());
     expect(sample(s, 'cohort_breaker_level')).toBe(0);
-    expect(sample(s, 'cohort_breaker_failing_share')).toBe(0);
+    expect(sample(s, 'cohort_breaker_failing_ratio')).toBe(0);
     // 9 possible changes (up any number of levels, down one), all at 0.
     expect(s.filter((x) => x.name === 'cohort_breaker_transitions_total').length).toBe(9);
     expect(sample(s, 'cohort_breaker_transitions_total', { from: 'closed', to: 'frozen' })).toBe(0);
@@ -134,7 +134,7 @@ describe('createCoordinatorMetrics', () => {
     stats.breaker = { ...stats.breaker, level: 2, name: 'drop-optional', share: 0.125 };
     s = parseExposition(await m.text());
     expect(sample(s, 'cohort_breaker_level')).toBe(2);
-    expect(sample(s, 'cohort_breaker_failing_share')).toBe(0.125);
+    expect(sample(s, 'cohort_breaker_failing_ratio')).toBe(0.125);
     expect(sample(s, 'cohort_breaker_transitions_total', { from: 'closed', to: 'shrink' })).toBe(1);
     expect(sample(s, 'cohort_breaker_transitions_total', { from: 'shrink', to: 'frozen' })).toBe(1);
     expect(sample(s, 'cohort_breaker_transitions_total', { from: 'frozen', to: 'drop-optional' })).toBe(1);

@@ -525,8 +525,8 @@ describe('coordinator', () => {
     let out = '';
     const program = new Command('cohort').exitOverride();
     registerCoordinatorCommand(program, {
-      stdout: { write: (t: string) => (out += t) },
-      stderr: { write: () => true },
+      stdout: { write: () => true },
+      stderr: { write: (t: string) => (out += t) },
       env: {},
     });
     await program.parseAsync(['coordinator', '--config', dep.configPath, '--rounds', '5'], { from: 'user' });

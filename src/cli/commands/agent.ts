@@ -1,12 +1,19 @@
 import type { Command } from 'commander';
 import { loadSiteConfig } from '../../config/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
+import { createSiteMetrics } from '../../metrics/index.ts';
 import { type AgentOptions, loadContractData, startAgent } from '../../services/agent/index.ts';
 import { openMember } from '../../services/index.ts';
 import type { CliContext } from '../context/cli-context.ts';
 import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../context/config-options.ts';
+import {
+  addMetricsOptions,
+  type MetricsFlags,
+  metricsListen,
+  startMetricsEndpoint,
+} from '../context/metrics-options.ts';
 
-interface AgentFlags extends ConfigFlags {
+interface AgentFlags extends ConfigFlags, MetricsFlags {
   config: string;
   member: string;
   evaluate?: boolean;
@@ -19,28 +26,54 @@ interface AgentFlags extends ConfigFlags {
  * every committed model on the MNIST test set and reports the accuracy in its `switched` message.
  * With `--site-config`, the site's own data files are read and checked against the federation's
  * data contract before the agent connects: a violation ends it with the error (exit status 2)
- * without ever joining. Without it the site trains on its IID share of MNIST.
+ * without ever joining. Without it the site trains on its IID share of MNIST. With
+ * `--metrics-port` it serves its metrics at `GET /metrics` (docs/metrics.md).
  */
 export function registerAgentCommand(program: Command, ctx: CliContext): void {
   addConfigOptions(
-    program
-      .command('agent')
-      .description('run a site agent: train on the local shard, send encrypted updates, vote, switch models')
-      .requiredOption('-c, --config <file>', 'federation YAML (members, round, learning)')
-      .requiredOption('-m, --member <id>', 'this site’s id (one of members.sites)')
-      .option('--evaluate', 'evaluate each committed model on the MNIST test set', false)
-      .option(
-        '--site-config <file>',
-        'this site’s own YAML (data files, validation split, trainer), checked against the data contract',
-      ),
+    addMetricsOptions(
+      program
+        .command('agent')
+        .description(
+          'run a site agent: train on the local shard, send encrypted updates, vote, switch models',
+        )
+        .requiredOption('-c, --config <file>', 'federation YAML (members, round, learning)')
+        .requiredOption('-m, --member <id>', 'this site’s id (one of members.sites)')
+        .option('--evaluate', 'evaluate each committed model on the MNIST test set', false)
+        .option(
+          '--site-config <file>',
+          'this site’s own YAML (data files, validation split, trainer), checked against the data contract',
+        ),
+    ),
   ).action(async (flags: AgentFlags) => {
     const config = loadConfigWithFlags(flags.config, flags, ctx);
-    const options: AgentOptions = { evaluate: flags.evaluate === true, ...siteOptions(config, flags, ctx) };
+    const listen = metricsListen(flags);
+    const site = siteOptions(config, flags, ctx);
     const member = await openMember(config, flags.member);
-    let agent: Awaited<ReturnType<typeof startAgent>>;
+    let agent: Awaited<ReturnType<typeof startAgent>> | undefined;
+    const metrics = createSiteMetrics({
+      stats: () => {
+        if (agent === undefined) throw new Error('the agent has not started');
+        return agent.stats();
+      },
+      transportStats: () => member.transport.stats(),
+    });
+    const options: AgentOptions = {
+      evaluate: flags.evaluate === true,
+      cryptoTimings: metrics.timings,
+      ...site,
+    };
     try {
       agent = await startAgent(member, options);
     } catch (err) {
+      await member.close();
+      throw err;
+    }
+    let endpoint: Awaited<ReturnType<typeof startMetricsEndpoint>> | undefined;
+    try {
+      endpoint = listen && (await startMetricsEndpoint(metrics, listen, ctx, member.log));
+    } catch (err) {
+      await agent.stop();
       await member.close();
       throw err;
     }
@@ -54,6 +87,7 @@ export function registerAgentCommand(program: Command, ctx: CliContext): void {
     const halted = await Promise.race([signalled.then(() => undefined), agent.halted]);
     process.off('SIGINT', done);
     process.off('SIGTERM', done);
+    await endpoint?.close();
     await agent.stop();
     await member.close();
     if (halted !== undefined) throw halted;

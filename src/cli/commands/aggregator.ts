@@ -1,11 +1,18 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from '../../errors/index.ts';
-import { startAggregator } from '../../services/aggregator/index.ts';
+import { createAggregatorMetrics } from '../../metrics/index.ts';
+import { type AggregatorService, startAggregator } from '../../services/aggregator/index.ts';
 import { openMember, roleOf } from '../../services/index.ts';
 import type { CliContext } from '../context/cli-context.ts';
 import { addConfigOptions, type ConfigFlags, loadConfigWithFlags } from '../context/config-options.ts';
+import {
+  addMetricsOptions,
+  type MetricsFlags,
+  metricsListen,
+  startMetricsEndpoint,
+} from '../context/metrics-options.ts';
 
-interface AggregatorFlags extends ConfigFlags {
+interface AggregatorFlags extends ConfigFlags, MetricsFlags {
   config: string;
   member: string;
 }
@@ -13,26 +20,46 @@ interface AggregatorFlags extends ConfigFlags {
 /**
  * `cohort aggregator --config <file> --member <id>`: runs one aggregator (verifies its sites'
  * blocks, sums them under CKKS, sends the signed partial to the coordinator, heartbeats) until
- * SIGINT or SIGTERM, then stops and closes its NATS connection.
+ * SIGINT or SIGTERM, then stops and closes its NATS connection. With `--metrics-port` it serves
+ * its metrics at `GET /metrics` (docs/metrics.md).
  */
 export function registerAggregatorCommand(program: Command, ctx: CliContext): void {
   addConfigOptions(
-    program
-      .command('aggregator')
-      .description("run an aggregator: verify and sum its sites' encrypted updates each round")
-      .requiredOption('-c, --config <file>', 'federation YAML config')
-      .requiredOption('-m, --member <id>', "this aggregator's member id"),
+    addMetricsOptions(
+      program
+        .command('aggregator')
+        .description("run an aggregator: verify and sum its sites' encrypted updates each round")
+        .requiredOption('-c, --config <file>', 'federation YAML config')
+        .requiredOption('-m, --member <id>', "this aggregator's member id"),
+    ),
   ).action(async (flags: AggregatorFlags) => {
     const config = loadConfigWithFlags(flags.config, flags, ctx);
     const role = roleOf(config, flags.member);
     if (role !== 'aggregator') {
       throw new InvalidArgumentError(`--member ${flags.member} is the ${role}, not an aggregator`);
     }
+    const listen = metricsListen(flags);
     const member = await openMember(config, flags.member);
+    let service: AggregatorService | undefined;
+    const metrics = createAggregatorMetrics({
+      stats: () => {
+        if (service === undefined) throw new Error('the aggregator has not started');
+        return service.stats();
+      },
+      transportStats: () => member.transport.stats(),
+    });
     try {
-      const service = await startAggregator(member);
+      service = await startAggregator(member, { cryptoTimings: metrics.timings });
+      let endpoint: Awaited<ReturnType<typeof startMetricsEndpoint>> | undefined;
+      try {
+        endpoint = listen && (await startMetricsEndpoint(metrics, listen, ctx, member.log));
+      } catch (err) {
+        await service.stop();
+        throw err;
+      }
       const signal = await waitForSignal();
       member.log.info({ signal, stats: service.stats() }, 'aggregator shutting down');
+      await endpoint?.close();
       await service.stop();
     } finally {
       await member.close();

@@ -6,9 +6,15 @@ import {
   startAuditBundleJob,
 } from '../../audit/index.ts';
 import type { CohortConfig } from '../../config/index.ts';
-import { adminApiMetrics, type CryptoTimings, createCoordinatorMetrics } from '../../metrics/index.ts';
+import {
+  addProcessMetrics,
+  adminApiMetrics,
+  type CryptoTimings,
+  createCoordinatorMetrics,
+} from '../../metrics/index.ts';
 import type { CoordinatorEvent, CoordinatorHandle } from '../../services/coordinator/index.ts';
 import { ckksParamsOf, type MemberContext } from '../../services/index.ts';
+import { packageVersion } from '../context/package-version.ts';
 import { trustSources } from './audit-session.ts';
 
 /** What the coordinator command hands the admin API besides the coordinator itself. */
@@ -59,6 +65,7 @@ export function coordinatorAdminServices(
     transportStats: () => mctx.transport.stats(),
     aggregators: mctx.members.aggregators.map((a) => a.id),
   });
+  addProcessMetrics(metrics.registry, packageVersion());
   const events = adminApiMetrics(metrics.registry);
   const federation = config.federation.id;
   const target = (): AuditJobTarget => ({

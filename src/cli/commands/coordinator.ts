@@ -50,9 +50,9 @@ export function formatEvaluation(e: EvaluationBody): string {
 
 /**
  * `cohort coordinator --config <file> [--rounds n] [--idle]`: runs the federation's rounds over
- * NATS (the coordinator of docs/round-protocol.md), printing one line per decided round, and exits
- * 0 after the last round (`--rounds`, else `round.count`; rounds already in the decision log
- * count). With `--idle` it runs only `--rounds` (none when absent), then waits for runs started
+ * NATS (the coordinator of docs/round-protocol.md), printing one line per decided round (on
+ * stderr: stdout is the JSON log alone), and exits 0 after the last round (`--rounds`, else
+ * `round.count`; rounds already in the decision log count). With `--idle` it runs only `--rounds` (none when absent), then waits for runs started
  * through the admin API until interrupted. With an `admin` section it serves the admin API
  * (docs/admin-api.md) while it runs and prints `admin API listening on <url>`.
  */
@@ -96,7 +96,8 @@ export function registerCoordinatorCommand(program: Command, ctx: CliContext): v
     const member = flags.member ?? config.members?.coordinator ?? 'coordinator';
     const mctx = await openMember(config, member);
     const services = config.admin === undefined ? undefined : coordinatorAdminServices(config, mctx);
-    const say = (s: string) => ctx.stdout.write(`${s}\n`);
+    // Human lines go to stderr: stdout is the JSON log alone (jq, pino-pretty).
+    const say = (s: string) => ctx.stderr.write(`${s}\n`);
     const onEvent = (e: CoordinatorEvent) => {
       services?.onEvent(e);
       if (e.type === 'started') {
