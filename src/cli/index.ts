@@ -7,5 +7,5 @@ export {
   overridesFromFlags,
 } from './context/config-options.ts';
 export { packageVersion } from './context/package-version.ts';
-export { createProgram } from './program.ts';
+export { COMMANDS, commandOf, createProgram, type LazyCommand } from './program.ts';
 export { EXIT_COHORT_ERROR, EXIT_FAILURE, runCli } from './run-cli.ts';

@@ -16,7 +16,7 @@ export const EXIT_FAILURE = 1;
  */
 export async function runCli(argv: readonly string[], ctx: CliContext = processContext()): Promise<number> {
   try {
-    await createProgram(ctx).parseAsync([...argv]);
+    await (await createProgram(ctx, argv)).parseAsync([...argv]);
     return 0;
   } catch (err) {
     if (err instanceof CohortError) {
