@@ -6,6 +6,7 @@ import {
   PermissionViolationError,
 } from '@nats-io/transport-node';
 import { assertInteger, InvalidArgumentError } from '../errors/index.ts';
+import { backoffDelay, sleep } from '../retry/index.ts';
 import { crcHex, FRAME_HEADER_BUDGET, FRAME_HEADERS, MIN_CHUNK_BYTES, splitChunks } from './chunk-frame.ts';
 import type { NatsTransportOptions } from './connect-transport.ts';
 import {
@@ -173,7 +174,7 @@ export class NatsTransport implements Transport {
           pending.outcome = undefined;
           // Nobody listens yet: back off (bounded by the attempt timeout) before trying again.
           if (attempt < maxRetry)
-            await new Promise((r) => setTimeout(r, Math.min(timeoutMs, 50 * 2 ** attempt)));
+            await sleep(backoffDelay(attempt + 1, { baseMs: 50, maxMs: Math.max(50, timeoutMs) }));
         } else {
           last = 'timeout';
         }

@@ -11,6 +11,7 @@ import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
 import type { SigningKeyPair } from '../../../crypto/signature/index.ts';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
 import { type LogRecordBody, sealControl } from '../../protocol/index.ts';
+import { backoffDelay, sleep } from '../../retry/index.ts';
 import { federationSubjects } from '../../transport/index.ts';
 import type { LogEntry, LogPosition } from './log-entry.ts';
 import { FederationLogError } from './log-error.ts';
@@ -198,7 +199,8 @@ class JetStreamLogWriter implements FederationLogWriter {
             { cause: err, details: { stream: this.#stream, sequence } },
           );
         }
-        await new Promise((r) => setTimeout(r, this.#options.retryMs ?? 500));
+        const retryMs = this.#options.retryMs ?? 500;
+        await sleep(backoffDelay(attempt, { baseMs: retryMs, maxMs: 4 * retryMs }));
       }
     }
     const entry: LogEntry = { sequence, bytes, hash: sha256(bytes), record };

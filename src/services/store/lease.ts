@@ -3,6 +3,7 @@ import { JetStreamApiCodes, JetStreamApiError, jetstream, StorageType } from '@n
 import { type KV, type KvEntry, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
+import { backoffDelay, sleep } from '../../retry/index.ts';
 import { StoreError } from './store-error.ts';
 
 /** Options of {@link acquireLease}. */
@@ -56,13 +57,8 @@ const BUCKET_RE = /^[A-Za-z0-9_-]{1,200}$/;
 const KEY_RE = /^[A-Za-z0-9_=/-]+(?:\.[A-Za-z0-9_=/-]+)*$/;
 const MIN_TTL_MS = 100;
 const MAX_TTL_MS = 24 * 3600 * 1000;
-/** Delay before retrying a failed renewal, ms (at most a third of the TTL). */
+/** Delay before the first retry of a failed renewal, ms, before jitter (at most a third of the TTL). */
 const RENEW_RETRY_MS = 250;
-
-const sleep = (ms: number) =>
-  new Promise<void>((resolve) => {
-    setTimeout(resolve, ms).unref();
-  });
 
 const isCasConflict = (err: unknown): boolean =>
   err instanceof JetStreamApiError &&
@@ -262,6 +258,8 @@ class HeldLease implements Lease {
   #renewing: Promise<void> | null = null;
   /** The last renewal failure, chained as the cause of `LEASE_LOST` when the lease expires. */
   #lastError: unknown;
+  /** Renewals failed in a row (the retry delay backs off with them). */
+  #failedRenewals = 0;
 
   constructor(kv: KV, config: HeldLeaseConfig, record: LeaseRecord, revision: number) {
     this.#kv = kv;
@@ -395,6 +393,7 @@ class HeldLease implements Lease {
       this.#revision = revision;
       this.#expires = next.expiresUnixMs;
       this.#lastError = undefined;
+      this.#failedRenewals = 0;
     } catch (err) {
       if (isCasConflict(err)) {
         // The revision moved: ours if a timed-out write of this instance did land, else taken over.
@@ -404,9 +403,13 @@ class HeldLease implements Lease {
           this.#lose(this.#error('LEASE_LOST', 'was taken over: its revision changed under it', err));
           return;
         }
-        if (owner === 'unknown') this.#lastError = err;
+        if (owner === 'unknown') {
+          this.#lastError = err;
+          this.#failedRenewals++;
+        }
       } else {
         this.#lastError = err;
+        this.#failedRenewals++;
       }
     }
     if (this.#lost !== null || this.#released !== null) return;
@@ -417,8 +420,14 @@ class HeldLease implements Lease {
     this.#armExpiry();
     // A failed renewal is retried soon, not a third of the TTL later: one lost ack (the server
     // restarted under it) must not let the lease lapse once the server is back.
+    const third = Math.floor(ttlMs / 3);
     this.#scheduleRenewal(
-      this.#lastError === undefined ? undefined : Math.min(Math.floor(ttlMs / 3), RENEW_RETRY_MS),
+      this.#lastError === undefined
+        ? undefined
+        : backoffDelay(Math.max(1, this.#failedRenewals), {
+            baseMs: Math.max(1, Math.min(third, RENEW_RETRY_MS)),
+            maxMs: Math.max(1, third),
+          }),
     );
   }
 

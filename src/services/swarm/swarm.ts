@@ -2,6 +2,7 @@ import type { LaneKeyset } from '../../../crypto/lanes/index.ts';
 import { enableVerifiedCache } from '../../../crypto/signature/index.ts';
 import type { CohortConfig } from '../../config/index.ts';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
+import { backoffDelay, sleep } from '../../retry/index.ts';
 import { type AgentOptions, type AgentService, startAgent } from '../agent/index.ts';
 import { shareLogReads } from '../federation-log/index.ts';
 import { envelopeTrust, loadSiteKeyset } from '../key-ceremony.ts';
@@ -134,8 +135,9 @@ class Swarm implements SwarmHandle {
         this.#fail(member, 'start', err);
         return;
       }
-      // A busy host times connections out: a site retries as a reconnecting site would.
-      await new Promise((resolve) => setTimeout(resolve, 1000 * attempt));
+      // A busy host times connections out: a site retries as a reconnecting site would, spread
+      // out so the sites that failed together do not all come back at once.
+      await sleep(backoffDelay(attempt, { baseMs: 1000, maxMs: 8000 }));
     }
   }
 
