@@ -19,6 +19,7 @@ export {
   type MemberRole,
   memberConnectOptions,
   memberNatsFiles,
+  type OpenMemberOptions,
   openMember,
   readRegistry,
   roleOf,

@@ -36,6 +36,7 @@ import {
   type TransportSubscription,
 } from '../transport/index.ts';
 import { openLogReader } from './federation-log/log-reader.ts';
+import type { SharedLogReads } from './federation-log/shared-log-reads.ts';
 import { federationTlsPaths, memberNatsPaths } from './nats-credentials.ts';
 
 /** A member's role in the federation. */
@@ -249,6 +250,14 @@ export function memberConnectOptions(
   };
 }
 
+/** Options of {@link openMember}. */
+export interface OpenMemberOptions {
+  /** The keys folder (default `members.keysDir`). */
+  readonly keysDir?: string;
+  /** Log entries shared with the other members of this process (a swarm's sites); none by default. */
+  readonly sharedLogReads?: SharedLogReads;
+}
+
 /**
  * Opens a member: checks its role, loads its signing key (`<member>.key` of its own folder) and
  * the registry, connects to NATS with the member's credentials ({@link memberNatsFiles}: mutual
@@ -265,8 +274,9 @@ export function memberConnectOptions(
 export async function openMember(
   config: CohortConfig,
   member: string,
-  keysDir?: string,
+  options: OpenMemberOptions = {},
 ): Promise<MemberContext> {
+  const { keysDir, sharedLogReads } = options;
   const role = roleOf(config, member);
   const members = config.members!;
   const dir = keysDir ?? members.keysDir;
@@ -302,6 +312,7 @@ export async function openMember(
         coordinator: members.coordinator,
         subject: subjects.registry,
         log,
+        ...(sharedLogReads === undefined ? {} : { shared: sharedLogReads }),
       });
       await follower.start();
     }
@@ -361,6 +372,7 @@ class RegistryFollower {
     coordinator: string;
     subject: string;
     log: Logger;
+    shared?: SharedLogReads;
   };
   #position = { sequence: 0, hash: new Uint8Array(32) as Uint8Array };
   #lastRound = 0;
@@ -372,7 +384,7 @@ class RegistryFollower {
   constructor(
     transport: NatsTransport,
     view: RegistryView,
-    opts: { federation: string; coordinator: string; subject: string; log: Logger },
+    opts: { federation: string; coordinator: string; subject: string; log: Logger; shared?: SharedLogReads },
   ) {
     this.#transport = transport;
     this.#view = view;
@@ -419,6 +431,7 @@ class RegistryFollower {
       federation: this.#opts.federation,
       coordinator: this.#opts.coordinator,
       keys: (id) => view.current(id),
+      ...(this.#opts.shared === undefined ? {} : { shared: this.#opts.shared }),
     });
     for await (const entry of reader.entries(this.#position)) {
       const r = entry.record;

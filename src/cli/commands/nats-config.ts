@@ -57,7 +57,7 @@ async function registryOf(
       { details: { name: 'as' } },
     );
   }
-  const member = await openMember(config, as, keysDir);
+  const member = await openMember(config, as, { keysDir });
   try {
     return await readLoggedRegistry(member);
   } finally {

@@ -8,6 +8,7 @@ import type { SiteData } from '../../data/index.ts';
 import type { CryptoTimingObserver, Evaluation } from '../../protocol/index.ts';
 import type { ExternalTrainer } from '../../trainer/index.ts';
 import type { Commit, ModelStore } from '../../versions/index.ts';
+import type { SharedLogReads } from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
 import type { LogFollower } from './log-follower.ts';
 import type { EvaluationState } from './site-evaluation.ts';
@@ -16,6 +17,12 @@ import type { EvaluationState } from './site-evaluation.ts';
 export interface AgentOptions {
   /** Evaluate every committed model on the MNIST test set (`learning.testLimit` rows) and report it. */
   readonly evaluate?: boolean;
+  /**
+   * Log entries this site shares with the other sites of its process (a swarm): each entry is
+   * read and checked once, and a decision's entry is folded into the site's log view before it
+   * switches (one event loop serves every site). None by default: a site reads its log itself.
+   */
+  readonly sharedLogReads?: SharedLogReads;
   /**
    * Tests: the CKKS keyset to use instead of unwrapping `<keysDir>/<member>.ckks.env`, or a function
    * returning it (one that throws acts like a key that cannot be loaded). The agent does not free

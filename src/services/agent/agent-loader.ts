@@ -73,6 +73,7 @@ export async function loadAgentCore(
     coordinator: ctx.members.coordinator,
     keys: ctx.keys,
     genesis: genesis.commit,
+    ...(options.sharedLogReads === undefined ? {} : { shared: options.sharedLogReads }),
   });
   const engine = options.engine ?? (await createEngine(config.learning));
   const core: AgentCore = {

@@ -3,7 +3,7 @@ import { InvalidArgumentError } from '../../errors/index.ts';
 import { type ControlBodies, type ControlType, openControl } from '../../protocol/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex, type Commit } from '../../versions/index.ts';
-import { type LogEntry, logReadsShared, openLogEntry } from '../federation-log/index.ts';
+import { type LogEntry, openLogEntry } from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
 import type { AgentCore, AgentCounters, AgentOptions, AgentStats } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
@@ -384,7 +384,7 @@ class SiteAgent implements AgentService {
     // event loop: run after the switches, they would still be running when the next round opens
     // and eat its deadline (a 1,000-site round then took minutes), so a swarm site folds first,
     // as a site on its own machine has long done by then.
-    if (logReadsShared()) {
+    if (this.#options.sharedLogReads !== undefined) {
       await fold();
       await settleDecision(core, d, entry.sequence, { catchUp: () => this.#catchUp(core) });
     } else {

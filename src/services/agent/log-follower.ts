@@ -11,6 +11,7 @@ import {
   LogHistory,
   MEMBER_RETAIN_ROUNDS,
   openLogReader,
+  type SharedLogReads,
 } from '../federation-log/index.ts';
 
 /**
@@ -50,6 +51,8 @@ export class LogFollower {
       keys: KeyLookup;
       genesis: Commit;
       retainRounds?: number;
+      /** Entries shared with other followers in this process (a swarm's sites). */
+      shared?: SharedLogReads;
     },
   ): Promise<LogFollower> {
     const reader = await openLogReader(nc, {
@@ -58,6 +61,7 @@ export class LogFollower {
       keys: opts.keys,
       window: FOLLOWER_WINDOW,
       signatures: 'chain',
+      ...(opts.shared === undefined ? {} : { shared: opts.shared }),
     });
     return new LogFollower(reader, opts.genesis, opts.retainRounds ?? MEMBER_RETAIN_ROUNDS);
   }

@@ -38,5 +38,5 @@ export {
   type LoggedVote,
   RoundEvidence,
 } from './round-evidence.ts';
-export { logReadsShared, SHARED_LOG_READS_SIZE, shareLogReads } from './shared-log-reads.ts';
+export { SHARED_LOG_READS_SIZE, SharedLogReads } from './shared-log-reads.ts';
 export { snapshotWriter } from './snapshot-schedule.ts';

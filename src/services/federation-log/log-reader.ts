@@ -12,7 +12,7 @@ import { federationSubjects } from '../../transport/index.ts';
 import { checkLink, LOG_ORIGIN, type LogEntry, type LogPosition, openLogEntry } from './log-entry.ts';
 import { FederationLogError } from './log-error.ts';
 import { logStreamName } from './log-stream.ts';
-import { sharedLogRead } from './shared-log-reads.ts';
+import type { SharedLogReads } from './shared-log-reads.ts';
 
 /** Read access to a federation's log (what a site, an auditor or the coordinator may do). */
 export interface FederationLogReader {
@@ -51,6 +51,8 @@ export interface LogReaderOptions {
    * `every`).
    */
   readonly signatures?: 'every' | 'chain';
+  /** Entries shared with the other readers given the same one (a swarm's sites); none by default. */
+  readonly shared?: SharedLogReads;
 }
 
 /**
@@ -118,11 +120,13 @@ class JetStreamLogReader implements FederationLogReader {
   }
 
   /**
-   * Entry `sequence`, checked; its signature too unless this reader authenticates by chain (shared
-   * by the process's readers, see `shareLogReads`).
+   * Entry `sequence`, checked; its signature too unless this reader authenticates by chain (from
+   * `options.shared` when the entry was read there already).
    */
   #fetch(sequence: number): Promise<LogEntry> {
-    return sharedLogRead(this.stream, this.#options.coordinator, sequence, () => this.#read(sequence));
+    const shared = this.#options.shared;
+    if (shared === undefined) return this.#read(sequence);
+    return shared.read(this.stream, this.#options.coordinator, sequence, () => this.#read(sequence));
   }
 
   /** Checks `entry`'s signature once per process: an entry object never changes. */

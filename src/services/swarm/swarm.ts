@@ -4,7 +4,7 @@ import type { CohortConfig } from '../../config/index.ts';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
 import { backoffDelay, sleep } from '../../retry/index.ts';
 import { type AgentOptions, type AgentService, startAgent } from '../agent/index.ts';
-import { shareLogReads } from '../federation-log/index.ts';
+import { SharedLogReads } from '../federation-log/index.ts';
 import { envelopeTrust, loadSiteKeyset } from '../key-ceremony.ts';
 import { type MemberContext, openMember, roleOf } from '../member-context.ts';
 import { syntheticSiteData } from './synthetic-site-data.ts';
@@ -72,10 +72,7 @@ export async function startSwarm(config: CohortConfig, options: SwarmOptions): P
   }
   // Every member here reads the same log entries and checks the same votes and manifests: once per
   // process is enough. A swarm of one is a site alone in its process, which checks all itself.
-  if (members.length > 1) {
-    enableVerifiedCache();
-    shareLogReads();
-  }
+  if (members.length > 1) enableVerifiedCache();
   for (const m of members) {
     if (roleOf(config, m) !== 'site') throw new InvalidArgumentError(`options.members: ${m} is not a site`);
   }
@@ -87,7 +84,7 @@ export async function startSwarm(config: CohortConfig, options: SwarmOptions): P
   if (options.syntheticRows !== undefined) syntheticSiteData(config, 0, options.syntheticRows);
 
   const t0 = performance.now();
-  const swarm = new Swarm(options);
+  const swarm = new Swarm(options, members.length > 1 ? new SharedLogReads() : undefined);
   const first = await openMember(config, members[0]!);
   try {
     swarm.keyset = loadSiteKeyset(first.ckks, first.keysDir, first.member, envelopeTrust(first));
@@ -113,10 +110,13 @@ class Swarm implements SwarmHandle {
   keyset: LaneKeyset | undefined;
   readonly #contexts = new Map<string, MemberContext>();
   readonly #options: SwarmOptions;
+  /** The log entries every site of the swarm shares (none for a swarm of one). */
+  readonly #shared: SharedLogReads | undefined;
   #stopping: Promise<void> | undefined;
 
-  constructor(options: SwarmOptions) {
+  constructor(options: SwarmOptions, shared: SharedLogReads | undefined) {
     this.#options = options;
+    this.#shared = shared;
   }
 
   #fail(member: string, phase: SwarmFailure['phase'], err: unknown): void {
@@ -145,9 +145,14 @@ class Swarm implements SwarmHandle {
   async #tryStart(config: CohortConfig, member: string, index: number): Promise<unknown> {
     let ctx: MemberContext | undefined;
     try {
-      ctx = await openMember(config, member);
+      ctx = await openMember(
+        config,
+        member,
+        this.#shared === undefined ? {} : { sharedLogReads: this.#shared },
+      );
       const agentOptions: AgentOptions = {
         keysetOverride: this.keyset!,
+        ...(this.#shared === undefined ? {} : { sharedLogReads: this.#shared }),
         ...(this.#options.syntheticRows === undefined
           ? {}
           : syntheticSiteData(config, index, this.#options.syntheticRows)),
