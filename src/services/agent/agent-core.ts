@@ -2,7 +2,6 @@ import type { LaneKeyset } from '../../../crypto/lanes/index.ts';
 import type { AggregateMacKey } from '../../../crypto/mac/index.ts';
 import type { ModelSpec, ServerStrategy } from '../../../federation/index.ts';
 import type { Dataset, TrainingEngine } from '../../../gpu/index.ts';
-import type { AgentStateMachine } from '../../agent/index.ts';
 import type { SiteConfig } from '../../config/index.ts';
 import type { SiteData } from '../../data/index.ts';
 import type { CryptoTimingObserver, Evaluation } from '../../protocol/index.ts';
@@ -10,6 +9,7 @@ import type { ExternalTrainer } from '../../trainer/index.ts';
 import type { Commit, ModelStore } from '../../versions/index.ts';
 import type { SharedLogReads } from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
+import type { AgentStateMachine } from './agent-state.ts';
 import type { LogFollower } from './log-follower.ts';
 import type { EvaluationState } from './site-evaluation.ts';
 

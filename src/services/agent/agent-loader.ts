@@ -4,11 +4,11 @@ import { createStrategy, type StrategyConfig } from '../../../federation/index.t
 import { createCpuEngine } from '../../../gpu/cpu/index.ts';
 import type { Dataset, TrainingEngine } from '../../../gpu/index.ts';
 import { createWebGpuEngine } from '../../../gpu/webgpu/index.ts';
-import type { AgentStateMachine } from '../../agent/index.ts';
 import { openModelStore } from '../../versions/index.ts';
 import { envelopeTrust, loadSiteDataKey, loadSiteKeyset } from '../key-ceremony.ts';
 import type { MemberContext } from '../member-context.ts';
 import type { AgentCore, AgentCounters, AgentOptions } from './agent-core.ts';
+import type { AgentStateMachine } from './agent-state.ts';
 import { federationGenesis } from './genesis.ts';
 import { LogFollower } from './log-follower.ts';
 import { loadAgentData, loadTestSet } from './site-data.ts';

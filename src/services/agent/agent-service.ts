@@ -1,4 +1,3 @@
-import { type AgentState, AgentStateMachine } from '../../agent/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import { type ControlBodies, type ControlType, openControl } from '../../protocol/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
@@ -8,6 +7,7 @@ import type { MemberContext } from '../member-context.ts';
 import type { AgentCore, AgentCounters, AgentOptions, AgentStats } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
 import { loadAgentCore, releaseAgentCore } from './agent-loader.ts';
+import { type AgentState, AgentStateMachine } from './agent-state.ts';
 import type { AgentSteps } from './agent-steps.ts';
 import { catchUp, resolveResiduals } from './catch-up.ts';
 import { privacyReport, reportPrivacy } from './privacy-record.ts';

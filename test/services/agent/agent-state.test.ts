@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
+import { InvalidArgumentError } from '../../../src/errors/index.ts';
 import {
   AGENT_STATES,
   AGENT_TRANSITIONS,
@@ -7,8 +8,7 @@ import {
   AgentStateError,
   AgentStateMachine,
   isLegalTransition,
-} from '../../src/agent/index.ts';
-import { InvalidArgumentError } from '../../src/errors/index.ts';
+} from '../../../src/services/agent/index.ts';
 
 /**
  * The full 8×8 matrix, written out independently of the table it checks: row = from, column = to

@@ -1,4 +1,4 @@
-import { CohortError, InvalidArgumentError } from '../errors/index.ts';
+import { CohortError, InvalidArgumentError } from '../../errors/index.ts';
 
 /** The site agent's lifecycle states. */
 export const AGENT_STATES = [
