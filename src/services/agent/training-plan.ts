@@ -7,8 +7,8 @@ import { applyAggregate } from './apply-aggregate.ts';
 import { preparedAggregate } from './prepared-aggregate.ts';
 import { checkPrivacyRecord } from './privacy-record.ts';
 import { robustDeltaFor } from './robust-record.ts';
-import { trainAndSend } from './round-trainer.ts';
 import { siteRows } from './site-rows.ts';
+import { trainAndSend } from './train-and-send.ts';
 import { VoteNo } from './voter-error.ts';
 
 /**
