@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Cohort command-line entry. Plain ESM JavaScript so that a too-old Node fails here with a
 // clear message instead of a syntax error in the TypeScript sources, which Node >= 22.18
-// runs directly (type stripping, no build step).
+// runs directly in a checkout (type stripping, no build step); a package built by
+// `npm run package` runs the compiled JavaScript instead.
 const [major = 0, minor = 0] = process.versions.node.split('.').map(Number);
 if (major < 22 || (major === 22 && minor < 18)) {
   process.stderr.write(
@@ -11,4 +12,8 @@ if (major < 22 || (major === 22 && minor < 18)) {
   );
   process.exit(1);
 }
-await import('../src/cli/main.ts');
+// From a checkout the TypeScript sources run as they are; an installed package (Node strips no
+// types under node_modules) ships them compiled, with no .ts beside.
+const source = new URL('../src/cli/main.ts', import.meta.url);
+const { existsSync } = await import('node:fs');
+await import(existsSync(source) ? source.href : new URL('../src/cli/main.js', import.meta.url).href);

@@ -3,6 +3,7 @@ import { setPriority } from 'node:os';
 import { PassThrough, type Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { assertInteger, type CohortError, InvalidArgumentError } from '../errors/index.ts';
+import { moduleUrl } from '../files/index.ts';
 import { AUDIT_ERROR_CODES, AuditError, type AuditErrorCode } from './audit-error.ts';
 import { AuditJobError } from './audit-job-error.ts';
 import {
@@ -16,7 +17,7 @@ import {
 import type { AuditReport } from './audit-report.ts';
 import type { ExportedBundleSummary } from './export-bundle.ts';
 
-const CHILD = fileURLToPath(new URL('./audit-child.ts', import.meta.url));
+const CHILD = fileURLToPath(moduleUrl('./audit-child.ts', import.meta.url));
 
 /** Default V8 heap of an audit process, MiB: a bundle is streamed, so this bounds an audit's own state. */
 export const DEFAULT_AUDIT_HEAP_MB = 512;

@@ -6,6 +6,7 @@ import {
   CohortError,
   InvalidArgumentError,
 } from '../errors/index.ts';
+import { moduleUrl } from '../files/index.ts';
 import {
   BlockVerifier,
   type BlockVerifierOptions,
@@ -140,7 +141,7 @@ export class ParallelBlockVerifier {
       signatureCacheSize: options.signatureCacheSize,
     };
     for (let i = 0; i < workers; i++) {
-      const worker = new Worker(new URL('./verify-worker.ts', import.meta.url), { workerData });
+      const worker = new Worker(moduleUrl('./verify-worker.ts', import.meta.url), { workerData });
       const slot: Slot = { worker, pending: 0, alive: true };
       worker.unref();
       worker.on('message', (msg: VerifyResponse) => this.#answer(msg));

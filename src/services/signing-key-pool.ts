@@ -6,8 +6,9 @@ import {
   type SigningKeyPair,
 } from '../../crypto/signature/index.ts';
 import { assertInteger } from '../errors/index.ts';
+import { moduleUrl } from '../files/index.ts';
 
-const SIGNATURE_MODULE = new URL('../../crypto/signature/index.ts', import.meta.url).href;
+const SIGNATURE_MODULE = moduleUrl('../../crypto/signature/index.ts', import.meta.url).href;
 
 /** Below this many pairs the workers' start-up costs more than it saves: generated inline. */
 const INLINE_BELOW = 16;

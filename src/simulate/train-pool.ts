@@ -2,6 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type { ModelSpec } from '../../federation/index.ts';
 import type { Dataset, EvalResult, TrainConfig, TrainResult } from '../../gpu/index.ts';
 import { CohortError, InvalidArgumentError } from '../errors/index.ts';
+import { moduleUrl } from '../files/index.ts';
 
 /** A training worker failed or crashed (`SIMULATION_WORKER`). */
 export class SimulationWorkerError extends CohortError {}
@@ -78,7 +79,7 @@ export class TrainPool {
     this.#testCount = test.count;
     this.#classes = test.classCount;
     for (let i = 0; i < workers; i++) {
-      const worker = new Worker(new URL('./train-worker.ts', import.meta.url), { workerData: data });
+      const worker = new Worker(moduleUrl('./train-worker.ts', import.meta.url), { workerData: data });
       worker.on('message', (r: PoolResponse) => this.#done(worker, r));
       worker.on('error', (err) => this.#fail(err));
       worker.on('exit', (code) => {
