@@ -1,6 +1,6 @@
-// Cohort installs like a Node tool: `npm run package` builds the package (compiled JavaScript
-// with declarations, no TypeScript source, its locked dependencies), `npm install -g` puts it in
-// a fresh prefix, and from another folder `cohort --version` and `cohort demo` run from
+// Cohort installs like a Node tool: `npm pack` builds the package (compiled JavaScript with
+// declarations, no TypeScript source) and packs it, `npm install -g ./cohort-*.tgz` puts it in a
+// fresh prefix, and from another folder `cohort --version` and `cohort demo` run from
 // node_modules, where Node strips no types. Needs the npm registry (or its cache) for the
 // dependencies, as `npm ci` does.
 import { spawnSync } from 'node:child_process';
@@ -31,13 +31,15 @@ describe('npm pack, npm install -g, cohort from another folder', () => {
 
   beforeAll(() => {
     work = mkdtempSync(join(tmpdir(), 'cohort-package-'));
-    const built = spawnSync(process.execPath, ['.ci/package.ts', '--out', work], {
+    // `npm pack` at the root builds first (prepack: .ci/package.ts), then packs.
+    const packed = spawnSync('npm', ['pack', '--pack-destination', work, '--json'], {
       cwd: ROOT,
       encoding: 'utf8',
       timeout: 240_000,
+      env: userEnv(),
     });
-    expect(built.status, built.stderr).toBe(0);
-    tarball = built.stdout.trim().split('\n').at(-1)!;
+    expect(packed.status, packed.stderr).toBe(0);
+    tarball = join(work, (JSON.parse(packed.stdout) as { filename: string }[])[0]!.filename);
     prefix = join(work, 'prefix');
     const installed = spawnSync(
       'npm',
@@ -56,14 +58,16 @@ describe('npm pack, npm install -g, cohort from another folder', () => {
     const pkgDir = join(prefix, 'lib', 'node_modules', 'cohort');
     const all = files(pkgDir).filter((f) => !f.includes(`${pkgDir}/node_modules/`));
     expect(all.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts'))).toEqual([]);
-    expect(existsSync(join(pkgDir, 'src/cli/main.js'))).toBe(true);
-    expect(existsSync(join(pkgDir, 'src/services/index.d.ts'))).toBe(true);
-    expect(readFileSync(join(pkgDir, 'src/services/index.d.ts'), 'utf8')).not.toMatch(/from '\.[^']*\.ts'/);
-    expect(existsSync(join(pkgDir, 'src/protocol/cohort.proto'))).toBe(true);
+    const built = join(pkgDir, 'build', 'package');
+    expect(existsSync(join(built, 'src/cli/main.js'))).toBe(true);
+    expect(existsSync(join(built, 'src/services/index.d.ts'))).toBe(true);
+    expect(readFileSync(join(built, 'src/services/index.d.ts'), 'utf8')).not.toMatch(/from '\.[^']*\.ts'/);
+    expect(existsSync(join(built, 'src/protocol/cohort.proto'))).toBe(true);
     const pkg = JSON.parse(readFileSync(join(pkgDir, 'package.json'), 'utf8')) as Record<string, unknown>;
     expect(pkg).toMatchObject({ bin: { cohort: './bin/cohort.js' }, type: 'module' });
-    expect(Object.keys(pkg.exports as object)).toContain('./services');
-    expect(pkg.devDependencies).toBeUndefined();
+    const exported = (pkg.exports as Record<string, { default: string }>)['./services']!;
+    expect(existsSync(join(pkgDir, exported.default))).toBe(true);
+    expect(existsSync(join(pkgDir, 'node_modules', 'typescript'))).toBe(false);
   });
 
   it('`cohort --version` runs from the installed bin in another folder', () => {
