@@ -9,11 +9,21 @@ export function markdownTable(head: readonly string[], rows: readonly (readonly 
       throw new Error(`table row ${i}: ${r.length} cells, head has ${head.length}`);
     return r.map(esc);
   });
-  const widths = head.map((_, c) => Math.max(3, ...cells.map((r) => r[c]!.length)));
-  const line = (r: readonly string[]) => `| ${r.map((x, c) => x.padEnd(widths[c]!)).join(' | ')} |`;
+  const widths = head.map((_, c) => Math.max(3, ...cells.map((r) => width(r[c]!))));
+  const line = (r: readonly string[]) =>
+    `| ${r.map((x, c) => x + ' '.repeat(widths[c]! - width(x))).join(' | ')} |`;
   return [
     line(cells[0]!),
     `| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |`,
     ...cells.slice(1).map(line),
   ];
+}
+
+const graphemes = new Intl.Segmenter('en', { granularity: 'grapheme' });
+
+/** Characters as the formatter counts them: a letter with a combining mark (Δ̄) is one. */
+function width(s: string): number {
+  let n = 0;
+  for (const _ of graphemes.segment(s)) n++;
+  return n;
 }

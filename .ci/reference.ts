@@ -1,0 +1,130 @@
+// `npm run docs:reference`: writes the reference pages that code is the source of, so they never
+// drift: docs/reference/cli.md (every command's help, from commander) and
+// docs/reference/errors.md (every stable error code with its meaning, from the catalogues'
+// TSDoc). `-- --check` only compares (exit 1 when a page differs); test/architecture checks it
+// too.
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { markdownTable } from '../bench/markdown-table.ts';
+import { createProgram } from '../src/cli/index.ts';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const HELP_WIDTH = 100;
+
+/** Every command of `program`, depth first, with its full name (`cohort keys signing generate`). */
+function commandsOf(command: Command, prefix: string): { name: string; command: Command }[] {
+  const name = prefix === '' ? command.name() : `${prefix} ${command.name()}`;
+  return [{ name, command }, ...command.commands.flatMap((c) => commandsOf(c, name))];
+}
+
+/** docs/reference/cli.md: the help of `cohort` and of every command under it. */
+export async function renderCliReference(): Promise<string> {
+  const quiet = { stdout: { write: () => true }, stderr: { write: () => true }, env: {} };
+  const program = await createProgram(quiet);
+  const out = [
+    '# Command-line reference',
+    '',
+    'Generated from the commands themselves by `npm run docs:reference` (checked by',
+    '`test/architecture/reference-docs.test.ts`): every command and subcommand of `cohort`, with',
+    'its options and defaults, exactly as `cohort … --help` prints them.',
+    '',
+  ];
+  for (const { name, command } of commandsOf(program, '')) {
+    if (name.endsWith(' help')) continue;
+    command.configureHelp({ helpWidth: HELP_WIDTH });
+    out.push(`## \`${name}\``, '', '```', command.helpInformation().trimEnd(), '```', '');
+  }
+  return `${out.join('\n').trimEnd()}\n`;
+}
+
+/** Every `.ts` file under `dir`, repository-relative. */
+function sources(dir: string): string[] {
+  return readdirSync(join(ROOT, dir))
+    .sort()
+    .flatMap((n) => {
+      const path = `${dir}/${n}`;
+      return statSync(join(ROOT, path)).isDirectory() ? sources(path) : path.endsWith('.ts') ? [path] : [];
+    });
+}
+
+/** The codes of each `export const …_CODES` (or `_REASONS`) `= [ /** meaning *\/ 'CODE', … ]` catalogue in `text`. */
+export function catalogues(text: string): { name: string; codes: { code: string; meaning: string }[] }[] {
+  const out: { name: string; codes: { code: string; meaning: string }[] }[] = [];
+  for (const m of text.matchAll(
+    /export const ([A-Z_]+_(?:CODES|REASONS))(?:: [^=]+)? = (?:Object\.freeze\()?\[([\s\S]*?)\]/g,
+  )) {
+    const codes: { code: string; meaning: string }[] = [];
+    let meaning = '';
+    for (const line of m[2]!.split('\n')) {
+      const t = line.trim();
+      const doc = /^\/\*\*\s*(.*?)\s*\*\/$/.exec(t);
+      if (doc) {
+        meaning = doc[1]!;
+        continue;
+      }
+      if (t.startsWith('/**')) meaning = t.replace(/^\/\*\*\s*/, '');
+      else if (t.startsWith('*/')) continue;
+      else if (t.startsWith('*'))
+        meaning = `${meaning} ${t.replace(/^\*\s*/, '').replace(/\s*\*\/$/, '')}`.trim();
+      for (const c of t.matchAll(/'([A-Z][A-Z0-9_]*)'/g)) {
+        codes.push({ code: c[1]!, meaning });
+        meaning = '';
+      }
+    }
+    if (codes.length > 0) out.push({ name: m[1]!, codes });
+  }
+  return out;
+}
+
+/** docs/reference/errors.md: every stable code of every catalogue under src, by file. */
+export function renderErrorReference(): string {
+  const out = [
+    '# Error codes',
+    '',
+    'Generated from the catalogues in the code by `npm run docs:reference` (checked by',
+    '`test/architecture/reference-docs.test.ts`). Every `CohortError` carries one of these codes',
+    '(`error [CODE]: message` on the command line, `code` in a log line); codes are never renamed',
+    'once released. Refusals counted by reason, audit problems and unchecked items have their own',
+    'catalogues, listed here too.',
+    '',
+  ];
+  for (const file of sources('src')) {
+    const found = catalogues(readFileSync(join(ROOT, file), 'utf8'));
+    for (const c of found) {
+      const rows = c.codes.map(({ code, meaning }) => [`\`${code}\``, meaning === '' ? '—' : meaning]);
+      out.push(`## \`${c.name}\` (${file})`, '', ...markdownTable(['code', 'meaning'], rows), '');
+    }
+  }
+  return `${out.join('\n').trimEnd()}\n`;
+}
+
+/** The pages and their text. */
+export async function referencePages(): Promise<Record<string, string>> {
+  return {
+    'docs/reference/cli.md': await renderCliReference(),
+    'docs/reference/errors.md': renderErrorReference(),
+  };
+}
+
+if (process.argv[1] !== undefined && resolve(process.argv[1]) === resolve(import.meta.filename)) {
+  const check = process.argv.includes('--check');
+  let differ = 0;
+  for (const [path, text] of Object.entries(await referencePages())) {
+    const file = join(ROOT, path);
+    let before = '';
+    try {
+      before = readFileSync(file, 'utf8');
+    } catch {
+      // written below
+    }
+    if (before === text) continue;
+    differ++;
+    if (check) console.error(`${relative(ROOT, file)} differs from the code; run npm run docs:reference`);
+    else writeFileSync(file, text);
+  }
+  if (check && differ > 0) process.exit(1);
+  console.log(
+    `${check ? 'checked' : 'wrote'} docs/reference (${differ} page(s) ${check ? 'differ' : 'changed'})`,
+  );
+}
