@@ -1,13 +1,21 @@
 // `npm run docs:reference`: writes the reference pages that code is the source of, so they never
-// drift: docs/reference/cli.md (every command's help, from commander) and
-// docs/reference/errors.md (every stable error code with its meaning, from the catalogues'
-// TSDoc). `-- --check` only compares (exit 1 when a page differs); test/architecture checks it
-// too.
+// drift: docs/reference/cli.md (every command's help, from commander), docs/reference/errors.md
+// (every stable error code with its meaning, from the catalogues' TSDoc) and
+// docs/reference/metrics.md (every series of every member's registry). `-- --check` only
+// compares (exit 1 when a page differs); test/architecture checks it too.
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
+import { Counter, Gauge, Histogram, type Registry, Summary } from 'prom-client';
 import { markdownTable } from '../bench/markdown-table.ts';
 import { createProgram } from '../src/cli/index.ts';
+import {
+  addProcessMetrics,
+  adminApiMetrics,
+  createAggregatorMetrics,
+  createCoordinatorMetrics,
+  createSiteMetrics,
+} from '../src/metrics/index.ts';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const HELP_WIDTH = 100;
@@ -99,11 +107,74 @@ export function renderErrorReference(): string {
   return `${out.join('\n').trimEnd()}\n`;
 }
 
+/** The type of a prom-client metric. */
+function kindOf(m: unknown): string {
+  if (m instanceof Counter) return 'counter';
+  if (m instanceof Gauge) return 'gauge';
+  if (m instanceof Histogram) return 'histogram';
+  if (m instanceof Summary) return 'summary';
+  return 'untyped';
+}
+
+/** The Cohort series of `registry`: name, type, labels and help, by name. */
+function seriesOf(registry: Registry): string[][] {
+  return registry
+    .getMetricsAsArray()
+    .filter((m) => m.name.startsWith('cohort_'))
+    .map((m) => {
+      const labels = ((m as unknown as { labelNames?: string[] }).labelNames ?? []).join(', ');
+      return [
+        `\`${m.name}\``,
+        kindOf(m),
+        labels === '' ? '—' : labels,
+        (m as unknown as { help: string }).help,
+      ];
+    })
+    .sort((a, b) => (a[0]! < b[0]! ? -1 : 1));
+}
+
+/**
+ * docs/reference/metrics.md: every series each member's registry holds, as the registry itself
+ * declares it (docs/metrics.md says how to read them and what the alerts do).
+ */
+export function renderMetricsReference(): string {
+  const unread = (): never => {
+    throw new Error('not scraped');
+  };
+  const coordinator = createCoordinatorMetrics({ stats: unread, transportStats: unread });
+  adminApiMetrics(coordinator.registry);
+  addProcessMetrics(coordinator.registry, '0.0.0');
+  const aggregator = createAggregatorMetrics({ stats: unread, transportStats: unread });
+  addProcessMetrics(aggregator.registry, '0.0.0');
+  const site = createSiteMetrics({ stats: unread, transportStats: unread });
+  addProcessMetrics(site.registry, '0.0.0');
+  const head = ['name', 'type', 'labels', 'help'];
+  const out = [
+    '# Metrics reference',
+    '',
+    'Generated from the registries themselves by `npm run docs:reference` (checked by',
+    '`test/architecture/reference-docs.test.ts`): every Cohort series each member serves at',
+    '`GET /metrics`, with its type, labels and help text. Each exposition also carries',
+    "prom-client's default `process_*` and `nodejs_*` series. [metrics.md](../metrics.md) says",
+    'what they measure, how they are built and which alerts read them.',
+    '',
+  ];
+  for (const [title, registry] of [
+    ['Coordinator (admin API)', coordinator.registry],
+    ['Aggregator (`--metrics-port`)', aggregator.registry],
+    ['Site agent (`--metrics-port`)', site.registry],
+  ] as const) {
+    out.push(`## ${title}`, '', ...markdownTable(head, seriesOf(registry)), '');
+  }
+  return `${out.join('\n').trimEnd()}\n`;
+}
+
 /** The pages and their text. */
 export async function referencePages(): Promise<Record<string, string>> {
   return {
     'docs/reference/cli.md': await renderCliReference(),
     'docs/reference/errors.md': renderErrorReference(),
+    'docs/reference/metrics.md': renderMetricsReference(),
   };
 }
 
