@@ -1,14 +1,17 @@
 // `npm run docs:reference`: writes the reference pages that code is the source of, so they never
 // drift: docs/reference/cli.md (every command's help, from commander), docs/reference/errors.md
 // (every stable error code with its meaning, from the catalogues' TSDoc) and
-// docs/reference/metrics.md (every series of every member's registry). `-- --check` only
+// docs/reference/metrics.md (every series of every member's registry) and
+// docs/reference/configuration.md (every field, from the schema). `-- --check` only
 // compares (exit 1 when a page differs); test/architecture checks it too.
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { Counter, Gauge, Histogram, type Registry, Summary } from 'prom-client';
+import { z } from 'zod';
 import { markdownTable } from '../bench/markdown-table.ts';
 import { createProgram } from '../src/cli/index.ts';
+import { bootstrapConfigSchema } from '../src/config/schema.ts';
 import {
   addProcessMetrics,
   adminApiMetrics,
@@ -169,12 +172,101 @@ export function renderMetricsReference(): string {
   return `${out.join('\n').trimEnd()}\n`;
 }
 
+/** A JSON Schema node, as zod writes it. */
+interface SchemaNode {
+  readonly type?: string | string[];
+  readonly properties?: Record<string, SchemaNode>;
+  readonly items?: SchemaNode;
+  readonly enum?: unknown[];
+  readonly const?: unknown;
+  readonly anyOf?: SchemaNode[];
+  readonly oneOf?: SchemaNode[];
+  readonly default?: unknown;
+  readonly minimum?: number;
+  readonly maximum?: number;
+  readonly exclusiveMinimum?: number;
+  readonly exclusiveMaximum?: number;
+  readonly minLength?: number;
+  readonly maxLength?: number;
+  readonly minItems?: number;
+  readonly maxItems?: number;
+  readonly pattern?: string;
+  readonly required?: string[];
+}
+
+/** `node`'s type in words: its enum values, its alternatives, or its JSON type. */
+function typeOf(node: SchemaNode): string {
+  if (node.enum !== undefined) return node.enum.map((v) => JSON.stringify(v)).join(' | ');
+  if (node.const !== undefined) return JSON.stringify(node.const);
+  const alternatives = node.anyOf ?? node.oneOf;
+  if (alternatives !== undefined) {
+    const kinds = [...new Set(alternatives.map(typeOf))];
+    return kinds.length === 1 && alternatives.length > 1
+      ? `${kinds[0]} (one of ${alternatives.length} forms)`
+      : kinds.join(' or ');
+  }
+  if (node.type === 'array') return `array of ${node.items === undefined ? 'any' : typeOf(node.items)}`;
+  return Array.isArray(node.type) ? node.type.join(' or ') : (node.type ?? 'any');
+}
+
+/** `node`'s bounds in words (integers beyond 2^53 − 1 are left out: no bound). */
+function boundsOf(node: SchemaNode): string {
+  const b: string[] = [];
+  const big = (n: number) => Math.abs(n) >= Number.MAX_SAFE_INTEGER;
+  if (node.minimum !== undefined && !big(node.minimum)) b.push(`≥ ${node.minimum}`);
+  if (node.exclusiveMinimum !== undefined) b.push(`> ${node.exclusiveMinimum}`);
+  if (node.maximum !== undefined && !big(node.maximum)) b.push(`≤ ${node.maximum}`);
+  if (node.exclusiveMaximum !== undefined) b.push(`< ${node.exclusiveMaximum}`);
+  if (node.minLength !== undefined) b.push(`length ≥ ${node.minLength}`);
+  if (node.maxLength !== undefined) b.push(`length ≤ ${node.maxLength}`);
+  if (node.minItems !== undefined) b.push(`items ≥ ${node.minItems}`);
+  if (node.maxItems !== undefined) b.push(`items ≤ ${node.maxItems}`);
+  if (node.pattern !== undefined) b.push(`matches \`${node.pattern}\``);
+  return b.join(', ');
+}
+
+/** One row per leaf field of `node` under `path`: objects open, arrays of objects as `path[]`. */
+function fieldRows(node: SchemaNode, path: string, required: boolean): string[][] {
+  const items = node.type === 'array' ? node.items : undefined;
+  if (node.properties !== undefined) {
+    const need = new Set(node.required ?? []);
+    return Object.entries(node.properties).flatMap(([k, v]) =>
+      fieldRows(v, path === '' ? k : `${path}.${k}`, need.has(k) && v.default === undefined),
+    );
+  }
+  if (items?.properties !== undefined) return fieldRows(items, `${path}[]`, required);
+  const fallback =
+    node.default === undefined ? (required ? 'required' : '—') : `\`${JSON.stringify(node.default)}\``;
+  return [[`\`${path}\``, typeOf(node), fallback, boundsOf(node) || '—']];
+}
+
+/**
+ * docs/reference/configuration.md: every field of the federation configuration with its type,
+ * default and bounds, from the schema the configuration is validated against.
+ */
+export function renderConfigReference(): string {
+  const schema = z.toJSONSchema(bootstrapConfigSchema, { io: 'input', unrepresentable: 'any' }) as SchemaNode;
+  return `${[
+    '# Configuration reference',
+    '',
+    'Generated from the schema every configuration is validated against (`src/config/schema.ts`)',
+    'by `npm run docs:reference` (checked by `test/architecture/reference-docs.test.ts`): every',
+    'field of a federation configuration, with its type, default and bounds. A field that is',
+    'neither required nor defaulted may be left out. What each field means, with an example, is',
+    'in [config/federation.example.yaml](../../config/federation.example.yaml); rules across',
+    'fields (for instance `round.minContributors` against the sites) are checked at start too.',
+    '',
+    ...markdownTable(['field', 'type', 'default', 'bounds'], fieldRows(schema, '', false)),
+  ].join('\n')}\n`;
+}
+
 /** The pages and their text. */
 export async function referencePages(): Promise<Record<string, string>> {
   return {
     'docs/reference/cli.md': await renderCliReference(),
     'docs/reference/errors.md': renderErrorReference(),
     'docs/reference/metrics.md': renderMetricsReference(),
+    'docs/reference/configuration.md': renderConfigReference(),
   };
 }
 
