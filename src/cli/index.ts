@@ -8,4 +8,4 @@ export {
 } from './context/config-options.ts';
 export { packageVersion } from './context/package-version.ts';
 export { COMMANDS, commandOf, createProgram, type LazyCommand } from './program.ts';
-export { EXIT_COHORT_ERROR, EXIT_FAILURE, runCli } from './run-cli.ts';
+export { EXIT_COHORT_ERROR, EXIT_FAILURE, EXIT_USAGE, runCli } from './run-cli.ts';

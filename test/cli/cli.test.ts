@@ -74,9 +74,9 @@ describe('cohort CLI (spawned)', () => {
     expect(r.stdout).toMatch(/^cohort 0\.1\.0 \(node v\d+/);
   });
 
-  it('an unknown command exits 1', () => {
+  it('an unknown command is a usage error: exit 2', () => {
     const r = cohort(['frobnicate']);
-    expect(r.status).toBe(1);
+    expect(r.status).toBe(2);
     expect(r.stderr).toContain("unknown command 'frobnicate'");
   });
 });

@@ -43,7 +43,7 @@ describe('cohort keys signing generate', () => {
 
   it('rejects an unknown algorithm as a usage error', async () => {
     const r = await cohort('keys', 'signing', 'generate', '--out', path('x'), '--alg', 'rsa');
-    expect(r.status).toBe(1);
+    expect(r.status).toBe(2);
     expect(r.stderr).toContain("'rsa' is invalid");
     expect(existsSync(path('x.key'))).toBe(false);
   });

@@ -14,7 +14,7 @@ import { registerVersionsShowCommand } from './versions-show.ts';
  * rules first. Exit codes: 0 ok; 3 a finding (the log does not verify; a rollback ABORTed or not
  * decided in time), with the error's code and message on stderr; 2 when the command could not run
  * (bad ref or flag, unreachable NATS, missing model). Usage errors commander reports (an unknown
- * subcommand or option, a missing argument) exit 2 here too, not commander's 1.
+ * subcommand or option, a missing argument) exit 2, as for every command.
  */
 export function registerVersionsCommand(program: Command, ctx: CliContext): void {
   const versions = program
