@@ -1,7 +1,7 @@
 // The installable package's build, run by `npm pack` (its `prepack` script): compiles src,
 // crypto, gpu and federation to JavaScript with declarations (tsconfig.build.json) into
 // build/package, beside the files they read at run time (the wire format's .proto, the
-// dashboard, the bundled WDBC data, the example configuration, bin/cohort.js) and a package.json
+// dashboard, the bundled WDBC data, bin/cohort.js for the demo's members) and a package.json
 // that makes them ES modules. The root package.json then packs bin/cohort.js and build/package:
 // Node runs no TypeScript under node_modules, and the package holds none but declarations.
 import { execFileSync } from 'node:child_process';
@@ -41,8 +41,9 @@ for (const dir of CODE) {
 }
 // What the code reads at run time besides modules.
 for (const dir of CODE) for (const file of walk(dir)) if (!file.endsWith('.ts')) copy(file);
-for (const path of ['bin/cohort.js', 'data/wdbc', 'config/federation.example.yaml', 'README.md', 'LICENSE'])
-  copy(path);
+// The demo starts members through bin/cohort.js beside the compiled code; `cohort simulate` and
+// the tests read the bundled WDBC. README and LICENSE are packed from the root.
+for (const path of ['bin/cohort.js', 'data/wdbc']) copy(path);
 
 const root = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Record<string, unknown>;
 // The nearest package.json of every compiled module: ES modules, and the version `cohort

@@ -370,28 +370,22 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
     },
     () => [[{}, stats.get().breaker.share]],
   );
-  scrapedGauge(
-    registry,
-    {
-      name: 'cohort_privacy_epsilon_spent',
-      help: 'Differential privacy: ε spent as of the head commit; absent without privacy.',
-    },
-    () => {
-      const p = stats.get().privacy;
-      return p === undefined ? [] : [[{}, p.epsilon]];
-    },
-  );
-  scrapedGauge(
-    registry,
-    {
-      name: 'cohort_privacy_epsilon_budget',
-      help: 'Differential privacy: the configured ε budget; absent without privacy.',
-    },
-    () => {
-      const p = stats.get().privacy;
-      return p === undefined ? [] : [[{}, p.budget]];
-    },
-  );
+  for (const [name, help, value] of [
+    ['spent', 'ε spent as of the head commit', (p: { epsilon: number }) => p.epsilon],
+    ['budget', 'the configured ε budget', (p: { budget: number }) => p.budget],
+  ] as const) {
+    scrapedGauge(
+      registry,
+      {
+        name: `cohort_privacy_epsilon_${name}`,
+        help: `Differential privacy: ${help}; absent without privacy.`,
+      },
+      () => {
+        const p = stats.get().privacy;
+        return p === undefined ? [] : [[{}, value(p)]];
+      },
+    );
+  }
   scrapedGauge(
     registry,
     { name: 'cohort_excluded_sites', help: 'Sites excluded from rounds (voted NO or missed a vote) now.' },

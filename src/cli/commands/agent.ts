@@ -11,6 +11,7 @@ import {
   type MetricsFlags,
   metricsListen,
   startMetricsEndpoint,
+  statsOnceStarted,
 } from '../context/metrics-options.ts';
 
 interface AgentFlags extends ConfigFlags, MetricsFlags {
@@ -51,16 +52,16 @@ export function registerAgentCommand(program: Command, ctx: CliContext): void {
     const site = siteOptions(config, flags, ctx);
     const member = await openMember(config, flags.member);
     let agent: Awaited<ReturnType<typeof startAgent>> | undefined;
-    const metrics = createSiteMetrics({
-      stats: () => {
-        if (agent === undefined) throw new Error('the agent has not started');
-        return agent.stats();
-      },
-      transportStats: () => member.transport.stats(),
-    });
+    // Only a served endpoint has its metrics made: without one, nothing is timed.
+    const metrics =
+      listen &&
+      createSiteMetrics({
+        stats: statsOnceStarted('the agent', () => agent),
+        transportStats: () => member.transport.stats(),
+      });
     const options: AgentOptions = {
       evaluate: flags.evaluate === true,
-      cryptoTimings: metrics.timings,
+      ...(metrics === undefined ? {} : { cryptoTimings: metrics.timings }),
       ...site,
     };
     try {
@@ -71,7 +72,7 @@ export function registerAgentCommand(program: Command, ctx: CliContext): void {
     }
     let endpoint: Awaited<ReturnType<typeof startMetricsEndpoint>> | undefined;
     try {
-      endpoint = listen && (await startMetricsEndpoint(metrics, listen, ctx, member.log));
+      endpoint = metrics && listen && (await startMetricsEndpoint(metrics, listen, ctx, member.log));
     } catch (err) {
       await agent.stop();
       await member.close();

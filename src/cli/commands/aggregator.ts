@@ -10,6 +10,7 @@ import {
   type MetricsFlags,
   metricsListen,
   startMetricsEndpoint,
+  statsOnceStarted,
 } from '../context/metrics-options.ts';
 
 interface AggregatorFlags extends ConfigFlags, MetricsFlags {
@@ -41,18 +42,18 @@ export function registerAggregatorCommand(program: Command, ctx: CliContext): vo
     const listen = metricsListen(flags);
     const member = await openMember(config, flags.member);
     let service: AggregatorService | undefined;
-    const metrics = createAggregatorMetrics({
-      stats: () => {
-        if (service === undefined) throw new Error('the aggregator has not started');
-        return service.stats();
-      },
-      transportStats: () => member.transport.stats(),
-    });
+    // Only a served endpoint has its metrics made: without one, nothing is timed.
+    const metrics =
+      listen &&
+      createAggregatorMetrics({
+        stats: statsOnceStarted('the aggregator', () => service),
+        transportStats: () => member.transport.stats(),
+      });
     try {
-      service = await startAggregator(member, { cryptoTimings: metrics.timings });
+      service = await startAggregator(member, { cryptoTimings: metrics?.timings });
       let endpoint: Awaited<ReturnType<typeof startMetricsEndpoint>> | undefined;
       try {
-        endpoint = listen && (await startMetricsEndpoint(metrics, listen, ctx, member.log));
+        endpoint = metrics && listen && (await startMetricsEndpoint(metrics, listen, ctx, member.log));
       } catch (err) {
         await service.stop();
         throw err;

@@ -14,6 +14,7 @@ import {
 } from '../../metrics/index.ts';
 import type { CoordinatorEvent, CoordinatorHandle } from '../../services/coordinator/index.ts';
 import { ckksParamsOf, type MemberContext } from '../../services/index.ts';
+import { statsOnceStarted } from '../context/metrics-options.ts';
 import { packageVersion } from '../context/package-version.ts';
 import { trustSources } from './audit-session.ts';
 
@@ -58,10 +59,7 @@ export function coordinatorAdminServices(
   let handle: CoordinatorHandle | undefined;
   const metrics = createCoordinatorMetrics({
     // Events flow from the coordinator's start, before `attach`: no scrape happens until the API listens.
-    stats: () => {
-      if (handle === undefined) throw new Error('the coordinator has not started');
-      return handle.stats();
-    },
+    stats: statsOnceStarted('the coordinator', () => handle),
     transportStats: () => mctx.transport.stats(),
     aggregators: mctx.members.aggregators.map((a) => a.id),
   });

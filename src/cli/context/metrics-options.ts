@@ -47,6 +47,19 @@ export function metricsListen(flags: MetricsFlags): MetricsListen | undefined {
 }
 
 /**
+ * The `stats` reader of a member's metrics, made before its service starts: the service's stats
+ * once `service()` returns it; before, a scrape fails naming `what` (no scrape happens then: the
+ * endpoint listens only after the start).
+ */
+export function statsOnceStarted<S>(what: string, service: () => { stats(): S } | undefined): () => S {
+  return () => {
+    const started = service();
+    if (started === undefined) throw new Error(`${what} has not started`);
+    return started.stats();
+  };
+}
+
+/**
  * Serves `metrics` (with `cohort_build_info` and the process metrics) at `listen`, and says where
  * on stderr and in the log (`metrics served`).
  */

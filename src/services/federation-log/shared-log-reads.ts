@@ -1,3 +1,4 @@
+import { assertInteger } from '../../errors/index.ts';
 import type { LogEntry } from './log-entry.ts';
 
 /** Verified log entries a {@link SharedLogReads} remembers by default (oldest dropped first). */
@@ -18,7 +19,7 @@ export class SharedLogReads {
 
   /** `size`: entries remembered at most (default {@link SHARED_LOG_READS_SIZE}). */
   constructor(size = SHARED_LOG_READS_SIZE) {
-    if (!Number.isInteger(size) || size < 1) throw new RangeError(`size is ${size}, expects an integer ≥ 1`);
+    assertInteger('size', size, 1, Number.MAX_SAFE_INTEGER);
     this.#size = size;
   }
 
