@@ -1,0 +1,35 @@
+export { commonRandomPoly } from './common-random-poly.ts';
+export { combineShares, decryptionShare, floodingBound, roundDecryptionKey } from './decryption-share.ts';
+export {
+  centredBinomialCoefficients,
+  ternaryCoefficients,
+  uniformNoiseCoefficients,
+} from './rlwe-samplers.ts';
+export {
+  addInto,
+  assertPoly,
+  centredLimb0,
+  expandPoly,
+  mulAddInto,
+  type RnsPoly,
+  type RnsShape,
+  randomPoly,
+  subInto,
+  wipe,
+  zeroPoly,
+} from './rns-poly.ts';
+export { assertPoints, lagrangeAtZero, scaleByFraction, shareSecret } from './shamir.ts';
+export { SiteSecret } from './site-secret.ts';
+export { getThresholdContext, ThresholdContext } from './threshold-context.ts';
+export {
+  assertThresholdParams,
+  DEFAULT_THRESHOLD_PARAMS,
+  defaultThreshold,
+  FRESH_ERROR_BOUND,
+  floodingBits,
+  ROUNDING_MARGIN_SIGMAS,
+  type ThresholdParams,
+  thresholdLimbs,
+  thresholdParamsId,
+  thresholdSlotSigma,
+} from './threshold-params.ts';
