@@ -32,15 +32,29 @@ export interface LaneContext {
 }
 
 /**
+ * Where a payload sits: the round attempt it belongs to (`label`) and its block (`index`).
+ * Threshold encryption derives the position's common random polynomial from it and encrypts at
+ * most once per position; the shared-key cipher ignores it.
+ */
+export interface LanePosition {
+  readonly label: string;
+  readonly index: number;
+}
+
+/**
  * What a site needs to turn slot vectors into payloads and back: the CKKS keyset (the shared
- * secret key) in `he` mode, {@link PlainLaneKeyset} (no secret) in `plain` mode.
+ * secret key) or the site's threshold secret in `he` mode, {@link PlainLaneKeyset} (no secret) in
+ * `plain` mode.
  */
 export interface LaneKeyset {
   readonly ctx: LaneContext;
-  /** One slot vector (length ≤ slots, integers below 2^exactBits) to a payload. */
-  encrypt(values: Float64Array): Uint8Array;
-  /** A payload (one block, or a sum of blocks) back to its slot values. */
-  decrypt(payload: Uint8Array): Float64Array;
+  /** One slot vector (length ≤ slots, integers below 2^exactBits) to a payload at `position`. */
+  encrypt(values: Float64Array, position?: LanePosition): Uint8Array;
+  /**
+   * A payload (one block, or a sum of blocks) back to its slot values; `block` is its index in
+   * the update (a threshold decryptor looks up that block's decryption shares).
+   */
+  decrypt(payload: Uint8Array, block?: number): Float64Array;
   /** Frees what the keyset holds (the secret key in `he` mode). */
   delete(): void;
 }

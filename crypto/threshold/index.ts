@@ -22,6 +22,12 @@ export { assertPoints, lagrangeAtZero, scaleByFraction, shareSecret } from './sh
 export { SiteSecret } from './site-secret.ts';
 export { getThresholdContext, ThresholdContext } from './threshold-context.ts';
 export {
+  SharesDecryptor,
+  ThresholdLaneContext,
+  ThresholdLaneKeyset,
+  ThresholdLaneVector,
+} from './threshold-lanes.ts';
+export {
   assertThresholdParams,
   DEFAULT_THRESHOLD_PARAMS,
   defaultThreshold,

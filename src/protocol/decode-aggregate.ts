@@ -94,7 +94,7 @@ function decodeLanes(
   let clamped = 0;
   aggregate.ciphertexts.forEach((ct, b) => {
     const started = timings === undefined ? 0 : performance.now();
-    const slots = keyset.decrypt(ct);
+    const slots = keyset.decrypt(ct, b);
     reportCkks(timings, 'decrypt', started);
     const { count } = dataSlotsOfBlock(geometry, b);
     clamped += roundSlots(slots.subarray(0, count), integers);

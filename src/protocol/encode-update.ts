@@ -15,6 +15,7 @@ import {
   type UpdateHeader,
   type UpdateManifest,
 } from './messages.ts';
+import { payloadPositionLabel } from './payload-position.ts';
 import { assertRoundContext, type RoundContext } from './round-context.ts';
 import { updateLayout } from './update-layout.ts';
 import { blockLeaf, contributorsDigest, updateSignatureDomain, updateStatement } from './update-statement.ts';
@@ -136,6 +137,8 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
   levels.set(q.levels, 0);
   levels.set(extra, update.length);
   const slots = new Float64Array(encoding.slots);
+  // One position per block of this round attempt: threshold encryption never reuses one.
+  const position = payloadPositionLabel(credentials.mac.nonce);
   const tagger = new UpdateTagger(credentials.mac, geometry, credentials.signer);
   const ciphertexts: Uint8Array[] = [];
   for (let b = 0; b < geometry.blocks; b++) {
@@ -145,7 +148,7 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
     else slots.fill(0);
     tagger.block(b, slots);
     const started = input.timings === undefined ? 0 : performance.now();
-    ciphertexts.push(ckks.encrypt(slots));
+    ciphertexts.push(ckks.encrypt(slots, { label: position, index: b }));
     reportCkks(input.timings, 'encrypt', started);
   }
   levels.fill(0);

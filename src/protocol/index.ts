@@ -109,6 +109,7 @@ export {
   type SignerKey,
   VerifyWorkerError,
 } from './parallel-verifier.ts';
+export { payloadPositionLabel } from './payload-position.ts';
 export { RejectionCounters } from './rejection-counters.ts';
 export { medianRmsOf, RMS_BUCKETS, rmsLevels } from './rms-lanes.ts';
 export { assertRoundContext, type RoundContext } from './round-context.ts';
