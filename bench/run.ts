@@ -10,6 +10,7 @@ const BENCHES: Record<string, () => Promise<unknown>> = {
   soak: () => import('./soak.ts').then((m) => m.runSoakBench()),
   privacy: () => import('./privacy.ts').then((m) => m.runPrivacyBench()),
   plain: () => import('./plain.ts').then((m) => m.runPlainBench()),
+  threshold: () => import('./threshold.ts').then((m) => m.runThresholdBench()),
 };
 
 // A bare word right after a `--flag` is that flag's value (`audit --rounds 3`), not a bench name.

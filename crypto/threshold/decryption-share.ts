@@ -3,7 +3,7 @@ import { uniformNoiseCoefficients } from './rlwe-samplers.ts';
 import { addInto, assertPoly, mulAddInto, type RnsPoly, wipe } from './rns-poly.ts';
 import { assertPoints, lagrangeAtZero, scaleByFraction } from './shamir.ts';
 import type { ThresholdContext } from './threshold-context.ts';
-import { floodingBits } from './threshold-params.ts';
+import { floodingBound } from './threshold-params.ts';
 
 /**
  * Threshold decryption of an aggregate c0 = Σ_{i∈C} c0_i at one position: site x of the
@@ -30,16 +30,11 @@ export function roundDecryptionKey(
   return scaleByFraction(ctx, shareSum, num, den);
 }
 
-/** The flooding bound B of a share's noise, an integer. */
-export function floodingBound(ctx: ThresholdContext): bigint {
-  return BigInt(Math.floor(2 ** floodingBits(ctx.params)));
-}
-
 /** This site's decryption share at the position of `crp`, under its round key (λ_x · S_x). */
 export function decryptionShare(ctx: ThresholdContext, roundKey: RnsPoly, crp: RnsPoly): RnsPoly {
   assertPoly(ctx, roundKey, 'roundKey');
   assertPoly(ctx, crp, 'crp');
-  const noise = uniformNoiseCoefficients(ctx, floodingBound(ctx));
+  const noise = uniformNoiseCoefficients(ctx, floodingBound(ctx.params));
   const d = ctx.toNtt(noise);
   wipe(noise);
   mulAddInto(ctx, d, crp, roundKey);

@@ -1,5 +1,6 @@
 export { commonRandomPoly } from './common-random-poly.ts';
-export { combineShares, decryptionShare, floodingBound, roundDecryptionKey } from './decryption-share.ts';
+export { combineShares, decryptionShare, roundDecryptionKey } from './decryption-share.ts';
+export { packedBytes, packWords, unpackWords } from './packed-words.ts';
 export {
   centredBinomialCoefficients,
   ternaryCoefficients,
@@ -8,7 +9,7 @@ export {
 export {
   addInto,
   assertPoly,
-  centredLimb0,
+  centredIntegers,
   expandPoly,
   mulAddInto,
   type RnsPoly,
@@ -33,6 +34,7 @@ export {
   defaultThreshold,
   FRESH_ERROR_BOUND,
   floodingBits,
+  floodingBound,
   ROUNDING_MARGIN_SIGMAS,
   type ThresholdParams,
   thresholdLimbs,

@@ -1,5 +1,6 @@
+import { randomBytes } from 'node:crypto';
 import { InvalidArgumentError } from '../../src/errors/index.ts';
-import { type RnsPoly, type RnsShape, randomWords, zeroPoly } from './rns-poly.ts';
+import { halves, type RnsPoly, type RnsShape, zeroPoly } from './rns-poly.ts';
 
 /**
  * Small random polynomials in coefficient form (secrets and noise), from the operating system's
@@ -13,7 +14,8 @@ function wordStream(): () => bigint {
   let at = 0;
   return () => {
     if (at === buf.length) {
-      buf = randomWords(4096);
+      const b = randomBytes(8 * 4096);
+      buf = new BigUint64Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));
       at = 0;
     }
     return buf[at++]!;
@@ -26,7 +28,12 @@ function fromIntegers(shape: RnsShape, sample: () => bigint): RnsPoly {
   const out = zeroPoly(shape);
   for (let i = 0; i < n; i++) {
     const e = sample();
-    for (let l = 0; l < moduli.length; l++) out[l * n + i] = e >= 0n ? e : e + moduli[l]!;
+    // Flooding noise may exceed one limb's prime: reduce, do not just shift.
+    for (let l = 0; l < moduli.length; l++) {
+      const q = moduli[l]!;
+      const r = e % q;
+      out[l * n + i] = r >= 0n ? r : r + q;
+    }
   }
   return out;
 }
@@ -50,22 +57,44 @@ export function ternaryCoefficients(shape: RnsShape): RnsPoly {
   });
 }
 
+const POPCOUNT = Uint8Array.from({ length: 256 }, (_, b) => {
+  let c = 0;
+  for (let v = b; v !== 0; v &= v - 1) c++;
+  return c;
+});
+
 /**
  * Fresh encryption error: centred binomial with 21 + 21 coins (σ ≈ 3.24, |e| ≤ 21), the
- * distribution SEAL samples its own errors from.
+ * distribution SEAL samples its own errors from. Six random bytes a coefficient, counted by
+ * table, written as 32-bit halves (this runs for every ciphertext).
  */
 export function centredBinomialCoefficients(shape: RnsShape): RnsPoly {
-  const next = wordStream();
-  const mask = (1n << 21n) - 1n;
-  const ones = (x: bigint): bigint => {
-    let c = 0n;
-    for (let v = x; v !== 0n; v &= v - 1n) c++;
-    return c;
-  };
-  return fromIntegers(shape, () => {
-    const w = next();
-    return ones(w & mask) - ones((w >> 21n) & mask);
-  });
+  const { n, moduli } = shape;
+  const out = zeroPoly(shape);
+  const out32 = new Uint32Array(out.buffer);
+  // Each limb's residues of −21 … 21 as 32-bit halves.
+  const table = moduli.map((q) =>
+    Array.from({ length: 43 }, (_, k) => halves(BigInt(k - 21) < 0n ? q + BigInt(k - 21) : BigInt(k - 21))),
+  );
+  const coins = randomBytes(6 * n);
+  for (let i = 0; i < n; i++) {
+    const o = 6 * i;
+    const e =
+      POPCOUNT[coins[o]!]! +
+      POPCOUNT[coins[o + 1]!]! +
+      POPCOUNT[coins[o + 2]! & 0x1f]! -
+      POPCOUNT[coins[o + 3]!]! -
+      POPCOUNT[coins[o + 4]!]! -
+      POPCOUNT[coins[o + 5]! & 0x1f]!;
+    for (let l = 0; l < moduli.length; l++) {
+      const [lo, hi] = table[l]![e + 21]!;
+      const w = 2 * (l * n + i);
+      out32[w] = lo;
+      out32[w + 1] = hi;
+    }
+  }
+  coins.fill(0);
+  return out;
 }
 
 /** Noise flooding: coefficients uniform integers in [−bound, bound] (bound below 2^62). */

@@ -92,41 +92,58 @@ export function hornerInto(shape: RnsShape, acc: RnsPoly, x: bigint, b: RnsPoly)
 }
 
 /**
- * Fills each limb uniformly below its prime from a stream of 64-bit words, by rejection:
- * words are masked to the prime's bit length and redrawn when not below it.
+ * A 64-bit word as two 32-bit halves, little-endian: how words are written without BigInt
+ * arithmetic (the samplers run once per coefficient of every ciphertext).
  */
-function fillUniform(shape: RnsShape, next: () => bigint): RnsPoly {
+export function halves(w: bigint): [lo: number, hi: number] {
+  return [Number(w & 0xffff_ffffn), Number(w >> 32n)];
+}
+
+/**
+ * Fills each limb uniformly below its prime from a stream of 32-bit words (two per candidate), by
+ * rejection: a candidate is masked to the prime's bit length and redrawn when not below it.
+ */
+function fillUniform(shape: RnsShape, next32: () => number): RnsPoly {
   const { n, moduli } = shape;
   const out = zeroPoly(shape);
+  const out32 = new Uint32Array(out.buffer);
   for (let l = 0; l < moduli.length; l++) {
-    const q = moduli[l]!;
-    const mask = (1n << BigInt(q.toString(2).length)) - 1n;
+    const [qlo, qhi] = halves(moduli[l]!);
+    const hiMask = 2 ** (moduli[l]!.toString(2).length - 32) - 1;
     for (let i = l * n, end = i + n; i < end; i++) {
-      let w = next() & mask;
-      while (w >= q) w = next() & mask;
-      out[i] = w;
+      let lo: number;
+      let hi: number;
+      do {
+        lo = next32();
+        hi = next32() & hiMask;
+      } while (hi > qhi || (hi === qhi && lo >= qlo));
+      out32[2 * i] = lo;
+      out32[2 * i + 1] = hi;
     }
   }
   return out;
 }
 
-/** A polynomial uniform in R_Q from the operating system's random source (Shamir coefficients). */
-export function randomPoly(shape: RnsShape): RnsPoly {
-  let buf: BigUint64Array<ArrayBufferLike> = new BigUint64Array(0);
+/** A stream of 32-bit words from `refill`, which returns a fresh block each time it runs out. */
+function stream32(refill: () => Uint8Array): () => number {
+  let buf: Uint32Array<ArrayBufferLike> = new Uint32Array(0);
   let at = 0;
-  return fillUniform(shape, () => {
+  return () => {
     if (at === buf.length) {
-      buf = randomWords(4096);
+      const b = refill();
+      buf = new Uint32Array(b.buffer.slice(b.byteOffset, b.byteOffset + (b.length & ~3)));
       at = 0;
     }
     return buf[at++]!;
-  });
+  };
 }
 
-/** `count` 64-bit words from the operating system's random source. */
-export function randomWords(count: number): BigUint64Array {
-  const b = randomBytes(8 * count);
-  return new BigUint64Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.length));
+/** A polynomial uniform in R_Q from the operating system's random source (Shamir coefficients). */
+export function randomPoly(shape: RnsShape): RnsPoly {
+  return fillUniform(
+    shape,
+    stream32(() => randomBytes(32_768)),
+  );
 }
 
 /**
@@ -135,26 +152,45 @@ export function randomWords(count: number): BigUint64Array {
  */
 export function expandPoly(shape: RnsShape, seed: Uint8Array): RnsPoly {
   const words = shape.n * shape.moduli.length;
-  // Rejection redraws about 2^−50 of the words at 60-bit primes; 1/64 spare covers it.
+  // Rejection redraws about 2^−50 of the words at 60-bit primes; 1/64 spare covers it, and
+  // further blocks (never needed in practice) keep the stream going.
   let block = 0;
-  let buf: BigUint64Array<ArrayBufferLike> = new BigUint64Array(0);
-  let at = 0;
-  return fillUniform(shape, () => {
-    if (at === buf.length) {
-      const h = createHash('shake256', { outputLength: 8 * (block === 0 ? words + (words >> 6) : 1024) });
-      h.update(seed).update(Uint8Array.of(block++));
-      buf = new BigUint64Array(new Uint8Array(h.digest()).buffer);
-      at = 0;
-    }
-    return buf[at++]!;
-  });
+  return fillUniform(
+    shape,
+    stream32(() => {
+      const length = 8 * (block === 0 ? words + (words >> 6) : 1024);
+      return createHash('shake256', { outputLength: length })
+        .update(seed)
+        .update(Uint8Array.of(block++))
+        .digest();
+    }),
+  );
 }
 
-/** The centred integer of each coefficient of limb 0 (|value| < q_0 / 2); for tests and noise checks. */
-export function centredLimb0(shape: RnsShape, p: RnsPoly): bigint[] {
-  const q = shape.moduli[0]!;
-  const half = q >> 1n;
-  return Array.from(p.subarray(0, shape.n), (w) => (w > half ? w - q : w));
+/**
+ * The centred integer (|value| < Q/2) of each coefficient of a coefficient-form polynomial, by
+ * the Chinese remainder theorem over the limbs; for tests and noise measurements.
+ */
+export function centredIntegers(shape: RnsShape, p: RnsPoly): bigint[] {
+  const { n, moduli } = shape;
+  const big = moduli.reduce((a, q) => a * q, 1n);
+  const basis = moduli.map((q) => {
+    const rest = big / q;
+    let inv = 1n;
+    let b = rest % q;
+    for (let e = q - 2n; e > 0n; e >>= 1n) {
+      if (e & 1n) inv = (inv * b) % q;
+      b = (b * b) % q;
+    }
+    return rest * inv;
+  });
+  const half = big >> 1n;
+  return Array.from({ length: n }, (_, i) => {
+    let x = 0n;
+    for (let l = 0; l < moduli.length; l++) x += p[l * n + i]! * basis[l]!;
+    x %= big;
+    return x > half ? x - big : x;
+  });
 }
 
 /** Overwrites `p` with zeros (a secret polynomial no longer needed). */

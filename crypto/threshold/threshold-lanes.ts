@@ -2,6 +2,7 @@ import { CryptoError, InvalidArgumentError } from '../../src/errors/index.ts';
 import type { LaneContext, LaneKeyset, LanePosition, LaneVector } from '../lanes/lane-cipher.ts';
 import { commonRandomPoly } from './common-random-poly.ts';
 import { combineShares } from './decryption-share.ts';
+import { packedBytes, packWords, unpackWords } from './packed-words.ts';
 import { addInto, type RnsPoly } from './rns-poly.ts';
 import type { SiteSecret } from './site-secret.ts';
 import type { ThresholdContext } from './threshold-context.ts';
@@ -20,7 +21,7 @@ export class ThresholdLaneVector implements LaneVector {
 /**
  * What the wire and the aggregation tree need of threshold CKKS, with no secret. A payload is
  * the c0 of one ciphertext position (its c1 is the position's common random polynomial, which
- * nobody sends): limbs · N little-endian 64-bit words, each below its limb's prime. Sums are
+ * nobody sends): limbs · N words packed at 60 bits (`packed-words.ts`), each below its limb's prime. Sums are
  * word-wise modular additions, so aggregators add exactly as they did under a shared key.
  */
 export class ThresholdLaneContext implements LaneContext {
@@ -36,31 +37,12 @@ export class ThresholdLaneContext implements LaneContext {
     this.paramsId = tc.paramsId;
     this.slots = tc.slots;
     this.params = Object.freeze({ exactBits: tc.params.exactBits, scaleBits: tc.params.scaleBits });
-    this.maxCiphertextBytes = tc.polyBytes;
+    this.maxCiphertextBytes = packedBytes(tc);
   }
 
   /** Loads a payload, refusing a wrong length or a word not below its prime (`CKKS_PARAMS_MISMATCH`). */
   loadCiphertext(bytes: Uint8Array): ThresholdLaneVector {
-    if (!(bytes instanceof Uint8Array) || bytes.length !== this.tc.polyBytes) {
-      throw new CryptoError(
-        'CKKS_PARAMS_MISMATCH',
-        `threshold payload of ${bytes?.length} bytes, these parameters make ${this.tc.polyBytes}`,
-      );
-    }
-    const c0 = new BigUint64Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
-    const { n, moduli } = this.tc;
-    for (let l = 0; l < moduli.length; l++) {
-      const q = moduli[l]!;
-      for (let i = l * n, end = i + n; i < end; i++) {
-        if (c0[i]! >= q) {
-          throw new CryptoError(
-            'CKKS_PARAMS_MISMATCH',
-            `threshold payload word ${i} is not below limb ${l}'s prime`,
-          );
-        }
-      }
-    }
-    return new ThresholdLaneVector(c0);
+    return new ThresholdLaneVector(unpackWords(this.tc, bytes));
   }
 
   addInPlace(accumulator: LaneVector, addend: LaneVector): void {
@@ -68,8 +50,7 @@ export class ThresholdLaneContext implements LaneContext {
   }
 
   serialize(vector: LaneVector): Uint8Array {
-    const { c0 } = asVector(vector);
-    return new Uint8Array(c0.buffer.slice(c0.byteOffset, c0.byteOffset + c0.byteLength));
+    return packWords(this.tc, asVector(vector).c0);
   }
 }
 
@@ -112,7 +93,7 @@ export class ThresholdLaneKeyset implements LaneKeyset {
     const crp = commonRandomPoly(this.ctx.tc, this.epochId, position.label, position.index);
     const c0 = this.#secret.encrypt(values, crp);
     this.#used.add(key);
-    return new Uint8Array(c0.buffer);
+    return packWords(this.ctx.tc, c0);
   }
 
   decrypt(): Float64Array {

@@ -28,16 +28,17 @@ export interface ThresholdParams {
 }
 
 /**
- * Default: N = 8192, moduli [60, 60, 60] (ciphertexts at 120 bits), Δ = 2^70, 42 exact bits,
- * λ = 40, up to 1,024 sites. The key level totals 180 bits, under the 218 that the homomorphic
+ * Default: N = 8192, moduli [60, 60, 60] (ciphertexts at 120 bits), Δ = 2^76, 42 exact bits,
+ * λ = 47, up to 1,024 sites: the largest λ for which 1,024 flooded shares still round and a sum
+ * below 2^42 still fits under half the 120-bit modulus. The key level totals 180 bits, under the 218 that the homomorphic
  * encryption standard allows at N = 8192 for 128-bit security with a ternary secret.
  */
 export const DEFAULT_THRESHOLD_PARAMS: ThresholdParams = Object.freeze({
   polyModulusDegree: 8192,
   coeffModulus: Object.freeze([60, 60, 60]),
-  scaleBits: 70,
+  scaleBits: 76,
   exactBits: 42,
-  statisticalSecurityBits: 40,
+  statisticalSecurityBits: 47,
   maxSites: 1024,
 });
 
@@ -56,6 +57,11 @@ export const ROUNDING_MARGIN_SIGMAS = 9;
 /** log2 of the flooding bound B (coefficients of a share's noise are uniform in [−B, B]). */
 export function floodingBits(params: ThresholdParams): number {
   return params.statisticalSecurityBits + Math.log2(FRESH_ERROR_BOUND * params.maxSites);
+}
+
+/** The flooding bound B = 2^λ · 21 · maxSites, exactly. */
+export function floodingBound(params: ThresholdParams): bigint {
+  return (1n << BigInt(params.statisticalSecurityBits)) * BigInt(FRESH_ERROR_BOUND * params.maxSites);
 }
 
 /**
@@ -109,6 +115,11 @@ export function assertThresholdParams(params: ThresholdParams): void {
   ) {
     throw new InvalidArgumentError(
       `threshold.statisticalSecurityBits ${statisticalSecurityBits} must be an integer in [30, 80]`,
+    );
+  }
+  if (floodingBits(params) >= 62) {
+    throw new InvalidArgumentError(
+      `threshold.statisticalSecurityBits ${statisticalSecurityBits} with maxSites ${maxSites}: flooding of 2^${floodingBits(params).toFixed(1)} is beyond the sampler's 2^62`,
     );
   }
   if (!Number.isInteger(exactBits) || exactBits < 8) {

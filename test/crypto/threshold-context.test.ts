@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   addInto,
-  centredLimb0,
+  centredIntegers,
   commonRandomPoly,
   DEFAULT_THRESHOLD_PARAMS,
   getThresholdContext,
@@ -131,7 +131,7 @@ describe('ThresholdContext', () => {
     const c0 = secret.encrypt(v, a);
     mulAddInto(ctx, c0, a, secret.exportWords());
     subInto(ctx, c0, ctx.encode(v));
-    const e = centredLimb0(ctx, ctx.fromNtt(c0));
+    const e = centredIntegers(ctx, ctx.fromNtt(c0));
     const max = e.reduce((m, x) => {
       const a = x < 0n ? -x : x;
       return a > m ? a : m;

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
   addInto,
-  centredLimb0,
+  centredIntegers,
   combineShares,
   commonRandomPoly,
   DEFAULT_THRESHOLD_PARAMS,
@@ -223,7 +223,7 @@ describe('threshold decryption', () => {
     expect(nearTruth(combineShares(ctx, c0, mixed), want)).toBeLessThan(0.01);
   });
 
-  it('a share floods its noise: share − a·λ·S is uniform in [−B, B], B = 2^λ · 21 · maxSites', () => {
+  it('a share floods its noise: share − a·λ·S is uniform in [−B, B], B = 2^λ · 21 · maxSites (λ = 47)', () => {
     const crp = commonRandomPoly(ctx, epoch, 'round:8', 0);
     const decrypting = [1, 2, 3, 4];
     const key = roundDecryptionKey(ctx, sum(SITES.map((i) => held.get(1)!.get(i)!)), decrypting, 1);
@@ -231,9 +231,9 @@ describe('threshold decryption', () => {
     const ak = zeroPoly(ctx);
     mulAddInto(ctx, ak, crp, key);
     subInto(ctx, d, ak);
-    const noise = centredLimb0(ctx, ctx.fromNtt(d)).map(Number);
-    const bound = Number(floodingBound(ctx));
-    expect(bound).toBeCloseTo(2 ** 40 * 21 * 1024, -10);
+    const noise = centredIntegers(ctx, ctx.fromNtt(d)).map(Number);
+    const bound = Number(floodingBound(ctx.params));
+    expect(floodingBound(ctx.params)).toBe(2n ** 47n * 21n * 1024n);
     const max = Math.max(...noise.map(Math.abs));
     expect(max).toBeLessThanOrEqual(bound);
     expect(max).toBeGreaterThan(0.99 * bound);

@@ -13,18 +13,22 @@ import {
 describe('threshold parameters', () => {
   it('the defaults hold: flooding of 1,024 shares rounds with a 9σ margin, sums below 2^42 fit', () => {
     expect(() => assertThresholdParams(DEFAULT_THRESHOLD_PARAMS)).not.toThrow();
-    expect(floodingBits(DEFAULT_THRESHOLD_PARAMS)).toBeCloseTo(40 + Math.log2(21 * 1024), 10);
+    expect(floodingBits(DEFAULT_THRESHOLD_PARAMS)).toBeCloseTo(47 + Math.log2(21 * 1024), 10);
     const sigma = thresholdSlotSigma(DEFAULT_THRESHOLD_PARAMS, 1024);
     expect(ROUNDING_MARGIN_SIGMAS * sigma).toBeLessThan(0.5);
     expect(thresholdLimbs(DEFAULT_THRESHOLD_PARAMS)).toBe(2);
   });
 
   it('refuses a scale too small for the flooding, naming the field and the scale needed', () => {
-    expect(() => assertThresholdParams({ ...DEFAULT_THRESHOLD_PARAMS, scaleBits: 60 })).toThrow(
-      /threshold\.scaleBits 60: noise flooding of 1024 shares needs at least 6[4-9]/,
+    expect(() => assertThresholdParams({ ...DEFAULT_THRESHOLD_PARAMS, scaleBits: 70 })).toThrow(
+      /threshold\.scaleBits 70: noise flooding of 1024 shares needs at least 76/,
     );
-    expect(() => assertThresholdParams({ ...DEFAULT_THRESHOLD_PARAMS, statisticalSecurityBits: 50 })).toThrow(
-      /threshold\.scaleBits/,
+    expect(() => assertThresholdParams({ ...DEFAULT_THRESHOLD_PARAMS, statisticalSecurityBits: 48 })).toThrow(
+      /statisticalSecurityBits 48 with maxSites 1024: flooding of 2\^62\.4 is beyond the sampler/,
+    );
+    // A larger scale, room for more flooding, fits no sum of 42 bits in 120.
+    expect(() => assertThresholdParams({ ...DEFAULT_THRESHOLD_PARAMS, scaleBits: 77 })).toThrow(
+      /exactBits 42 \+ scaleBits 77 must be ≤ 118/,
     );
   });
 
@@ -45,9 +49,9 @@ describe('threshold parameters', () => {
 
   it('fewer sites allowed means less flooding and a smaller scale will do', () => {
     expect(() =>
-      assertThresholdParams({ ...DEFAULT_THRESHOLD_PARAMS, maxSites: 16, scaleBits: 64 }),
+      assertThresholdParams({ ...DEFAULT_THRESHOLD_PARAMS, maxSites: 16, scaleBits: 68 }),
     ).not.toThrow();
-    expect(thresholdParamsId({ ...DEFAULT_THRESHOLD_PARAMS, maxSites: 16, scaleBits: 64 })).not.toEqual(
+    expect(thresholdParamsId({ ...DEFAULT_THRESHOLD_PARAMS, maxSites: 16, scaleBits: 68 })).not.toEqual(
       thresholdParamsId(DEFAULT_THRESHOLD_PARAMS),
     );
   });

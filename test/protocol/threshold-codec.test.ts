@@ -106,9 +106,9 @@ beforeAll(async () => {
 });
 
 describe('threshold CKKS through the codec', () => {
-  it('a block payload is one polynomial of two 60-bit limbs: 131,072 bytes, nothing else', () => {
+  it('a block payload is one polynomial of two 60-bit limbs packed at 60 bits: 122,880 bytes, nothing else', () => {
     expect(updates[0]!.ciphertexts.length).toBe(2);
-    for (const c of updates[0]!.ciphertexts) expect(c.length).toBe(2 * 8192 * 8);
+    for (const c of updates[0]!.ciphertexts) expect(c.length).toBe((2 * 8192 * 60) / 8);
   });
 
   it('t sites decrypt the summed payloads to the exact lane sums, MAC checked, one site silent', () => {
@@ -164,7 +164,8 @@ describe('threshold CKKS through the codec', () => {
       expect.objectContaining({ code: 'CKKS_PARAMS_MISMATCH' }),
     );
     const bad = good.slice();
-    bad.fill(0xff, 0, 8);
+    bad.fill(0xff, 0, 7);
+    bad[7]! |= 0x0f;
     expect(() => ctx.loadCiphertext(bad)).toThrow(expect.objectContaining({ code: 'CKKS_PARAMS_MISMATCH' }));
   });
 });

@@ -1,0 +1,229 @@
+// `npm run bench -- threshold`: what threshold CKKS costs beside today's shared-key CKKS, in one
+// run on one machine (issue 23).
+//
+// One MNIST 2NN update (199,210 parameters, Gaussian values of RMS 3e-3), the real codec and
+// Falcon-512, under the shared key (N = 8192, moduli [60, 40, 60], seeded ciphertexts at the last
+// level) and under threshold CKKS (N = 8192, moduli [60, 60, 60], c0 at two limbs, the position's
+// common random polynomial never sent):
+//   wire        uplink bytes per parameter at 8 and 2 bits (blocks and manifest)
+//   site        encoding one update (quantize, pack, encrypt, sign)
+//   aggregator  adding one block payload into a sum
+//   decryption  one site's decryption shares for a whole aggregate, combining t shares and
+//               decoding, and the traffic the shares add to a round, at n = 4, 16 and 64 sites
+//               (t = ⌈2n/3⌉, shares packed like payloads), beside the shared-key decryption of
+//               the same aggregate
+//   keys        one site's key generation and dealing to n = 10 and 100 sites, beside creating
+//               the shared key; re-sharing after a membership change is a new dealing
+import { CkksKeyset, DEFAULT_CKKS_PARAMS, getCkksContext } from '../crypto/ckks/index.ts';
+import type { LaneContext, LaneKeyset } from '../crypto/lanes/index.ts';
+import { AggregateMacKey } from '../crypto/mac/index.ts';
+import { generateSigningKeyPair } from '../crypto/signature/index.ts';
+import {
+  addInto,
+  combineShares,
+  commonRandomPoly,
+  DEFAULT_THRESHOLD_PARAMS,
+  decryptionShare,
+  defaultThreshold,
+  getThresholdContext,
+  packedBytes,
+  randomPoly,
+  roundDecryptionKey,
+  SiteSecret,
+  ThresholdLaneContext,
+  ThresholdLaneKeyset,
+  zeroPoly,
+} from '../crypto/threshold/index.ts';
+import { MNIST_2NN, parameterCount } from '../federation/index.ts';
+import { encodeUpdate, type RoundContext } from '../src/protocol/index.ts';
+import { gaussianUpdate } from './synthetic-update.ts';
+import { type BenchRow, printTable, timeIt, writeResults } from './table.ts';
+
+const SITE_COUNTS = [4, 16, 64];
+const DEALING_COUNTS = [10, 100];
+
+export async function runThresholdBench(): Promise<void> {
+  const d = parameterCount(MNIST_2NN);
+  const update = gaussianUpdate(d, 3e-3);
+  const ckks = await getCkksContext(DEFAULT_CKKS_PARAMS);
+  const shared = CkksKeyset.create(ckks);
+  const tc = await getThresholdContext(DEFAULT_THRESHOLD_PARAMS);
+  const lanes = new ThresholdLaneContext(tc);
+  const epoch = new Uint8Array(32).fill(1);
+  const own = new ThresholdLaneKeyset(lanes, SiteSecret.generate(tc), epoch);
+  const signing = generateSigningKeyPair('falcon-512');
+  const macKey = AggregateMacKey.random();
+  const context: RoundContext = { federation: 'bench', round: 1, version: 0, baseCommit: new Uint8Array(32) };
+  let attempt = 0;
+  const encode = (keyset: LaneKeyset, bits: 2 | 8) => {
+    // A new attempt per encoding: threshold encryption never reuses a position.
+    const nonce = { federation: 'bench', round: 1, attempt: Uint8Array.of(attempt >> 8, attempt++ & 255) };
+    return encodeUpdate({
+      update,
+      residual: null,
+      credentials: { signer: 'site-1', ckks: keyset, signing, mac: { key: macKey, nonce } },
+      context,
+      options: { bits, clip: 0.02, maxContributors: 32, crcChunkBytes: 16_384 },
+      exampleWeight: 600,
+    });
+  };
+  // The block payloads of one encoding, as the keyset produced them (the blocks are framed).
+  const payloads = (keyset: LaneKeyset, bits: 2 | 8): Uint8Array[] => {
+    const out: Uint8Array[] = [];
+    const recorder: LaneKeyset = {
+      ctx: keyset.ctx,
+      encrypt: (values, position) => {
+        const c = keyset.encrypt(values, position);
+        out.push(c);
+        return c;
+      },
+      decrypt: (payload, block) => keyset.decrypt(payload, block),
+      delete: () => {},
+    };
+    encode(recorder, bits);
+    return out;
+  };
+  const bytesOf = (e: { manifest: Uint8Array; blocks: Uint8Array[] }) =>
+    e.manifest.length + e.blocks.reduce((a, b) => a + b.length, 0);
+  const addMs = (ctx: LaneContext, payload: Uint8Array) => {
+    const acc = ctx.loadCiphertext(payload);
+    const ms = timeIt(() => {
+      const v = ctx.loadCiphertext(payload);
+      ctx.addInPlace(acc, v);
+      v.delete();
+    }, 300);
+    acc.delete();
+    return ms;
+  };
+
+  try {
+    const rows: BenchRow[] = [];
+    const blocksAt8 = payloads(own, 8).length;
+    for (const bits of [8, 2] as const) {
+      const thresholdBytes = bytesOf(encode(own, bits)) / d;
+      const sharedBytes = bytesOf(encode(shared, bits)) / d;
+      rows.push({
+        section: 'wire',
+        metric: `uplink, ${bits}-bit update, threshold CKKS`,
+        value: thresholdBytes,
+        unit: 'B/param',
+        compare: '≤ 2× the shared key',
+        pass: thresholdBytes <= 2 * sharedBytes,
+        floor: { metric: 'the shared key', value: sharedBytes },
+      });
+    }
+    const thresholdEncodeMs = timeIt(() => encode(own, 8), 2000);
+    const sharedEncodeMs = timeIt(() => encode(shared, 8), 2000);
+    rows.push({
+      section: 'site',
+      metric: 'encode one 8-bit 2NN update (quantize, pack, encrypt, sign), threshold',
+      value: thresholdEncodeMs,
+      unit: 'ms',
+      compare: '',
+      floor: { metric: 'the shared key', value: sharedEncodeMs },
+    });
+    const thresholdPayload = payloads(own, 8)[0]!;
+    const sharedPayload = payloads(shared, 8)[0]!;
+    rows.push({
+      section: 'aggregator',
+      metric: 'load and add one block payload, threshold',
+      value: addMs(lanes, thresholdPayload),
+      unit: 'ms',
+      compare: '',
+      floor: { metric: 'the shared key (SEAL load + add)', value: addMs(ckks, sharedPayload) },
+    });
+
+    // Decryption of a whole 8-bit aggregate (blocksAt8 blocks).
+    const sharedSum = payloads(shared, 8);
+    const sharedDecryptMs = timeIt(() => {
+      for (const c of sharedSum) shared.decrypt(c);
+    }, 1000);
+    const aggregate = Array.from({ length: blocksAt8 }, () => randomPoly(tc));
+    for (const n of SITE_COUNTS) {
+      const t = defaultThreshold(n, 2);
+      const decrypting = Array.from({ length: t }, (_, k) => k + 1);
+      // A site's held shares of n secrets: what it sums into its round key.
+      const held = Array.from({ length: n }, () => randomPoly(tc));
+      const crps = Array.from({ length: blocksAt8 }, (_, b) => commonRandomPoly(tc, epoch, `round:${n}`, b));
+      let shares: ReturnType<typeof decryptionShare>[] = [];
+      const shareMs = timeIt(() => {
+        const sum = zeroPoly(tc);
+        for (const h of held) addInto(tc, sum, h);
+        const key = roundDecryptionKey(tc, sum, decrypting, 1);
+        shares = crps.map((crp) => decryptionShare(tc, key, crp));
+      }, 1000);
+      const combineMs = timeIt(() => {
+        for (let b = 0; b < blocksAt8; b++)
+          combineShares(
+            tc,
+            aggregate[b]!,
+            decrypting.map(() => shares[b]!),
+          );
+      }, 1000);
+      const addedMB = (t * blocksAt8 * packedBytes(tc)) / 1e6;
+      rows.push(
+        {
+          section: 'decryption',
+          metric: `n = ${n}: one site's shares for the whole aggregate (${blocksAt8} blocks, t = ${t})`,
+          value: shareMs,
+          unit: 'ms',
+          compare: '',
+          floor: { metric: 'shared-key decryption of the aggregate', value: sharedDecryptMs },
+        },
+        {
+          section: 'decryption',
+          metric: `n = ${n}: combine ${t} shares and decode the aggregate`,
+          value: combineMs,
+          unit: 'ms',
+          compare: '',
+          floor: { metric: 'shared-key decryption of the aggregate', value: sharedDecryptMs },
+        },
+        {
+          section: 'decryption',
+          metric: `n = ${n}: shares added to the round's traffic (${t} sites × ${blocksAt8} blocks)`,
+          value: addedMB,
+          unit: 'MB',
+          compare: '',
+          floor: {
+            metric: `the round's uplink (${n} 8-bit updates)`,
+            value: (n * blocksAt8 * packedBytes(tc)) / 1e6,
+          },
+        },
+      );
+    }
+
+    const sharedKeygenMs = timeIt(() => CkksKeyset.create(ckks).delete(), 500);
+    for (const n of DEALING_COUNTS) {
+      const t = defaultThreshold(n, 2);
+      const points = Array.from({ length: n }, (_, k) => k + 1);
+      const dealMs = timeIt(
+        () => {
+          const s = SiteSecret.generate(tc);
+          s.deal(t, points);
+          s.wipe();
+        },
+        n > 50 ? 0 : 1000,
+        n > 50 ? 1 : 3,
+      );
+      rows.push({
+        section: 'keys',
+        metric: `n = ${n}: one site generates its secret and deals ${n} shares (t = ${t})`,
+        value: dealMs,
+        unit: 'ms',
+        compare: '',
+        floor: { metric: 'creating the shared key', value: sharedKeygenMs },
+      });
+    }
+    printTable('Threshold CKKS beside the shared key (one 2NN update, same run)', rows);
+    const path = writeResults('threshold', rows, {
+      parameters: d,
+      blocks: blocksAt8,
+      threshold: DEFAULT_THRESHOLD_PARAMS,
+      shared: DEFAULT_CKKS_PARAMS,
+    });
+    console.log(`\nwrote ${path}`);
+  } finally {
+    shared.delete();
+    own.delete();
+  }
+}
