@@ -23,6 +23,22 @@ export { assertPoints, lagrangeAtZero, scaleByFraction, shareSecret } from './sh
 export { SiteSecret } from './site-secret.ts';
 export { getThresholdContext, ThresholdContext } from './threshold-context.ts';
 export {
+  assertRoster,
+  epochId,
+  epochSeed,
+  publicShareCrp,
+  publicShareFingerprint,
+  type ThresholdRoster,
+} from './threshold-epoch.ts';
+export {
+  decodeThresholdKey,
+  encodeThresholdKey,
+  loadThresholdKey,
+  saveThresholdKey,
+  type ThresholdKeyMaterial,
+  wipeThresholdKey,
+} from './threshold-key-file.ts';
+export {
   SharesDecryptor,
   ThresholdLaneContext,
   ThresholdLaneKeyset,

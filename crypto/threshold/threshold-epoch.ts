@@ -1,0 +1,90 @@
+import { createHash } from 'node:crypto';
+import { InvalidArgumentError } from '../../src/errors/index.ts';
+import { commonRandomPoly } from './common-random-poly.ts';
+import type { RnsPoly, RnsShape } from './rns-poly.ts';
+import { assertPoints } from './shamir.ts';
+
+/**
+ * A key epoch of threshold CKKS: the roster of sites (each with its Shamir evaluation point), the
+ * threshold, and the parameters. Every site of the roster holds its own secret and one share of
+ * every other site's; a membership change starts a new epoch with fresh secrets.
+ */
+export interface ThresholdRoster {
+  readonly federation: string;
+  /** {@link ThresholdParams} id the epoch's ciphertexts use. */
+  readonly paramsId: Uint8Array;
+  readonly threshold: number;
+  /** The sites, each with its evaluation point (distinct, 1 … 65536), in a fixed order. */
+  readonly sites: readonly { readonly id: string; readonly point: number }[];
+}
+
+const SEED_DOMAIN = 'cohort/v1/threshold-epoch-seed\0';
+const ID_DOMAIN = 'cohort/v1/threshold-epoch\0';
+
+/** Throws `INVALID_ARGUMENT` naming what is wrong with a roster. */
+export function assertRoster(roster: ThresholdRoster): void {
+  if (!(roster.paramsId instanceof Uint8Array) || roster.paramsId.length !== 32) {
+    throw new InvalidArgumentError('roster.paramsId must be 32 bytes');
+  }
+  const ids = roster.sites.map((s) => s.id);
+  if (new Set(ids).size !== ids.length) throw new InvalidArgumentError('roster.sites lists a site twice');
+  for (const id of ids) {
+    if (typeof id !== 'string' || !/^[a-z0-9][a-z0-9-]{0,62}$/.test(id)) {
+      throw new InvalidArgumentError(`roster.sites: ${JSON.stringify(id)} is not a member id`);
+    }
+  }
+  assertPoints(
+    roster.sites.map((s) => s.point),
+    'roster.sites points',
+  );
+  if (!Number.isInteger(roster.threshold) || roster.threshold < 1 || roster.threshold > roster.sites.length) {
+    throw new InvalidArgumentError(
+      `roster.threshold ${roster.threshold} must be in [1, ${roster.sites.length}]`,
+    );
+  }
+}
+
+/** Canonical bytes of a roster: federation, parameters, threshold, then each site and point. */
+function rosterBytes(roster: ThresholdRoster): Buffer {
+  assertRoster(roster);
+  const parts: Buffer[] = [Buffer.from(`${roster.federation}\0`), Buffer.from(roster.paramsId)];
+  const t = Buffer.alloc(4);
+  t.writeUInt32BE(roster.threshold);
+  parts.push(t);
+  for (const s of roster.sites) {
+    const p = Buffer.alloc(4);
+    p.writeUInt32BE(s.point);
+    parts.push(Buffer.from(`${s.id}\0`), p);
+  }
+  return Buffer.concat(parts);
+}
+
+/** The roster's seed: the position of the sites' public shares derives from it. */
+export function epochSeed(roster: ThresholdRoster): Uint8Array {
+  return new Uint8Array(createHash('sha256').update(SEED_DOMAIN).update(rosterBytes(roster)).digest());
+}
+
+/** The common random polynomial the sites' public shares are encrypted at (one per roster). */
+export function publicShareCrp(shape: RnsShape, roster: ThresholdRoster): RnsPoly {
+  return commonRandomPoly(shape, epochSeed(roster), 'public-share', 0);
+}
+
+/**
+ * The epoch id: SHA-256 over the roster's seed and the SHA-256 of every site's public share (its
+ * packed c0), in roster order. Rounds derive their positions from it, so every ciphertext is bound
+ * to the roster and to the secrets the sites committed to.
+ */
+export function epochId(roster: ThresholdRoster, publicShares: ReadonlyMap<string, Uint8Array>): Uint8Array {
+  const h = createHash('sha256').update(ID_DOMAIN).update(epochSeed(roster));
+  for (const s of roster.sites) {
+    const share = publicShares.get(s.id);
+    if (share === undefined) throw new InvalidArgumentError(`no public share of ${s.id}`);
+    h.update(createHash('sha256').update(share).digest());
+  }
+  return new Uint8Array(h.digest());
+}
+
+/** A public share's fingerprint: the first 16 hex digits of its SHA-256 (what ceremonies print). */
+export function publicShareFingerprint(share: Uint8Array): string {
+  return createHash('sha256').update(share).digest('hex').slice(0, 16);
+}

@@ -1,0 +1,270 @@
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadKemKeyPair, openSealedEnvelope, sealEnvelope, wipeKemKeyPair } from '../../crypto/kem/index.ts';
+import { type PublicSigningKey, type SigningKeyPair, sign, verify } from '../../crypto/signature/index.ts';
+import { readKeyFile, writeKeyFile } from '../../crypto/signature/key-file-io.ts';
+import {
+  epochId,
+  epochSeed,
+  packedBytes,
+  packWords,
+  publicShareCrp,
+  publicShareFingerprint,
+  type RnsPoly,
+  SiteSecret,
+  saveThresholdKey,
+  type ThresholdContext,
+  type ThresholdKeyMaterial,
+  type ThresholdRoster,
+  wipe,
+} from '../../crypto/threshold/index.ts';
+import { CryptoError, InvalidArgumentError } from '../errors/index.ts';
+import { memberKeyDir, publicKeyDir, type RegistryView } from '../registry/index.ts';
+
+/**
+ * The threshold key ceremony, in two steps per site, each run where the site's secrets are:
+ *
+ * 1. {@link dealThresholdShares}: the site draws its secret, publishes its signed public share
+ *    (`<site>.tpub`) and deals one Shamir share of its secret to every roster site, each sealed to
+ *    the recipient's registered ML-KEM-768 key and signed by the dealer
+ *    (`<site>.to.<recipient>.tshare.env`). Its secret stays in its own folder (`<site>.tsecret`, 0600).
+ * 2. {@link collectThresholdShares}, once every site has dealt: the site checks every public share's
+ *    signature against the registry, opens the shares dealt to it (each must be sealed by its dealer
+ *    for this roster), and writes its key file (`<site>.threshold`, 0600): its own secret and one
+ *    share of every site's. The pending secret file is then erased.
+ *
+ * No step writes a whole secret anywhere but its owner's folder, and nothing writes the sum of
+ * the secrets, which is the key no one holds.
+ */
+
+/** Domain of a public share's signature. */
+export const PUBLIC_SHARE_DOMAIN = 'threshold-public-share';
+
+/** Purpose bound into the envelope of a share: the roster's seed and the dealer. */
+export function sharePurpose(roster: ThresholdRoster, dealer: string): string {
+  return `threshold-share:${Buffer.from(epochSeed(roster)).toString('hex')}:${dealer}`;
+}
+
+/** File names of the ceremony (in the shared folder, `public/`, or the site's own). */
+export const thresholdFiles = {
+  publicShare: (site: string) => `${site}.tpub`,
+  share: (dealer: string, recipient: string) => `${dealer}.to.${recipient}.tshare.env`,
+  pendingSecret: (site: string) => `${site}.tsecret`,
+  key: (site: string) => `${site}.threshold`,
+} as const;
+
+const PUB_MAGIC = new TextEncoder().encode('CTP1');
+
+/** A public share file: 'CTP1' ‖ roster seed (32) ‖ u8 site length ‖ site ‖ packed c0 ‖ u16 signature length ‖ signature. */
+function encodePublicShare(seed: Uint8Array, site: string, c0: Uint8Array, key: SigningKeyPair): Uint8Array {
+  const id = new TextEncoder().encode(site);
+  const body = new Uint8Array(4 + 32 + 1 + id.length + c0.length);
+  body.set(PUB_MAGIC, 0);
+  body.set(seed, 4);
+  body[36] = id.length;
+  body.set(id, 37);
+  body.set(c0, 37 + id.length);
+  const signature = sign(key, PUBLIC_SHARE_DOMAIN, body);
+  const out = new Uint8Array(body.length + 2 + signature.length);
+  out.set(body, 0);
+  new DataView(out.buffer).setUint16(body.length, signature.length);
+  out.set(signature, body.length + 2);
+  return out;
+}
+
+/** Parses and verifies a public share file for `site` and the roster's seed; returns its packed c0. */
+function decodePublicShare(
+  ctx: ThresholdContext,
+  bytes: Uint8Array,
+  seed: Uint8Array,
+  site: string,
+  key: PublicSigningKey,
+): Uint8Array {
+  const id = new TextEncoder().encode(site);
+  const bodyLength = 37 + id.length + packedBytes(ctx);
+  const refuse = (why: string) =>
+    new CryptoError('PUBLIC_SHARE_INVALID', `public share of ${site}: ${why}`, { details: { site } });
+  if (bytes.length < bodyLength + 2 || !PUB_MAGIC.every((b, i) => bytes[i] === b)) throw refuse('malformed');
+  if (!bytes.subarray(4, 36).every((b, i) => b === seed[i])) throw refuse('made for another roster');
+  if (bytes[36] !== id.length || !id.every((b, i) => bytes[37 + i] === b)) throw refuse('names another site');
+  const sigLength = new DataView(bytes.buffer, bytes.byteOffset).getUint16(bodyLength);
+  if (bytes.length !== bodyLength + 2 + sigLength) throw refuse('malformed');
+  const body = bytes.subarray(0, bodyLength);
+  if (!verify(key, PUBLIC_SHARE_DOMAIN, body, bytes.subarray(bodyLength + 2))) throw refuse('bad signature');
+  return bytes.slice(37 + id.length, bodyLength);
+}
+
+/** What one site needs to deal. */
+export interface DealInput {
+  readonly dir: string;
+  readonly site: string;
+  readonly roster: ThresholdRoster;
+  readonly ctx: ThresholdContext;
+  /** The site's own signing key pair (it seals its shares and signs its public share). */
+  readonly signingKey: SigningKeyPair;
+  /** Every roster site's ML-KEM-768 public key, as the registry lists it. */
+  readonly kemKeys: (site: string) => Uint8Array | undefined;
+}
+
+/**
+ * Step 1 for one site. Returns the fingerprint of its public share (what the ceremony prints and
+ * the other sites can compare out of band).
+ */
+export function dealThresholdShares(input: DealInput): string {
+  const { dir, site, roster, ctx } = input;
+  const self = roster.sites.find((s) => s.id === site);
+  if (self === undefined) throw new InvalidArgumentError(`${site} is not in the threshold roster`);
+  const seed = epochSeed(roster);
+  const secret = SiteSecret.generate(ctx);
+  const words = secret.exportWords();
+  try {
+    writeKeyFile(
+      join(memberKeyDir(dir, site), thresholdFiles.pendingSecret(site)),
+      pendingBytes(seed, words),
+      true,
+    );
+    const c0 = packWords(ctx, secret.publicShare(publicShareCrp(ctx, roster)));
+    writeKeyFile(
+      join(publicKeyDir(dir), thresholdFiles.publicShare(site)),
+      encodePublicShare(seed, site, c0, input.signingKey),
+      false,
+    );
+    const shares = secret.deal(
+      roster.threshold,
+      roster.sites.map((s) => s.point),
+    );
+    const maker = { id: site, key: input.signingKey };
+    roster.sites.forEach((r, k) => {
+      const kem = input.kemKeys(r.id);
+      if (kem === undefined) throw new InvalidArgumentError(`no ML-KEM-768 key registered for ${r.id}`);
+      const share = shares[k]!;
+      const bytes = new Uint8Array(share.buffer, share.byteOffset, share.byteLength);
+      const envelope = sealEnvelope(maker, kem, bytes, {
+        federation: roster.federation,
+        recipient: r.id,
+        purpose: sharePurpose(roster, site),
+      });
+      wipe(share);
+      writeKeyFile(join(publicKeyDir(dir), thresholdFiles.share(site, r.id)), envelope, false);
+    });
+    return publicShareFingerprint(c0);
+  } finally {
+    wipe(words);
+    secret.wipe();
+  }
+}
+
+function pendingBytes(seed: Uint8Array, words: RnsPoly): Uint8Array {
+  const out = new Uint8Array(32 + words.byteLength);
+  out.set(seed, 0);
+  out.set(new Uint8Array(words.buffer, words.byteOffset, words.byteLength), 32);
+  return out;
+}
+
+/** What one site needs to collect. */
+export interface CollectInput {
+  readonly dir: string;
+  readonly site: string;
+  readonly roster: ThresholdRoster;
+  readonly ctx: ThresholdContext;
+  /** The registry as the site trusts it: dealers' signing keys. */
+  readonly registry: RegistryView;
+}
+
+/** What {@link collectThresholdShares} established. */
+export interface CollectedEpoch {
+  readonly epochId: Uint8Array;
+  /** Fingerprint of every roster site's public share, in roster order. */
+  readonly publicShares: readonly { readonly site: string; readonly fingerprint: string }[];
+  /** The key file written. */
+  readonly keyFile: string;
+}
+
+/**
+ * Step 2 for one site: verifies, opens, assembles and writes its key file.
+ *
+ * @throws CryptoError `PUBLIC_SHARE_INVALID`, the envelope's refusals (`ENVELOPE_*`, `UNWRAP_FAILED`)
+ *   naming the file, `KEY_INVALID` for a share or pending secret that is not what it must be.
+ */
+export function collectThresholdShares(input: CollectInput): CollectedEpoch {
+  const { dir, site, roster, ctx, registry } = input;
+  if (!roster.sites.some((s) => s.id === site))
+    throw new InvalidArgumentError(`${site} is not in the threshold roster`);
+  const seed = epochSeed(roster);
+  const keyOf = (id: string) => {
+    const m = registry.member(id);
+    if (m === undefined || m.role !== 'site' || m.revokedFrom !== undefined) {
+      throw new CryptoError('PUBLIC_SHARE_INVALID', `${id} is not a registered, unrevoked site`, {
+        details: { site: id },
+      });
+    }
+    return m.epochs[m.epochs.length - 1]!.signingKey;
+  };
+  const publicShares = new Map<string, Uint8Array>();
+  for (const s of roster.sites) {
+    const path = join(publicKeyDir(dir), thresholdFiles.publicShare(s.id));
+    publicShares.set(s.id, decodePublicShare(ctx, readFileSync(path), seed, s.id, keyOf(s.id)));
+  }
+  const id = epochId(roster, publicShares);
+  const own = memberKeyDir(dir, site);
+  const pendingPath = join(own, thresholdFiles.pendingSecret(site));
+  const pending = readKeyFile(pendingPath, true);
+  const kem = loadKemKeyPair(join(own, `${site}.kem`));
+  const shares = new Map<string, RnsPoly>();
+  let secret: RnsPoly | undefined;
+  try {
+    if (pending.length !== 32 + ctx.polyBytes || !pending.subarray(0, 32).every((b, i) => b === seed[i])) {
+      throw new CryptoError('KEY_INVALID', `${pendingPath} is not this roster's pending secret`);
+    }
+    secret = new BigUint64Array(
+      pending.buffer.slice(pending.byteOffset + 32, pending.byteOffset + pending.length),
+    );
+    for (const dealer of roster.sites) {
+      const path = join(publicKeyDir(dir), thresholdFiles.share(dealer.id, site));
+      const purpose = sharePurpose(roster, dealer.id);
+      const opened = openSealedEnvelope(
+        kem.secretKey,
+        readFileSync(path),
+        { federation: roster.federation, recipient: site, purpose },
+        {
+          // Only the dealer itself may seal a share of its own secret.
+          makers: (maker, keyId) => {
+            if (maker !== dealer.id) return `a share of ${dealer.id}'s secret sealed by ${maker}`;
+            const key = keyOf(maker);
+            return key.keyId === keyId ? key : `key ${keyId} is not ${maker}'s current signing key`;
+          },
+        },
+      );
+      if (opened.secret.length !== ctx.polyBytes) {
+        opened.secret.fill(0);
+        throw new CryptoError('KEY_INVALID', `${path}: a share of ${opened.secret.length} bytes`);
+      }
+      shares.set(dealer.id, new BigUint64Array(opened.secret.slice().buffer));
+      opened.secret.fill(0);
+    }
+    const material: ThresholdKeyMaterial = { roster, epochId: id, self: site, secret, shares };
+    const keyFile = join(own, thresholdFiles.key(site));
+    saveThresholdKey(ctx, keyFile, material);
+    erase(pendingPath, pending.length);
+    return {
+      epochId: id,
+      publicShares: roster.sites.map((s) => ({
+        site: s.id,
+        fingerprint: publicShareFingerprint(publicShares.get(s.id)!),
+      })),
+      keyFile,
+    };
+  } finally {
+    pending.fill(0);
+    if (secret !== undefined) wipe(secret);
+    for (const s of shares.values()) wipe(s);
+    wipeKemKeyPair(kem);
+  }
+}
+
+/** Overwrites a secret file with zeros, then removes it. */
+function erase(path: string, length: number): void {
+  if (!existsSync(path)) return;
+  writeKeyFile(path, new Uint8Array(length), true);
+  rmSync(path);
+}
