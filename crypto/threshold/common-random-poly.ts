@@ -23,9 +23,11 @@ export function commonRandomPoly(
   if (!(epochId instanceof Uint8Array) || epochId.length !== 32) {
     throw new InvalidArgumentError('epochId must be 32 bytes');
   }
-  if (typeof label !== 'string' || label.length === 0 || label.length > 200 || label.includes('\0')) {
+  // 1,024 covers every payload label: `update:` + a 63-character federation + a round + a 64-byte
+  // attempt in hex is at most 217.
+  if (typeof label !== 'string' || label.length === 0 || label.length > 1024 || label.includes('\0')) {
     throw new InvalidArgumentError(
-      `label must be 1 to 200 characters without NUL, got ${JSON.stringify(label)}`,
+      `label must be 1 to 1,024 characters without NUL, got ${JSON.stringify(label.slice?.(0, 64) ?? label)}`,
     );
   }
   if (!Number.isInteger(index) || index < 0 || index > 0xffff_ffff) {

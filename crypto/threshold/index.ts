@@ -1,6 +1,7 @@
 export { commonRandomPoly } from './common-random-poly.ts';
 export { combineShares, decryptionShare, roundDecryptionKey } from './decryption-share.ts';
 export { packedBytes, packWords, unpackWords } from './packed-words.ts';
+export { PositionLedger } from './position-ledger.ts';
 export {
   centredBinomialCoefficients,
   ternaryCoefficients,

@@ -1,5 +1,5 @@
 import { CryptoError, InvalidArgumentError } from '../../src/errors/index.ts';
-import type { RnsPoly, RnsShape } from './rns-poly.ts';
+import { assertPoly, type RnsPoly, type RnsShape } from './rns-poly.ts';
 
 /**
  * Polynomials on the wire: each word in 60 bits (every limb's prime is below 2^60), two words to
@@ -19,6 +19,8 @@ export function packWords(shape: RnsShape, p: RnsPoly): Uint8Array {
   const words = shape.n * shape.moduli.length;
   if (p.length !== words)
     throw new InvalidArgumentError(`polynomial of ${p.length} words, expected ${words}`);
+  // A word at or above its prime would spill into its neighbour's bits.
+  assertPoly(shape, p, 'packed polynomial');
   // One spare byte: the second word of the last pair is written as a full 8-byte word.
   const out = new Uint8Array(packedBytes(shape) + 1);
   const view = new DataView(out.buffer);

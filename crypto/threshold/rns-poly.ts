@@ -109,7 +109,12 @@ function fillUniform(shape: RnsShape, next32: () => number): RnsPoly {
   const out32 = new Uint32Array(out.buffer);
   for (let l = 0; l < moduli.length; l++) {
     const [qlo, qhi] = halves(moduli[l]!);
-    const hiMask = 2 ** (moduli[l]!.toString(2).length - 32) - 1;
+    const bits = moduli[l]!.toString(2).length;
+    // Candidates are two 32-bit words, the high one masked: primes of 33 to 63 bits only.
+    if (bits < 33 || bits > 63) {
+      throw new InvalidArgumentError(`limb ${l}'s prime has ${bits} bits; uniform sampling needs 33 to 63`);
+    }
+    const hiMask = 2 ** (bits - 32) - 1;
     for (let i = l * n, end = i + n; i < end; i++) {
       let lo: number;
       let hi: number;
@@ -159,12 +164,17 @@ export function expandPoly(shape: RnsShape, seed: Uint8Array): RnsPoly {
     shape,
     stream32(() => {
       const length = 8 * (block === 0 ? words + (words >> 6) : 1024);
-      return createHash('shake256', { outputLength: length })
-        .update(seed)
-        .update(Uint8Array.of(block++))
-        .digest();
+      return createHash('shake256', { outputLength: length }).update(seed).update(counter(block++)).digest();
     }),
   );
+}
+
+/** A refill block's number, 4 bytes big-endian (a 1-byte counter would repeat after 256 refills). */
+function counter(block: number): Uint8Array {
+  if (block > 0xffff_ffff) throw new InvalidArgumentError('expandPoly ran past 2^32 refills');
+  const out = new Uint8Array(4);
+  new DataView(out.buffer).setUint32(0, block);
+  return out;
 }
 
 /**

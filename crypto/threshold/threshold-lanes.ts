@@ -3,7 +3,8 @@ import type { LaneContext, LaneKeyset, LanePosition, LaneVector } from '../lanes
 import { commonRandomPoly } from './common-random-poly.ts';
 import { combineShares } from './decryption-share.ts';
 import { packedBytes, packWords, unpackWords } from './packed-words.ts';
-import { addInto, type RnsPoly } from './rns-poly.ts';
+import type { PositionLedger } from './position-ledger.ts';
+import { addInto, assertPoly, type RnsPoly, wipe } from './rns-poly.ts';
 import type { SiteSecret } from './site-secret.ts';
 import type { ThresholdContext } from './threshold-context.ts';
 
@@ -62,22 +63,28 @@ function asVector(v: LaneVector): ThresholdLaneVector {
 /**
  * A site's threshold keyset for one key epoch: encrypts under its own secret at each position's
  * common random polynomial, and refuses a second encryption at a position it already used (two
- * ciphertexts at one position reveal the difference of their messages). It cannot decrypt: an
- * aggregate decrypts only with t sites' decryption shares ({@link SharesDecryptor}).
+ * ciphertexts at one position reveal the difference of their messages): in memory always, and
+ * across restarts with a {@link PositionLedger}, which a site running rounds must give it. It
+ * cannot decrypt: an aggregate decrypts only with t sites' decryption shares ({@link SharesDecryptor}).
  */
 export class ThresholdLaneKeyset implements LaneKeyset {
   readonly ctx: ThresholdLaneContext;
   readonly epochId: Uint8Array;
   readonly #secret: SiteSecret;
   readonly #used = new Set<string>();
+  readonly #ledger: PositionLedger | undefined;
 
-  /** `epochId`: the 32-byte id of the key epoch the secret belongs to. */
-  constructor(ctx: ThresholdLaneContext, secret: SiteSecret, epochId: Uint8Array) {
+  /**
+   * `epochId`: the 32-byte id of the key epoch the secret belongs to; `ledger`: the site's
+   * persistent record of used positions for this epoch (each encryption is claimed on disk first).
+   */
+  constructor(ctx: ThresholdLaneContext, secret: SiteSecret, epochId: Uint8Array, ledger?: PositionLedger) {
     if (!(epochId instanceof Uint8Array) || epochId.length !== 32)
       throw new InvalidArgumentError('epochId must be 32 bytes');
     this.ctx = ctx;
     this.#secret = secret;
     this.epochId = epochId.slice();
+    this.#ledger = ledger;
   }
 
   encrypt(values: Float64Array, position?: LanePosition): Uint8Array {
@@ -91,8 +98,9 @@ export class ThresholdLaneKeyset implements LaneKeyset {
       );
     }
     const crp = commonRandomPoly(this.ctx.tc, this.epochId, position.label, position.index);
-    const c0 = this.#secret.encrypt(values, crp);
+    this.#ledger?.claimEncryption(this.epochId, position.label, position.index);
     this.#used.add(key);
+    const c0 = this.#secret.encrypt(values, crp);
     return packWords(this.ctx.tc, c0);
   }
 
@@ -118,9 +126,21 @@ export class SharesDecryptor implements LaneKeyset {
   readonly ctx: ThresholdLaneContext;
   readonly #shares: readonly (readonly RnsPoly[])[];
 
+  /** Checks every share against the context's primes and keeps copies (wiped by {@link delete}). */
   constructor(ctx: ThresholdLaneContext, shares: readonly (readonly RnsPoly[])[]) {
+    if (!Array.isArray(shares) || shares.length === 0)
+      throw new InvalidArgumentError('shares must hold one list per block');
+    const t = shares[0]!.length;
     this.ctx = ctx;
-    this.#shares = shares;
+    this.#shares = shares.map((block, b) => {
+      if (!Array.isArray(block) || block.length === 0 || block.length !== t) {
+        throw new InvalidArgumentError(`shares[${b}] must hold one share per decrypting site (${t})`);
+      }
+      return block.map((d, x) => {
+        assertPoly(ctx.tc, d, `shares[${b}][${x}]`);
+        return d.slice();
+      });
+    });
   }
 
   encrypt(): Uint8Array {
@@ -132,8 +152,15 @@ export class SharesDecryptor implements LaneKeyset {
       throw new InvalidArgumentError(`no decryption shares for block ${block}`);
     }
     const v = this.ctx.loadCiphertext(payload);
-    return combineShares(this.ctx.tc, v.c0, this.#shares[block]!);
+    try {
+      return combineShares(this.ctx.tc, v.c0, this.#shares[block]!);
+    } finally {
+      v.delete();
+    }
   }
 
-  delete(): void {}
+  /** Wipes the shares. */
+  delete(): void {
+    for (const block of this.#shares) for (const d of block) wipe(d);
+  }
 }

@@ -45,6 +45,11 @@ export const BLOCK_REJECT_REASONS = [
    * something), or a contributor wrote a wrong tag. Every decrypting site finds the same.
    */
   'MAC_MISMATCH',
+  /**
+   * A site's threshold decryption shares that do not open: made for another round attempt,
+   * aggregate, cohort, decrypting set or site, signed by another key, or sealed under another key.
+   */
+  'SHARES_INVALID',
 ] as const;
 
 export type BlockRejectReason = (typeof BLOCK_REJECT_REASONS)[number];

@@ -17,6 +17,17 @@ export {
   ContributionError,
   type ContributionErrorCode,
 } from './contribution-error.ts';
+export {
+  assertShareContext,
+  type MakeSharesInput,
+  makeShareBundle,
+  type OpenSharesInput,
+  openShareBundle,
+  SHARES_DOMAIN,
+  type ShareContext,
+  shareContextBytes,
+  sharesDecryptor,
+} from './decryption-shares.ts';
 export { federationGenesis, modelSpecFor } from './genesis.ts';
 export { type AcceptedPartial, PartialIntake } from './partial-intake.ts';
 export {

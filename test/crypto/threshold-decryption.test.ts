@@ -214,6 +214,9 @@ describe('threshold decryption', () => {
     const want = truth(round, SITES);
     const wrongRound = [1, 2, 3, 4].map((x) => share(x, SITES, [1, 2, 3, 4], other.crp));
     expect(nearTruth(combineShares(ctx, c0, wrongRound), want)).toBeLessThan(0.01);
+    // Made here only to show they do not combine: a site never makes shares for two sets at one
+    // position (two such shares of one site open a·S_x by lattice reduction); its ledger refuses
+    // (test/round/decryption-shares.test.ts).
     const mixed = [
       share(1, SITES, [1, 2, 3, 4], round.crp),
       share(2, SITES, [1, 2, 3, 4], round.crp),

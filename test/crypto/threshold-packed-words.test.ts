@@ -28,8 +28,11 @@ describe('packed words', () => {
         expect(() => unpackWords(shape, bytes.subarray(1))).toThrow(/120/);
         const bad = p.slice();
         bad[k] = shape.moduli[k >> 3]!;
-        // packWords does not check ranges; the receiver does.
-        expect(() => unpackWords(shape, packWords(shape, bad))).toThrow(new RegExp(`word ${k} is not below`));
+        // Neither end lets a word at its prime through: packed, it would spill into its neighbour.
+        expect(() => packWords(shape, bad)).toThrow(new RegExp(`word ${k} is not below`));
+        const forged = packWords(shape, p);
+        forged.set(packWords({ n: 8, moduli: [2n ** 60n, 2n ** 60n] }, bad));
+        expect(() => unpackWords(shape, forged)).toThrow(new RegExp(`word ${k} is not below`));
       }),
     );
   });

@@ -3,6 +3,7 @@ import {
   centredBinomialCoefficients,
   commonRandomPoly,
   DEFAULT_THRESHOLD_PARAMS,
+  expandPoly,
   getThresholdContext,
   type RnsPoly,
   randomPoly,
@@ -60,6 +61,13 @@ describe('threshold samplers', () => {
     expect(Math.min(...e)).toBeGreaterThanOrEqual(-1000);
     expect(sd(e) / (1000 / Math.sqrt(3))).toBeGreaterThan(0.96);
     expect(sd(e) / (1000 / Math.sqrt(3))).toBeLessThan(1.04);
+  });
+
+  it('uniform sampling refuses primes it cannot mask (below 33 bits); a label of a 64-byte attempt fits', () => {
+    expect(() => expandPoly({ n: 4, moduli: [4294967291n] }, new Uint8Array(32))).toThrow(/33 to 63/);
+    const label = `update:${'f'.repeat(63)}:${Number.MAX_SAFE_INTEGER}:${'ab'.repeat(64)}`;
+    expect(label.length).toBeGreaterThan(200);
+    expect(commonRandomPoly(ctx, new Uint8Array(32), label, 0).length).toBe(ctx.n * ctx.moduli.length);
   });
 
   it('uniform polynomials fill each limb below its prime, with the top bits in use', () => {

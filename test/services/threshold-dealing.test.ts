@@ -155,7 +155,7 @@ describe('threshold dealing', () => {
     for (const site of SITES) {
       const own = new Uint8Array(keys.get(site)!.secret.buffer).subarray(0, 64);
       for (const [path, bytes] of files) {
-        if (!path.startsWith(join(dir, site) + '/'))
+        if (!path.startsWith(`${join(dir, site)}/`))
           expect(contains(bytes, own), `${site}'s secret in ${path}`).toBe(false);
       }
     }

@@ -2,10 +2,12 @@ import { InvalidArgumentError } from '../../errors/index.ts';
 
 /**
  * The FedAvg weights a round pins (docs/security.md, "Weight caps"): each site's reported example
- * count, capped at `factor` × the median of the round's reported counts. The median moves only
- * when half the sites report more, so one site claiming 10^7 examples beside four of 10^4 weighs
- * at most `factor` × 10^4: at least half the sites weigh the median or more, so one site's share of
- * the total weight is at most factor / (factor + ⌈n/2⌉ − 1) for n sites. Pure; order-independent.
+ * count, capped at `factor` × the lower median of the round's reported counts (the ⌈n/2⌉-th
+ * smallest). The lower median moves only when half the sites report more, so one site claiming
+ * 10^7 examples beside four of 10^4 weighs at most `factor` × 10^4, and in a round of two it weighs
+ * at most `factor` × the other's count (a mean of the middle two would let it name half its own
+ * claim). At least ⌈n/2⌉ sites weigh the lower median or more, so one site's share of the total
+ * weight is at most factor / (factor + ⌈n/2⌉ − 1) for n sites. Pure; order-independent.
  *
  * @param reported each site's example count (finite, ≥ 0).
  * @param factor the cap over the median (≥ 1, finite): `round.weightCapFactor`.
@@ -22,16 +24,15 @@ export function cappedWeights(reported: ReadonlyMap<string, number>, factor: num
       });
     }
   }
-  const cap = factor * median(counts);
+  const cap = factor * lowerMedian(counts);
   const out = new Map<string, number>();
   for (const [site, c] of reported) out.set(site, Math.min(c, Math.floor(cap)));
   return out;
 }
 
-/** The median of `values` (the mean of the middle two for an even count; 0 for none). */
-function median(values: readonly number[]): number {
+/** The lower median of `values`: the ⌈n/2⌉-th smallest (0 for none). */
+function lowerMedian(values: readonly number[]): number {
   if (values.length === 0) return 0;
   const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return sorted[(sorted.length - 1) >> 1]!;
 }

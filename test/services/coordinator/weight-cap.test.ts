@@ -26,7 +26,7 @@ describe('cappedWeights', () => {
     expect(w.get('site-5')! / total).toBeLessThanOrEqual(4 / (4 + Math.ceil(5 / 2) - 1));
   });
 
-  it('leaves honest heterogeneity within the factor alone; even counts use the middle two', () => {
+  it('leaves honest heterogeneity within the factor alone; even counts use the lower middle', () => {
     const w = cappedWeights(
       new Map([
         ['a', 100],
@@ -34,10 +34,11 @@ describe('cappedWeights', () => {
         ['c', 500],
         ['d', 700],
       ]),
-      2,
+      3,
     );
-    // Median (300 + 500) / 2 = 400, cap 800: nothing is cut.
+    // Lower median 300, cap 900: nothing is cut; at factor 2 (cap 600) the largest is.
     expect([...w.values()]).toEqual([100, 300, 500, 700]);
+    expect([...cappedWeights(new Map(w), 2).values()]).toEqual([100, 300, 500, 600]);
     expect(cappedWeights(new Map([['a', 1000]]), 1).get('a')).toBe(1000);
   });
 
@@ -53,6 +54,20 @@ describe('cappedWeights', () => {
       4,
     );
     expect(w.get('c')).toBe(1e6);
+  });
+
+  it('a round of two sites: the claim is capped at factor × the lower of the two (CI failure)', () => {
+    // A round that opened with two eligible sites (the others still switching) pinned the hostile
+    // site's 9,999,999 in full: the mean of the middle two was half the claim.
+    const w = cappedWeights(
+      new Map([
+        ['site-1', 800],
+        ['site-5', 9_999_999],
+      ]),
+      4,
+    );
+    expect(w.get('site-5')).toBe(3200);
+    expect(w.get('site-1')).toBe(800);
   });
 
   it('refuses a factor below 1 and counts that are not finite', () => {

@@ -1,0 +1,349 @@
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { type PublicSigningKey, type SigningKeyPair, sign, verify } from '../../crypto/signature/index.ts';
+import {
+  addInto,
+  commonRandomPoly,
+  decryptionShare,
+  type PositionLedger,
+  packedBytes,
+  packWords,
+  type RnsPoly,
+  roundDecryptionKey,
+  SharesDecryptor,
+  type ThresholdKeyMaterial,
+  type ThresholdLaneContext,
+  unpackWords,
+  wipe,
+  zeroPoly,
+} from '../../crypto/threshold/index.ts';
+import { BlockRejectedError, InvalidArgumentError } from '../errors/index.ts';
+import { payloadPositionLabel } from '../protocol/index.ts';
+
+/**
+ * One decrypting site's decryption shares of a round's aggregate, sealed and signed.
+ *
+ * The shares are bound to everything that makes them safe to release: the round attempt (hence
+ * every block's position), the aggregate's digest, the contributors whose secrets they open (a site
+ * makes shares for one contributor list per attempt: shares for C and for C without k would
+ * together open k's update), the decrypting set whose Lagrange coefficients they carry, and the key
+ * epoch. They are sealed with AES-256-GCM under a key derived from the federation data key, which
+ * only sites hold: the coordinator relays and stores them but cannot combine them, so the model
+ * stays the sites'. The site signs the whole bundle (domain {@link SHARES_DOMAIN}).
+ */
+
+/** Signature domain of a share bundle. */
+export const SHARES_DOMAIN = 'threshold-shares';
+
+const MAGIC = new TextEncoder().encode('CDS1');
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+
+/** What a bundle's shares are for; every field is bound into the seal and the signature. */
+export interface ShareContext {
+  readonly federation: string;
+  readonly round: number;
+  /** The round attempt (its positions are the blocks' common random polynomials). */
+  readonly attempt: Uint8Array;
+  /** The key epoch's id. */
+  readonly epochId: Uint8Array;
+  /** SHA-256 digest of the aggregate the shares decrypt. */
+  readonly aggregateDigest: Uint8Array;
+  /** Blocks of the aggregate. */
+  readonly blocks: number;
+  /** The contributors, sorted, no repeats. */
+  readonly contributors: readonly string[];
+  /** The decrypting set, sorted by site, each with its evaluation point. */
+  readonly decrypting: readonly { readonly site: string; readonly point: number }[];
+  /**
+   * `round.minContributors`: no site makes shares for fewer contributors, since an aggregate that
+   * small would show individual updates.
+   */
+  readonly minContributors: number;
+}
+
+/** Checks a share context's shape, naming the field. */
+export function assertShareContext(c: ShareContext): void {
+  const bytes = (v: Uint8Array, n: number, name: string) => {
+    if (!(v instanceof Uint8Array) || (n > 0 && v.length !== n) || v.length > 64) {
+      throw new InvalidArgumentError(`share context ${name} must be ${n > 0 ? n : 'at most 64'} bytes`);
+    }
+  };
+  bytes(c.attempt, 0, 'attempt');
+  bytes(c.epochId, 32, 'epochId');
+  bytes(c.aggregateDigest, 32, 'aggregateDigest');
+  if (!Number.isSafeInteger(c.round) || c.round < 0)
+    throw new InvalidArgumentError(`share context round ${c.round}`);
+  if (!Number.isInteger(c.blocks) || c.blocks < 1 || c.blocks > 65_536) {
+    throw new InvalidArgumentError(`share context blocks ${c.blocks} must be in [1, 65536]`);
+  }
+  const sorted = (xs: readonly string[], name: string) => {
+    for (let k = 1; k < xs.length; k++) {
+      if (!(xs[k - 1]! < xs[k]!))
+        throw new InvalidArgumentError(`share context ${name} must be sorted without repeats`);
+    }
+  };
+  if (!Number.isInteger(c.minContributors) || c.minContributors < 1 || c.minContributors > 65_536) {
+    throw new InvalidArgumentError(
+      `share context minContributors ${c.minContributors} must be in [1, 65536]`,
+    );
+  }
+  if (c.contributors.length < c.minContributors) {
+    throw new InvalidArgumentError(
+      `share context names ${c.contributors.length} contributor(s), round.minContributors is ${c.minContributors}: an aggregate this small would show individual updates`,
+    );
+  }
+  sorted(c.contributors, 'contributors');
+  if (c.decrypting.length === 0) throw new InvalidArgumentError('share context names no decrypting site');
+  sorted(
+    c.decrypting.map((d) => d.site),
+    'decrypting',
+  );
+}
+
+/** Canonical bytes of a share context (length-prefixed fields, in declaration order). */
+export function shareContextBytes(c: ShareContext): Uint8Array {
+  assertShareContext(c);
+  const parts: Uint8Array[] = [];
+  const str = (s: string) => {
+    const b = new TextEncoder().encode(s);
+    parts.push(u32(b.length), b);
+  };
+  const raw = (b: Uint8Array) => parts.push(u32(b.length), b);
+  str(c.federation);
+  parts.push(u64(c.round));
+  raw(c.attempt);
+  raw(c.epochId);
+  raw(c.aggregateDigest);
+  parts.push(u32(c.blocks), u32(c.minContributors), u32(c.contributors.length));
+  for (const s of c.contributors) str(s);
+  parts.push(u32(c.decrypting.length));
+  for (const d of c.decrypting) {
+    str(d.site);
+    parts.push(u32(d.point));
+  }
+  return concat(parts);
+}
+
+function u32(v: number): Uint8Array {
+  const b = new Uint8Array(4);
+  new DataView(b.buffer).setUint32(0, v);
+  return b;
+}
+
+function u64(v: number): Uint8Array {
+  const b = new Uint8Array(8);
+  new DataView(b.buffer).setBigUint64(0, BigInt(v));
+  return b;
+}
+
+function concat(parts: readonly Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((a, p) => a + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
+
+function sealKey(dataKey: Uint8Array, context: Uint8Array, site: string): Buffer {
+  const info = concat([new TextEncoder().encode(`cohort/v1/threshold-shares\0${site}\0`), context]);
+  return Buffer.from(hkdfSync('sha256', dataKey, new Uint8Array(0), info, 32));
+}
+
+/** What a decrypting site needs to make its bundle. */
+export interface MakeSharesInput {
+  readonly lanes: ThresholdLaneContext;
+  readonly context: ShareContext;
+  /** The site's key material for the context's epoch. */
+  readonly material: ThresholdKeyMaterial;
+  readonly signer: { readonly id: string; readonly key: SigningKeyPair };
+  /** The federation data key (32 bytes). */
+  readonly dataKey: Uint8Array;
+  /**
+   * The site's position ledger for the epoch: one bundle per round attempt, whatever is asked
+   * (docs/threshold-ckks.md, "Two rules").
+   */
+  readonly ledger: PositionLedger;
+}
+
+/**
+ * The signed, sealed bundle of this site's decryption shares for every block of the aggregate:
+ * 'CDS1' ‖ u32 context length ‖ context ‖ u32 site length ‖ site ‖ nonce (12) ‖ AES-256-GCM of the
+ * packed shares ‖ tag (16) ‖ u16 signature length ‖ signature.
+ *
+ * A site makes one bundle per round attempt: asked again for the same context it returns the
+ * bundle it made (from its ledger), and asked for another (another cohort, decrypting set or
+ * aggregate at the same positions) it refuses, since two share sets at one position open a·S_x.
+ *
+ * @throws InvalidArgumentError when the site is not in the decrypting set, the set is smaller than
+ *   the threshold or names a point the roster does not, the epoch is not its material's, or a
+ *   contributor has no share in it; CryptoError `SHARES_CONTEXT_CHANGED` from the ledger.
+ */
+export function makeShareBundle(input: MakeSharesInput): Uint8Array {
+  const { lanes, context, material, signer, dataKey, ledger } = input;
+  const tc = lanes.tc;
+  const contextBytes = shareContextBytes(context);
+  const self = context.decrypting.find((d) => d.site === signer.id);
+  if (self === undefined) throw new InvalidArgumentError(`${signer.id} is not in the decrypting set`);
+  if (material.self !== signer.id || !material.epochId.every((b, i) => b === context.epochId[i])) {
+    throw new InvalidArgumentError(`key material is not ${signer.id}'s for this epoch`);
+  }
+  if (context.decrypting.length < material.roster.threshold) {
+    throw new InvalidArgumentError(
+      `a decrypting set of ${context.decrypting.length} is short of the threshold ${material.roster.threshold}`,
+    );
+  }
+  for (const d of context.decrypting) {
+    const point = material.roster.sites.find((s) => s.id === d.site)?.point;
+    if (point !== d.point) {
+      throw new InvalidArgumentError(`the roster gives ${d.site} point ${point}, not ${d.point}`);
+    }
+  }
+  for (const c of context.contributors) {
+    if (!material.shares.has(c)) throw new InvalidArgumentError(`no share of ${c}'s secret in this epoch`);
+  }
+  const label = payloadPositionLabel({
+    federation: context.federation,
+    round: context.round,
+    attempt: context.attempt,
+  });
+  return ledger.shareBundle(context.epochId, label, contextBytes, () => {
+    const sum = zeroPoly(tc);
+    for (const c of context.contributors) addInto(tc, sum, material.shares.get(c)!);
+    const key = roundDecryptionKey(
+      tc,
+      sum,
+      context.decrypting.map((d) => d.point),
+      self.point,
+    );
+    wipe(sum);
+    const plain = new Uint8Array(context.blocks * packedBytes(tc));
+    try {
+      for (let b = 0; b < context.blocks; b++) {
+        const d = decryptionShare(tc, key, commonRandomPoly(tc, context.epochId, label, b));
+        plain.set(packWords(tc, d), b * packedBytes(tc));
+        wipe(d);
+      }
+    } finally {
+      wipe(key);
+    }
+    const site = new TextEncoder().encode(signer.id);
+    const head = concat([MAGIC, u32(contextBytes.length), contextBytes, u32(site.length), site]);
+    const nonce = randomBytes(NONCE_BYTES);
+    const cipher = createCipheriv('aes-256-gcm', sealKey(dataKey, contextBytes, signer.id), nonce);
+    cipher.setAAD(head);
+    const sealed = concat([cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+    plain.fill(0);
+    const body = concat([head, nonce, sealed]);
+    const signature = sign(signer.key, SHARES_DOMAIN, body);
+    return concat([body, new Uint8Array([signature.length >> 8, signature.length & 255]), signature]);
+  });
+}
+
+/** What a reader checks a bundle against. */
+export interface OpenSharesInput {
+  readonly lanes: ThresholdLaneContext;
+  /** The context the reader expects (from PREPARE and its own view of the round). */
+  readonly context: ShareContext;
+  /** The site the bundle must come from (one of the decrypting set). */
+  readonly site: string;
+  /** The site's signing key as the reader's registry has it. */
+  readonly key: PublicSigningKey;
+  readonly dataKey: Uint8Array;
+}
+
+/**
+ * Opens a bundle, cheapest checks first: size, magic, the context byte for byte, the site, the
+ * signature, then the seal; returns one share per block, every word checked against its prime.
+ *
+ * @throws BlockRejectedError `SHARES_INVALID` with the reason.
+ */
+export function openShareBundle(bytes: Uint8Array, input: OpenSharesInput): RnsPoly[] {
+  const { lanes, context, site } = input;
+  const tc = lanes.tc;
+  const refuse = (why: string) =>
+    new BlockRejectedError('SHARES_INVALID', `decryption shares of ${site}: ${why}`, { details: { site } });
+  const contextBytes = shareContextBytes(context);
+  const siteBytes = new TextEncoder().encode(site);
+  const headLength = 4 + 4 + contextBytes.length + 4 + siteBytes.length;
+  const sealedLength = context.blocks * packedBytes(tc) + TAG_BYTES;
+  const bodyLength = headLength + NONCE_BYTES + sealedLength;
+  if (
+    !(bytes instanceof Uint8Array) ||
+    bytes.length < bodyLength + 2 ||
+    bytes.length > bodyLength + 2 + 8192
+  ) {
+    throw refuse(`${bytes?.length} bytes, expected ${bodyLength} and a signature`);
+  }
+  const expectedHead = concat([
+    MAGIC,
+    u32(contextBytes.length),
+    contextBytes,
+    u32(siteBytes.length),
+    siteBytes,
+  ]);
+  if (!expectedHead.every((b, i) => bytes[i] === b))
+    throw refuse('made for another round, aggregate, cohort, set or site');
+  if (!context.decrypting.some((d) => d.site === site)) throw refuse('not in the decrypting set');
+  const sigLength = (bytes[bodyLength]! << 8) | bytes[bodyLength + 1]!;
+  if (bytes.length !== bodyLength + 2 + sigLength) throw refuse('malformed signature length');
+  const body = bytes.subarray(0, bodyLength);
+  if (!verify(input.key, SHARES_DOMAIN, body, bytes.subarray(bodyLength + 2))) throw refuse('bad signature');
+  const nonce = bytes.subarray(headLength, headLength + NONCE_BYTES);
+  const sealed = bytes.subarray(headLength + NONCE_BYTES, bodyLength);
+  let plain: Buffer;
+  try {
+    const decipher = createDecipheriv('aes-256-gcm', sealKey(input.dataKey, contextBytes, site), nonce);
+    decipher.setAAD(expectedHead);
+    decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
+    plain = Buffer.concat([decipher.update(sealed.subarray(0, sealed.length - TAG_BYTES)), decipher.final()]);
+  } catch (cause) {
+    throw new BlockRejectedError('SHARES_INVALID', `decryption shares of ${site}: the seal does not open`, {
+      cause,
+      details: { site },
+    });
+  }
+  const shares: RnsPoly[] = [];
+  for (let b = 0; b < context.blocks; b++) {
+    const chunk = plain.subarray(b * packedBytes(tc), (b + 1) * packedBytes(tc));
+    try {
+      shares.push(unpackWords(tc, new Uint8Array(chunk)));
+    } catch (cause) {
+      plain.fill(0);
+      throw new BlockRejectedError(
+        'SHARES_INVALID',
+        `decryption shares of ${site}: block ${b} out of range`,
+        {
+          cause,
+          details: { site },
+        },
+      );
+    }
+  }
+  plain.fill(0);
+  return shares;
+}
+
+/**
+ * The decryptor of an aggregate from one opened bundle per decrypting site (keyed by site).
+ *
+ * @throws InvalidArgumentError when a site of the set has no bundle or a bundle has the wrong count.
+ */
+export function sharesDecryptor(
+  lanes: ThresholdLaneContext,
+  context: ShareContext,
+  bundles: ReadonlyMap<string, readonly RnsPoly[]>,
+): SharesDecryptor {
+  const perBlock: RnsPoly[][] = Array.from({ length: context.blocks }, () => []);
+  for (const d of context.decrypting) {
+    const shares = bundles.get(d.site);
+    if (shares === undefined || shares.length !== context.blocks) {
+      throw new InvalidArgumentError(`no complete decryption shares of ${d.site}`);
+    }
+    shares.forEach((s, b) => {
+      perBlock[b]!.push(s);
+    });
+  }
+  return new SharesDecryptor(lanes, perBlock);
+}
