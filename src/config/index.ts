@@ -35,6 +35,7 @@ export {
   cohortConfigSchema,
   type DeepReadonly,
   FEDERATION_ID_PATTERN,
+  KEY_SCHEMES,
   SIGNATURE_ALGORITHMS,
   type SignatureAlgorithm,
 } from './schema.ts';

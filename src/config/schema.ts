@@ -82,9 +82,27 @@ const signatureSchema = z
     }
   });
 
+/**
+ * Who holds the key of `he` mode. `shared`: one CKKS secret key, made by the key site and wrapped
+ * to every site (`crypto.ckks` sets its parameters). `threshold`: no site holds the key; each site
+ * encrypts under a secret of its own and any `threshold` sites decrypt an aggregate together
+ * (docs/threshold-ckks.md), with their own fixed parameters (N = 8192, two 60-bit limbs).
+ */
+export const KEY_SCHEMES = ['shared', 'threshold'] as const;
+
+const thresholdSchema = z.strictObject({
+  /**
+   * Sites needed to decrypt an aggregate (t); default ⌈2n/3⌉ of the n sites, at least
+   * `round.minContributors`.
+   */
+  sites: z.int().min(1).max(1024).optional(),
+});
+
 const cryptoSchema = z.strictObject({
   ckks: ckksSchema.prefault({}),
   signature: signatureSchema.prefault({}),
+  keys: z.enum(KEY_SCHEMES).default('shared'),
+  threshold: thresholdSchema.prefault({}),
 });
 
 const codecSchema = z.strictObject({
@@ -179,6 +197,11 @@ const membersSchema = z.strictObject({
       ckks: sha256Hex.optional(),
       /** Of the federation data key (`<site>.data.env`). */
       data: sha256Hex.optional(),
+      /**
+       * With `crypto.keys: threshold`: the key epoch's id, which binds the roster, the threshold
+       * and every site's public share (`public/threshold.epoch.json`).
+       */
+      threshold: sha256Hex.optional(),
     })
     .optional(),
 });

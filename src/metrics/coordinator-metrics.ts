@@ -27,6 +27,7 @@ const COORDINATOR_PHASES: readonly CoordinatorStats['phase'][] = [
   'starting',
   'waiting',
   'collecting',
+  'sharing',
   'voting',
   'deciding',
   'done',

@@ -3,14 +3,15 @@ import { TRANSPORT_DROP_REASONS } from '../transport/index.ts';
 
 /**
  * `CohortError` codes other than `BLOCK_*` that the coordinator counts when it refuses a member's
- * message or an operator request (a closed round, a failed partial, a vote out of time, a refused
- * rollback or registry change, a request during shutdown, a malformed argument), and `ERROR` for
- * anything that is not a `CohortError`.
+ * message or an operator request (a closed round, a failed partial, a vote or decryption shares
+ * out of time, a refused rollback or registry change, a request during shutdown, a malformed
+ * argument), and `ERROR` for anything that is not a `CohortError`.
  */
 export const COORDINATOR_REFUSAL_CODES = Object.freeze([
   'ROUND_CLOSED',
   'PARTIAL_FAILED',
   'VOTE_REFUSED',
+  'SHARES_REFUSED',
   'ROLLBACK_REFUSED',
   'REGISTRY_CHANGE_REFUSED',
   'STOPPED',

@@ -152,6 +152,21 @@ export interface ControlBodies {
     /** Height of `head`. */
     height: number;
   };
+  /** Threshold keys: the decrypting set asked for its shares of a stored aggregate (cohort.proto `ShareRequest`). */
+  'share-request': {
+    federation: string;
+    round: number;
+    attempt: Uint8Array;
+    epochId: Uint8Array;
+    aggregateDigest: Uint8Array;
+    blocks: number;
+    /** Sorted. */
+    contributors: string[];
+    /** Sorted by site. */
+    decrypting: { site: string; point: number }[];
+    minContributors: number;
+    aggregateObject: string;
+  };
   switched: {
     federation: string;
     round: number;
@@ -172,6 +187,7 @@ const TYPE_NAMES: Record<ControlType, string> = {
   receipt: 'cohort.v1.Receipt',
   heartbeat: 'cohort.v1.Heartbeat',
   switched: 'cohort.v1.Switched',
+  'share-request': 'cohort.v1.ShareRequest',
   'log-record': 'cohort.v1.LogRecord',
   'rollback-request': 'cohort.v1.RollbackRequest',
 };
@@ -193,6 +209,8 @@ export const CONTROL_MAX_BYTES: Readonly<Record<ControlType, number>> = Object.f
   receipt: 8 * 1024,
   switched: 8 * 1024,
   'rollback-request': 8 * 1024,
+  // Grows with the contributors and the decrypting set (about 100 bytes a site).
+  'share-request': 4 * 1024 * 1024,
   'round-open': 4 * 1024 * 1024,
   prepare: 16 * 1024 * 1024,
   'log-record': 16 * 1024 * 1024,

@@ -17,7 +17,8 @@ import {
   zeroPoly,
 } from '../../crypto/threshold/index.ts';
 import { BlockRejectedError, InvalidArgumentError } from '../errors/index.ts';
-import { payloadPositionLabel } from '../protocol/index.ts';
+import { type ControlBodies, payloadPositionLabel } from '../protocol/index.ts';
+import { decodeAggregateObject, encodeAggregateObject } from './aggregate-object.ts';
 
 /**
  * One decrypting site's decryption shares of a round's aggregate, sealed and signed.
@@ -242,60 +243,92 @@ export function makeShareBundle(input: MakeSharesInput): Uint8Array {
 }
 
 /** What a reader checks a bundle against. */
-export interface OpenSharesInput {
+export interface VerifySharesInput {
   readonly lanes: ThresholdLaneContext;
-  /** The context the reader expects (from PREPARE and its own view of the round). */
+  /** The context the reader expects (from the share request and its own view of the round). */
   readonly context: ShareContext;
   /** The site the bundle must come from (one of the decrypting set). */
   readonly site: string;
   /** The site's signing key as the reader's registry has it. */
   readonly key: PublicSigningKey;
+}
+
+/** What a site opening a bundle needs beyond {@link VerifySharesInput}. */
+export interface OpenSharesInput extends VerifySharesInput {
   readonly dataKey: Uint8Array;
 }
 
+/** Largest bundle of a context: its exact body and the largest signature (ML-DSA-65, 3,309 bytes). */
+export function maxShareBundleBytes(
+  lanes: ThresholdLaneContext,
+  context: ShareContext,
+  site: string,
+): number {
+  return layout(lanes, context, site).bodyLength + 2 + MAX_SIGNATURE_BYTES;
+}
+
+const MAX_SIGNATURE_BYTES = 8192;
+
+function layout(lanes: ThresholdLaneContext, context: ShareContext, site: string) {
+  const contextBytes = shareContextBytes(context);
+  const siteBytes = new TextEncoder().encode(site);
+  const head = concat([MAGIC, u32(contextBytes.length), contextBytes, u32(siteBytes.length), siteBytes]);
+  const sealedLength = context.blocks * packedBytes(lanes.tc) + TAG_BYTES;
+  return { contextBytes, head, bodyLength: head.length + NONCE_BYTES + sealedLength };
+}
+
 /**
- * Opens a bundle, cheapest checks first: size, magic, the context byte for byte, the site, the
- * signature, then the seal; returns one share per block, every word checked against its prime.
+ * Checks a bundle without opening it, cheapest first: size, magic, the context byte for byte, the
+ * site, then the signature; what the coordinator does before it stores a bundle it cannot read.
+ *
+ * @throws BlockRejectedError `SHARES_INVALID` with the reason.
+ */
+export function verifyShareBundle(bytes: Uint8Array, input: VerifySharesInput): void {
+  const { lanes, context, site } = input;
+  const refuse = (why: string) =>
+    new BlockRejectedError('SHARES_INVALID', `decryption shares of ${site}: ${why}`, { details: { site } });
+  if (!context.decrypting.some((d) => d.site === site)) throw refuse('not in the decrypting set');
+  const { head, bodyLength } = layout(lanes, context, site);
+  if (
+    !(bytes instanceof Uint8Array) ||
+    bytes.length < bodyLength + 2 ||
+    bytes.length > bodyLength + 2 + MAX_SIGNATURE_BYTES
+  ) {
+    throw refuse(`${bytes?.length} bytes, expected ${bodyLength} and a signature`);
+  }
+  if (!head.every((b, i) => bytes[i] === b))
+    throw refuse('made for another round, aggregate, cohort, set or site');
+  const sigLength = (bytes[bodyLength]! << 8) | bytes[bodyLength + 1]!;
+  if (bytes.length !== bodyLength + 2 + sigLength) throw refuse('malformed signature length');
+  let ok: boolean;
+  try {
+    ok = verify(input.key, SHARES_DOMAIN, bytes.subarray(0, bodyLength), bytes.subarray(bodyLength + 2));
+  } catch (cause) {
+    throw new BlockRejectedError('SHARES_INVALID', `decryption shares of ${site}: bad signature`, {
+      cause,
+      details: { site },
+    });
+  }
+  if (!ok) throw refuse('bad signature');
+}
+
+/**
+ * Opens a bundle ({@link verifyShareBundle}, then the seal); returns one share per block, every
+ * word checked against its prime.
  *
  * @throws BlockRejectedError `SHARES_INVALID` with the reason.
  */
 export function openShareBundle(bytes: Uint8Array, input: OpenSharesInput): RnsPoly[] {
+  verifyShareBundle(bytes, input);
   const { lanes, context, site } = input;
   const tc = lanes.tc;
-  const refuse = (why: string) =>
-    new BlockRejectedError('SHARES_INVALID', `decryption shares of ${site}: ${why}`, { details: { site } });
-  const contextBytes = shareContextBytes(context);
-  const siteBytes = new TextEncoder().encode(site);
-  const headLength = 4 + 4 + contextBytes.length + 4 + siteBytes.length;
-  const sealedLength = context.blocks * packedBytes(tc) + TAG_BYTES;
-  const bodyLength = headLength + NONCE_BYTES + sealedLength;
-  if (
-    !(bytes instanceof Uint8Array) ||
-    bytes.length < bodyLength + 2 ||
-    bytes.length > bodyLength + 2 + 8192
-  ) {
-    throw refuse(`${bytes?.length} bytes, expected ${bodyLength} and a signature`);
-  }
-  const expectedHead = concat([
-    MAGIC,
-    u32(contextBytes.length),
-    contextBytes,
-    u32(siteBytes.length),
-    siteBytes,
-  ]);
-  if (!expectedHead.every((b, i) => bytes[i] === b))
-    throw refuse('made for another round, aggregate, cohort, set or site');
-  if (!context.decrypting.some((d) => d.site === site)) throw refuse('not in the decrypting set');
-  const sigLength = (bytes[bodyLength]! << 8) | bytes[bodyLength + 1]!;
-  if (bytes.length !== bodyLength + 2 + sigLength) throw refuse('malformed signature length');
-  const body = bytes.subarray(0, bodyLength);
-  if (!verify(input.key, SHARES_DOMAIN, body, bytes.subarray(bodyLength + 2))) throw refuse('bad signature');
-  const nonce = bytes.subarray(headLength, headLength + NONCE_BYTES);
-  const sealed = bytes.subarray(headLength + NONCE_BYTES, bodyLength);
+  const { contextBytes, head, bodyLength } = layout(lanes, context, site);
+  const nonce = bytes.subarray(head.length, head.length + NONCE_BYTES);
+  const sealed = bytes.subarray(head.length + NONCE_BYTES, bodyLength);
   let plain: Buffer;
   try {
     const decipher = createDecipheriv('aes-256-gcm', sealKey(input.dataKey, contextBytes, site), nonce);
-    decipher.setAAD(expectedHead);
+    decipher.setAAD(head);
     decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
     plain = Buffer.concat([decipher.update(sealed.subarray(0, sealed.length - TAG_BYTES)), decipher.final()]);
   } catch (cause) {
@@ -346,4 +379,44 @@ export function sharesDecryptor(
     });
   }
   return new SharesDecryptor(lanes, perBlock);
+}
+
+/** The share context a share request names (cohort.proto `ShareRequest`, less the object). */
+export function shareContextOf(request: ControlBodies['share-request']): ShareContext {
+  return {
+    federation: request.federation,
+    round: request.round,
+    attempt: request.attempt,
+    epochId: request.epochId,
+    aggregateDigest: request.aggregateDigest,
+    blocks: request.blocks,
+    contributors: request.contributors,
+    decrypting: request.decrypting.map((d) => ({ site: d.site, point: d.point })),
+    minContributors: request.minContributors,
+  };
+}
+
+/** The object the decryption shares of round `round` are stored as: `round-<n>-shares`, beside its aggregate. */
+export function sharesObjectName(round: number): string {
+  if (!Number.isSafeInteger(round) || round < 1)
+    throw new InvalidArgumentError(`round ${round} must be a positive integer`);
+  return `round-${round}-shares`;
+}
+
+/**
+ * The stored shares of a round: the coordinator-signed share request exactly as published (it
+ * names the decrypting set), then one bundle per decrypting site in the request's order, framed
+ * as an aggregate object is (u32 count, then u32 length ‖ bytes each).
+ */
+export function encodeSharesObject(request: Uint8Array, bundles: readonly Uint8Array[]): Uint8Array {
+  return encodeAggregateObject([request, ...bundles]);
+}
+
+/** Splits a stored shares object ({@link encodeSharesObject}); `MALFORMED` when it is not one. */
+export function decodeSharesObject(bytes: Uint8Array): { request: Uint8Array; bundles: Uint8Array[] } {
+  const [request, ...bundles] = decodeAggregateObject(bytes);
+  if (request === undefined || bundles.length === 0) {
+    throw new BlockRejectedError('MALFORMED', 'a shares object holds a request and at least one bundle');
+  }
+  return { request, bundles };
 }

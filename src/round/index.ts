@@ -19,14 +19,21 @@ export {
 } from './contribution-error.ts';
 export {
   assertShareContext,
+  decodeSharesObject,
+  encodeSharesObject,
   type MakeSharesInput,
   makeShareBundle,
+  maxShareBundleBytes,
   type OpenSharesInput,
   openShareBundle,
   SHARES_DOMAIN,
   type ShareContext,
   shareContextBytes,
+  shareContextOf,
   sharesDecryptor,
+  sharesObjectName,
+  type VerifySharesInput,
+  verifyShareBundle,
 } from './decryption-shares.ts';
 export { federationGenesis, modelSpecFor } from './genesis.ts';
 export { type AcceptedPartial, PartialIntake } from './partial-intake.ts';

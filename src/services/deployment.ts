@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { NodeConnectionOptions } from '@nats-io/transport-node';
 import { stringify } from 'yaml';
 import { type CkksParams, DEFAULT_CKKS_PARAMS, getCkksContext } from '../../crypto/ckks/index.ts';
+import { DEFAULT_THRESHOLD_PARAMS, getThresholdContext } from '../../crypto/threshold/index.ts';
 import { type CohortConfig, type CohortConfigInput, parseConfig } from '../config/index.ts';
 import {
   type NatsServerHandle,
@@ -95,6 +96,17 @@ export async function createLocalDeployment(options: {
     auditors,
     algorithm: 'falcon-512',
     ckks,
+    ...(options.overrides?.crypto?.keys === 'threshold'
+      ? {
+          threshold: {
+            ctx: await getThresholdContext(DEFAULT_THRESHOLD_PARAMS),
+            ...(options.overrides.crypto.threshold?.sites === undefined
+              ? {}
+              : { sites: options.overrides.crypto.threshold.sites }),
+            minContributors: options.overrides.round?.minContributors ?? 3,
+          },
+        }
+      : {}),
     tlsDir: join(options.dir, 'nats'),
     ...(options.unenrolled === undefined ? {} : { unenrolled: options.unenrolled }),
   });

@@ -9,7 +9,7 @@ import type { SubscribeOptions, TransportDropReason } from '../transport/index.t
 import type { MemberContext } from './member-context.ts';
 
 /** What a subscription of a member's intake carries: control messages of one type, or update frames. */
-export type IntakeKind = ControlType | 'site-update' | 'partial' | 'snapshot';
+export type IntakeKind = ControlType | 'site-update' | 'partial' | 'snapshot' | 'share';
 
 /**
  * Chunks per second and burst a sender may push into one subscription. A heartbeat or vote is one
@@ -30,8 +30,8 @@ const RATES: Readonly<Record<'control' | 'frames', { perSecond: number; burst: n
  * reason but `DUPLICATE`, which is a request's own retry, not a refusal).
  *
  * A snapshot's largest size depends on the model, not on the protocol: `snapshotMaxBytes` (the
- * intake's `maxSnapshotBytes` of the model's parameter count) is required for `'snapshot'` and
- * refused for any other kind, so no snapshot subscription falls back to the transport's 64 MiB
+ * intake's `maxSnapshotBytes` of the model's parameter count, or for `'share'` the largest share
+ * bundle of the model) is required for `'snapshot'` and `'share'` and refused for any other kind, so no snapshot subscription falls back to the transport's 64 MiB
  * frame cap and reassembles and hashes an offer before refusing it.
  *
  * @throws InvalidArgumentError for `'snapshot'` without a positive safe integer `snapshotMaxBytes`,
@@ -43,14 +43,14 @@ export function intakeLimits(
   onDrop: (reason: TransportDropReason, subject: string) => void,
   snapshotMaxBytes?: number,
 ): Pick<SubscribeOptions, 'maxMessageBytes' | 'rateLimit' | 'onDrop'> {
-  if (kind === 'snapshot') {
+  if (kind === 'snapshot' || kind === 'share') {
     if (
       typeof snapshotMaxBytes !== 'number' ||
       !Number.isSafeInteger(snapshotMaxBytes) ||
       snapshotMaxBytes < 1
     ) {
       throw new InvalidArgumentError(
-        `snapshotMaxBytes must be a positive safe integer for a snapshot subscription, got ${String(snapshotMaxBytes)}`,
+        `snapshotMaxBytes must be a positive safe integer for a ${kind} subscription, got ${String(snapshotMaxBytes)}`,
         { details: { name: 'snapshotMaxBytes' } },
       );
     }
@@ -65,10 +65,10 @@ export function intakeLimits(
       ? Math.max(block, maxManifestFrameBytes(0))
       : kind === 'partial'
         ? Math.max(block, maxManifestFrameBytes(ctx.config.codec.maxContributors))
-        : kind === 'snapshot'
+        : kind === 'snapshot' || kind === 'share'
           ? snapshotMaxBytes!
           : CONTROL_MAX_BYTES[kind];
-  const frames = kind === 'site-update' || kind === 'partial' || kind === 'snapshot';
+  const frames = kind === 'site-update' || kind === 'partial' || kind === 'snapshot' || kind === 'share';
   return {
     maxMessageBytes,
     rateLimit: frames ? RATES.frames : RATES.control,

@@ -28,10 +28,16 @@ import {
   toPublicSigningKey,
   wipeSigningKeyPair,
 } from '../../crypto/signature/index.ts';
+import {
+  defaultThreshold,
+  type ThresholdContext,
+  type ThresholdRoster,
+} from '../../crypto/threshold/index.ts';
 import { CryptoError, InvalidArgumentError } from '../errors/index.ts';
 import {
   assertMemberId,
   loadRegistry,
+  type MemberRegistry,
   memberKeyDir,
   memberSigningKeyFile,
   PUBLIC_KEY_DIR,
@@ -40,6 +46,7 @@ import {
   REGISTRY_FILE,
   type RegistryPin,
   type RegistryRole,
+  RegistryView,
   registryFromPublicFiles,
   signRegistry,
   writeRegistry,
@@ -58,6 +65,12 @@ import {
   issueMemberCertificate,
   memberNatsPaths,
 } from './nats-credentials.ts';
+import {
+  collectThresholdShares,
+  dealThresholdShares,
+  type ThresholdEpoch,
+  writeThresholdEpoch,
+} from './threshold-dealing.ts';
 
 export {
   CKKS_KEY_PURPOSE,
@@ -91,6 +104,16 @@ export interface CeremonyInput {
   readonly algorithm: SignatureAlgorithm;
   readonly ckks: CkksContext;
   /**
+   * Threshold keys (`crypto.keys: threshold`): no CKKS secret key is made; every enrolled site
+   * draws its own secret and deals Shamir shares of it to the others (`threshold-dealing.ts`),
+   * `sites` of them (default ⌈2n/3⌉, at least `minContributors`) decrypt together.
+   */
+  readonly threshold?: {
+    readonly ctx: ThresholdContext;
+    readonly sites?: number;
+    readonly minContributors: number;
+  };
+  /**
    * Folder of the operator's TLS secrets (`ca.key.pem`, `server.crt`, `server.key.pem`, and
    * `ca.crt`); default `<dir>/operator` (0700). `ca.crt` is copied to `<dir>/public` for the members.
    */
@@ -121,7 +144,13 @@ export interface CeremonyResult {
    * Fingerprints of the CKKS secret key and the data key (`secretFingerprint`): the config's
    * `members.keyFingerprints`, which every site checks its envelopes against.
    */
-  readonly keyFingerprints: { readonly ckks: string; readonly data: string };
+  readonly keyFingerprints: {
+    /** Of the shared CKKS secret key; absent with threshold keys (there is none). */
+    readonly ckks?: string;
+    readonly data: string;
+    /** With threshold keys: the key epoch's id (hex), which binds the roster and the public shares. */
+    readonly threshold?: string;
+  };
 }
 
 /** Folder mode of a member's own keys folder: owner only. */
@@ -226,25 +255,30 @@ export function runKeyCeremony(input: CeremonyInput): CeremonyResult {
     throw new InvalidArgumentError(`the key site ${keySite} must be an enrolled site`);
   }
   const registry = loadRegistry(pin.path, pin.sha256).registry;
-  const keyset = CkksKeyset.create(input.ckks);
-  const secret = keyset.exportSecretKey();
   const dataKey = randomBytes(DATA_KEY_BYTES);
   const maker = { id: keySite, key: loadSigningKeyPair(join(input.dir, keySite, `${keySite}.key`)) };
   let keyFingerprints: CeremonyResult['keyFingerprints'];
+  // Threshold keys: no shared CKKS secret exists; the data key is still made by one site.
+  const keyset = input.threshold === undefined ? CkksKeyset.create(input.ckks) : undefined;
+  const secret = keyset?.exportSecretKey();
   try {
     for (const site of enrolledSites) {
       const kemKey = registry.members.find((m) => m.id === site)!.kemKey!;
       wrapForSite(publicDir, input.federation, site, kemKey, secret, dataKey, maker);
     }
     keyFingerprints = {
-      ckks: secretFingerprint(CKKS_KEY_PURPOSE, secret),
+      ...(secret === undefined ? {} : { ckks: secretFingerprint(CKKS_KEY_PURPOSE, secret) }),
       data: secretFingerprint(DATA_KEY_PURPOSE, dataKey),
     };
   } finally {
-    secret.fill(0);
+    secret?.fill(0);
     dataKey.fill(0);
-    keyset.delete();
+    keyset?.delete();
     wipeSigningKeyPair(maker.key);
+  }
+  if (input.threshold !== undefined) {
+    const epoch = thresholdCeremony(input.dir, input.federation, enrolledSites, input.threshold, registry);
+    keyFingerprints = { ...keyFingerprints, threshold: Buffer.from(epoch.epochId).toString('hex') };
   }
   const spec = { federation: input.federation, coordinator, aggregators, sites, auditors };
   return {
@@ -302,7 +336,7 @@ function wrapForSite(
   federation: string,
   site: string,
   kemPublicKey: Uint8Array,
-  secret: Uint8Array,
+  secret: Uint8Array | undefined,
   dataKey: Uint8Array,
   maker: EnvelopeMaker,
 ): void {
@@ -311,8 +345,51 @@ function wrapForSite(
       join(dir, `${site}.${suffix}`),
       sealEnvelope(maker, kemPublicKey, bytes, { federation, recipient: site, purpose }),
     );
-  wrapFor(secret, CKKS_KEY_PURPOSE, 'ckks.env');
+  if (secret !== undefined) wrapFor(secret, CKKS_KEY_PURPOSE, 'ckks.env');
   wrapFor(dataKey, DATA_KEY_PURPOSE, 'data.env');
+}
+
+/**
+ * The threshold dealing of every enrolled site on this machine (the demo and tests; across hosts
+ * each site runs its two steps where its secrets are): the roster gives the sites points 1…n in
+ * order; each site deals, then each collects; the epoch file is written to the shared folder.
+ */
+function thresholdCeremony(
+  dir: string,
+  federation: string,
+  sites: readonly string[],
+  threshold: NonNullable<CeremonyInput['threshold']>,
+  registry: MemberRegistry,
+): ThresholdEpoch {
+  const roster: ThresholdRoster = {
+    federation,
+    paramsId: threshold.ctx.paramsId,
+    threshold: threshold.sites ?? defaultThreshold(sites.length, threshold.minContributors),
+    sites: sites.map((id, k) => ({ id, point: k + 1 })),
+  };
+  const view = RegistryView.fromRegistry(registry);
+  for (const site of sites) {
+    const signingKey = loadSigningKeyPair(join(dir, site, `${site}.key`));
+    try {
+      dealThresholdShares({
+        dir,
+        site,
+        roster,
+        ctx: threshold.ctx,
+        signingKey,
+        kemKeys: (id) => view.currentKemKey(id),
+      });
+    } finally {
+      wipeSigningKeyPair(signingKey);
+    }
+  }
+  let epochId: Uint8Array | undefined;
+  for (const site of sites) {
+    epochId = collectThresholdShares({ dir, site, roster, ctx: threshold.ctx, registry: view }).epochId;
+  }
+  const epoch = { roster, epochId: epochId! };
+  writeThresholdEpoch(dir, epoch);
+  return epoch;
 }
 
 /** What {@link enrollSite} is run for. */

@@ -10,6 +10,11 @@ import {
   type PublicSigningKey,
   type SigningKeyPair,
 } from '../../crypto/signature/index.ts';
+import {
+  DEFAULT_THRESHOLD_PARAMS,
+  getThresholdContext,
+  ThresholdLaneContext,
+} from '../../crypto/threshold/index.ts';
 import type { CohortConfig } from '../config/index.ts';
 import { ConfigError, InvalidArgumentError } from '../errors/index.ts';
 import { createLogger, type Logger } from '../log/index.ts';
@@ -465,12 +470,17 @@ class RegistryFollower {
 }
 
 /**
- * The slot cipher of a federation: its CKKS context in `he` mode, the plain slot format of the
- * same geometry in `plain` mode (`federation.mode`).
+ * The slot cipher of a federation: its CKKS context in `he` mode (threshold CKKS's with
+ * `crypto.keys: threshold`), the plain slot format of the same geometry in `plain` mode
+ * (`federation.mode`).
  */
 export async function laneContextOf(config: CohortConfig): Promise<LaneContext> {
   const params = ckksParamsOf(config);
-  return config.federation.mode === 'plain' ? new PlainLaneContext(params) : getCkksContext(params);
+  if (config.federation.mode === 'plain') return new PlainLaneContext(params);
+  if (config.crypto.keys === 'threshold') {
+    return new ThresholdLaneContext(await getThresholdContext(DEFAULT_THRESHOLD_PARAMS));
+  }
+  return getCkksContext(params);
 }
 
 /** The CKKS parameter set a federation's configuration names (`crypto.ckks`). */

@@ -4,6 +4,7 @@ import { loadKemKeyPair, openSealedEnvelope, sealEnvelope, wipeKemKeyPair } from
 import { type PublicSigningKey, type SigningKeyPair, sign, verify } from '../../crypto/signature/index.ts';
 import { readKeyFile, writeKeyFile } from '../../crypto/signature/key-file-io.ts';
 import {
+  assertRoster,
   epochId,
   epochSeed,
   packedBytes,
@@ -267,4 +268,131 @@ function erase(path: string, length: number): void {
   if (!existsSync(path)) return;
   writeKeyFile(path, new Uint8Array(length), true);
   rmSync(path);
+}
+
+/** Name of the epoch file in the shared folder. */
+export const THRESHOLD_EPOCH_FILE = 'threshold.epoch.json';
+
+/** A key epoch as every member loads it: the roster and the id that binds its public shares. */
+export interface ThresholdEpoch {
+  readonly roster: ThresholdRoster;
+  readonly epochId: Uint8Array;
+}
+
+/**
+ * Writes the epoch file (`public/threshold.epoch.json`): the roster (federation, parameters,
+ * threshold, each site's point) and the epoch id. Public: it holds no secret.
+ */
+export function writeThresholdEpoch(dir: string, epoch: ThresholdEpoch): string {
+  const path = join(publicKeyDir(dir), THRESHOLD_EPOCH_FILE);
+  const body = {
+    federation: epoch.roster.federation,
+    paramsId: Buffer.from(epoch.roster.paramsId).toString('hex'),
+    threshold: epoch.roster.threshold,
+    sites: epoch.roster.sites.map((s) => ({ id: s.id, point: s.point })),
+    epochId: Buffer.from(epoch.epochId).toString('hex'),
+  };
+  writeKeyFile(path, new TextEncoder().encode(`${JSON.stringify(body, null, 2)}\n`), false);
+  return path;
+}
+
+/**
+ * Loads the epoch file and checks it: the roster is well formed and for `federation` and the
+ * context's parameters, every site's public share verifies against the registry, and the epoch id
+ * recomputed from them is the file's and, when given, `pin` (the configuration's
+ * `members.keyFingerprints.threshold`).
+ *
+ * @throws CryptoError `THRESHOLD_EPOCH_INVALID` naming what does not hold; `PUBLIC_SHARE_INVALID`.
+ */
+export function loadThresholdEpoch(input: {
+  readonly dir: string;
+  readonly federation: string;
+  readonly ctx: ThresholdContext;
+  readonly registry: RegistryView;
+  readonly pin?: string;
+}): ThresholdEpoch {
+  const { dir, ctx, registry } = input;
+  const path = join(publicKeyDir(dir), THRESHOLD_EPOCH_FILE);
+  const refuse = (why: string, cause?: unknown) =>
+    new CryptoError('THRESHOLD_EPOCH_INVALID', `${path}: ${why}`, { cause, details: { path } });
+  let body: {
+    federation?: unknown;
+    paramsId?: unknown;
+    threshold?: unknown;
+    sites?: unknown;
+    epochId?: unknown;
+  };
+  try {
+    const text = readFileSync(path, 'utf8');
+    if (text.length > 1 << 20) throw refuse('larger than 1 MiB');
+    body = JSON.parse(text);
+  } catch (cause) {
+    throw refuse('cannot be read as JSON', cause);
+  }
+  const hex = (v: unknown, name: string) => {
+    if (typeof v !== 'string' || !/^[0-9a-f]{64}$/.test(v)) throw refuse(`${name} must be 64 hex digits`);
+    return new Uint8Array(Buffer.from(v, 'hex'));
+  };
+  if (body.federation !== input.federation) {
+    throw refuse(`is for federation ${JSON.stringify(body.federation)}, not ${input.federation}`);
+  }
+  if (!Array.isArray(body.sites)) throw refuse('sites must be a list');
+  const roster: ThresholdRoster = {
+    federation: input.federation,
+    paramsId: hex(body.paramsId, 'paramsId'),
+    threshold: Number(body.threshold),
+    sites: (body.sites as { id?: unknown; point?: unknown }[]).map((s) => ({
+      id: String(s?.id),
+      point: Number(s?.point),
+    })),
+  };
+  try {
+    assertRoster(roster);
+  } catch (cause) {
+    throw refuse((cause as Error).message, cause);
+  }
+  if (!roster.paramsId.every((b, i) => b === ctx.paramsId[i]))
+    throw refuse('is for other threshold parameters');
+  const seed = epochSeed(roster);
+  const shares = new Map<string, Uint8Array>();
+  for (const s of roster.sites) {
+    const m = registry.member(s.id);
+    if (m === undefined || m.role !== 'site') {
+      throw new CryptoError('PUBLIC_SHARE_INVALID', `${s.id} is not a registered site`, {
+        details: { site: s.id },
+      });
+    }
+    const file = join(publicKeyDir(dir), thresholdFiles.publicShare(s.id));
+    shares.set(
+      s.id,
+      decodePublicShare(ctx, readFileSync(file), seed, s.id, m.epochs[m.epochs.length - 1]!.signingKey),
+    );
+  }
+  const id = epochId(roster, shares);
+  const stated = hex(body.epochId, 'epochId');
+  if (!id.every((b, i) => b === stated[i]))
+    throw refuse('its epoch id is not the one its public shares give');
+  if (input.pin !== undefined && Buffer.from(id).toString('hex') !== input.pin) {
+    throw refuse(
+      `epoch ${Buffer.from(id).toString('hex')} is not the one the configuration pins (${input.pin})`,
+    );
+  }
+  return { roster, epochId: id };
+}
+
+/**
+ * The largest share bundle a round of `updateLength` lanes can bring: one packed share per block
+ * (at most one block per `slots` lanes, plus four for the integrity and statistics lanes), the context naming up to `maxContributors`
+ * contributors and every roster site, and a signature. What the coordinator caps a bundle at
+ * before it reassembles one.
+ */
+export function maxShareBundleBytesFor(
+  lanes: { readonly slots: number; readonly maxCiphertextBytes: number },
+  updateLength: number,
+  maxContributors: number,
+  rosterSites: number,
+): number {
+  const blocks = Math.ceil(updateLength / lanes.slots) + 4;
+  const ids = (maxContributors + rosterSites) * (4 + 64 + 4);
+  return blocks * lanes.maxCiphertextBytes + ids + 64 * 1024;
 }

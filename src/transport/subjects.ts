@@ -43,6 +43,13 @@ export interface FederationSubjects {
   readonly prepare: string;
   /** `cohort.F.vote.<site>`: a site's signed 2PC vote. */
   vote(site: string): string;
+  /**
+   * `cohort.F.share-request`: threshold keys only; the coordinator names a round's decrypting set
+   * and asks its sites for their decryption shares of the stored aggregate.
+   */
+  readonly shareRequest: string;
+  /** `cohort.F.share.<site>`: a decrypting site's signed, sealed share bundle (a request to the coordinator). */
+  share(site: string): string;
   /** `cohort.F.decision`: the COMMIT / ABORT broadcast. */
   readonly decision: string;
   /** `cohort.F.heartbeat.<member>`: liveness of a site or aggregator. */
@@ -242,6 +249,11 @@ export function federationSubjects(federation: string): FederationSubjects {
     vote(site: string): string {
       assertSubjectToken('site', site);
       return `${base}.vote.${site}`;
+    },
+    shareRequest: `${base}.share-request`,
+    share(site: string): string {
+      assertSubjectToken('site', site);
+      return `${base}.share.${site}`;
     },
     decision: `${base}.decision`,
     heartbeat(member: string): string {

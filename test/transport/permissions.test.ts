@@ -79,6 +79,8 @@ describe('federationUsers', () => {
     expect(site.publish.allow).toEqual([
       'cohort.f1.update.*.site-a',
       'cohort.f1.vote.site-a',
+      // Threshold keys: its decryption shares, when it is asked for them.
+      'cohort.f1.share.site-a',
       'cohort.f1.heartbeat.site-a',
       'cohort.f1.switched.site-a',
       'cohort.f1.snapshot.site-a',
@@ -93,6 +95,7 @@ describe('federationUsers', () => {
     expect(site.subscribe.allow).toEqual([
       'cohort.f1.round.open',
       'cohort.f1.prepare',
+      'cohort.f1.share-request',
       'cohort.f1.decision',
       'cohort.f1.registry',
       '_INBOX.f1.site-a.>',
@@ -156,6 +159,7 @@ describe('federationUsers', () => {
       'cohort.f1.heartbeat.*',
       'cohort.f1.partial.*',
       'cohort.f1.vote.*',
+      'cohort.f1.share.*',
       'cohort.f1.switched.*',
       'cohort.f1.snapshot.*',
       'cohort.f1.admin.rollback',

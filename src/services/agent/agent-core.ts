@@ -9,6 +9,7 @@ import type { ExternalTrainer } from '../../trainer/index.ts';
 import type { Commit, ModelStore } from '../../versions/index.ts';
 import type { SharedLogReads } from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
+import type { SiteThreshold } from '../site-threshold.ts';
 import type { AgentStateMachine } from './agent-state.ts';
 import type { LogFollower } from './log-follower.ts';
 import type { EvaluationState } from './site-evaluation.ts';
@@ -145,6 +146,11 @@ export interface AgentCore {
   testSet: Dataset | null;
   keyset: LaneKeyset | null;
   keysetError: string | null;
+  /**
+   * Threshold keys (`crypto.keys: threshold`): the site's key material, position ledger and
+   * keyset ({@link keyset} is its keyset); null with a shared key.
+   */
+  threshold: SiteThreshold | null;
   /** The federation data key (snapshots), or null when this site has none. */
   dataKey: Uint8Array | null;
   /**

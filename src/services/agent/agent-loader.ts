@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { AggregateMacKey } from '../../../crypto/mac/index.ts';
+import { ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
 import { createStrategy, type StrategyConfig } from '../../../federation/index.ts';
 import { createCpuEngine } from '../../../gpu/cpu/index.ts';
 import type { Dataset, TrainingEngine } from '../../../gpu/index.ts';
@@ -7,6 +8,7 @@ import { createWebGpuEngine } from '../../../gpu/webgpu/index.ts';
 import { openModelStore } from '../../versions/index.ts';
 import { envelopeTrust, loadSiteDataKey, loadSiteKeyset } from '../key-ceremony.ts';
 import type { MemberContext } from '../member-context.ts';
+import { openSiteThreshold, type SiteThreshold } from '../site-threshold.ts';
 import type { AgentCore, AgentCounters, AgentOptions } from './agent-core.ts';
 import type { AgentStateMachine } from './agent-state.ts';
 import { federationGenesis } from './genesis.ts';
@@ -39,9 +41,21 @@ export async function loadAgentCore(
   let keyset: AgentCore['keyset'] = null;
   let keysetError: string | null = null;
   let ownsKeyset = false;
+  let threshold: SiteThreshold | null = null;
   const override = options.keysetOverride;
   try {
-    if (override === undefined) {
+    if (override === undefined && ctx.ckks instanceof ThresholdLaneContext) {
+      const pin = config.members?.keyFingerprints?.threshold;
+      threshold = openSiteThreshold({
+        lanes: ctx.ckks,
+        keysDir: ctx.keysDir,
+        dataDir: config.paths.dataDir,
+        site: ctx.member,
+        federation: config.federation.id,
+        ...(pin === undefined ? {} : { pin }),
+      });
+      keyset = threshold.keyset;
+    } else if (override === undefined) {
       keyset = loadSiteKeyset(ctx.ckks, ctx.keysDir, ctx.member, envelopeTrust(ctx));
       ownsKeyset = true;
     } else {
@@ -97,6 +111,7 @@ export async function loadAgentCore(
     testSet: options.evaluate ? mnistTestSet(ctx) : null,
     keyset,
     keysetError,
+    threshold,
     dataKey,
     macKey,
     preparedRms: null,
@@ -123,6 +138,8 @@ export async function releaseAgentCore(core: AgentCore, ownsKeyset: boolean): Pr
   if (engine) await engine.dispose();
   if (ownsKeyset) core.keyset?.delete();
   core.keyset = null;
+  core.threshold?.close();
+  core.threshold = null;
   core.dataKey?.fill(0);
   core.dataKey = null;
   if (core.options.macKeyOverride === undefined) core.macKey?.delete();

@@ -12,6 +12,7 @@ import type { AgentSteps } from './agent-steps.ts';
 import { catchUp, resolveResiduals } from './catch-up.ts';
 import { privacyReport, reportPrivacy } from './privacy-record.ts';
 import { onRoundOpen } from './round-open.ts';
+import { onShareRequest } from './share-request.ts';
 import { announceSwitch, applyDecision, reportAccuracy, sendHeartbeat, settleDecision } from './switcher.ts';
 import { describe, onPrepare } from './voter.ts';
 
@@ -168,6 +169,12 @@ class SiteAgent implements AgentService {
         this.#ctx.transport.subscribe(s.prepare, (m) => this.#receive(m, 'prepare')),
         this.#ctx.transport.subscribe(s.decision, (m) => this.#receiveDecision(m)),
       );
+      // Threshold keys: this site may be asked for its decryption shares.
+      if (core.threshold !== null) {
+        this.#subscriptions.push(
+          this.#ctx.transport.subscribe(s.shareRequest, (m) => this.#receive(m, 'share-request')),
+        );
+      }
       await Promise.all(this.#subscriptions.map((sub) => sub.ready()));
     } catch (err) {
       await this.stop();
@@ -257,7 +264,10 @@ class SiteAgent implements AgentService {
 
   // ---- messages ----
 
-  async #receive<T extends 'round-open' | 'prepare'>(msg: InboundMessage, type: T): Promise<void> {
+  async #receive<T extends 'round-open' | 'prepare' | 'share-request'>(
+    msg: InboundMessage,
+    type: T,
+  ): Promise<void> {
     if (this.#stopping) return;
     let opened: ReturnType<typeof openControl<T>>;
     try {
@@ -275,6 +285,12 @@ class SiteAgent implements AgentService {
       return;
     }
     // A straggler still training stops: a PREPARE (or a newer round) means its update is no longer wanted.
+    if (type === 'share-request') {
+      this.#enqueue(async () => {
+        await onShareRequest(this.#core!, opened.body as ControlBodies['share-request']);
+      });
+      return;
+    }
     if (
       this.#training !== null &&
       (type === 'prepare' ? this.#training.round <= body.round : this.#training.round < body.round)

@@ -1,3 +1,4 @@
+import type { LaneKeyset } from '../../../crypto/lanes/index.ts';
 import { meanFromSum, type StrategyState } from '../../../federation/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import {
@@ -37,7 +38,8 @@ export interface AppliedRound {
  * dequantize, form FedAvg's mean Δ̄ = sum · N / (m · W) (the sum holds Σ_k n_k·Δ_k · m/N), and
  * apply the server strategy to `model` and `state`; `context` names the round and its opening
  * attempt, to which the aggregate's MAC is bound (it must be the exact sum of its listed
- * contributions: `MAC_MISMATCH`); `robustDelta` the Δ̄ of a robust `plain`-mode round
+ * contributions: `MAC_MISMATCH`), with `decryptor` (the site's keyset under a shared key, the
+ * shares' decryptor under threshold keys: `aggregateDecryptor`); `robustDelta` the Δ̄ of a robust `plain`-mode round
  * (`robustDeltaFor`), applied instead of the sum's mean. The same function serves PREPARE (a
  * candidate to vote on) and catch-up (a commit to replay), so a replayed model is bit-identical to
  * the voted one.
@@ -52,6 +54,7 @@ export function applyAggregate(
   ciphertexts: readonly Uint8Array[],
   context: RoundAttempt,
   robustDelta: Float32Array | null = null,
+  decryptor: LaneKeyset | null = core.keyset,
 ): AppliedRound {
   assertDecryptable(core, info);
   const plan = updatePlan(core.ctx.config, core.spec, info.encoding.bits);
@@ -67,7 +70,7 @@ export function applyAggregate(
       `cannot average with participants ${m}, totalExamples ${N}, totalWeight ${W}`,
     );
   }
-  const decoded = decryptAggregate(core, info, ciphertexts, context);
+  const decoded = decryptAggregate(core, info, ciphertexts, context, decryptor);
   if (decoded.clamped > 0) {
     core.ctx.log.warn(
       { round: context.round, clamped: decoded.clamped, contributors: decoded.contributors },
@@ -127,10 +130,12 @@ export function decryptAggregate(
   info: AggregateInfo,
   ciphertexts: readonly Uint8Array[],
   context: RoundAttempt,
+  decryptor: LaneKeyset | null = core.keyset,
 ): DecodedAggregate {
   assertDecryptable(core, info);
+  if (decryptor === null) throw new InvalidArgumentError(`cannot decrypt: ${core.keysetError}`);
   return decodeAggregate(
-    core.keyset!,
+    decryptor,
     {
       encoding: info.encoding,
       totalParams: info.totalParams,

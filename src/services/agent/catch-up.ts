@@ -6,6 +6,7 @@ import type { ChainCommit } from '../federation-log/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
 import { fetchAggregate } from './aggregate-fetch.ts';
+import { aggregateDecryptor } from './aggregate-shares.ts';
 import { applyAggregate } from './apply-aggregate.ts';
 import { robustDeltaFor } from './robust-record.ts';
 import { loadSnapshot } from './snapshot-loader.ts';
@@ -166,8 +167,18 @@ async function replayCommit(
       },
       'REPLAY_MISMATCH',
     );
+    const decryptor = await aggregateDecryptor(core, info, ciphertexts, d, 'REPLAY_MISMATCH');
     try {
-      next = applyAggregate(core, base.parameters, base.strategyState, info, ciphertexts, d, robust);
+      next = applyAggregate(
+        core,
+        base.parameters,
+        base.strategyState,
+        info,
+        ciphertexts,
+        d,
+        robust,
+        decryptor.keyset,
+      );
     } catch (cause) {
       // Every voter decoded and applied this aggregate; failing to is a divergence, not bad luck.
       throw new AgentError(
@@ -175,6 +186,8 @@ async function replayCommit(
         `replaying round ${cc.commit.round} fails where the federation's voters succeeded: ${(cause as Error).message}`,
         { cause },
       );
+    } finally {
+      if (decryptor.owned) decryptor.keyset.delete();
     }
   }
   checkAgainstLog(cc.commit, d, next);

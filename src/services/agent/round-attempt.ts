@@ -10,7 +10,7 @@ import type { AgentCore } from './agent-core.ts';
  */
 export async function replayProblem(
   core: AgentCore,
-  what: 'round-open' | 'prepare',
+  what: 'round-open' | 'prepare' | 'share-request',
   round: number,
   attempt: Uint8Array,
 ): Promise<string | undefined> {

@@ -10,6 +10,7 @@ import {
 import { type PreparedCandidate, statisticsCommit } from '../../versions/index.ts';
 import { contractFeatureCount, federatedStandardization } from '../statistics-plan.ts';
 import type { AgentCore } from './agent-core.ts';
+import { aggregateDecryptor } from './aggregate-shares.ts';
 import { decryptAggregate } from './apply-aggregate.ts';
 import { preparedAggregate } from './prepared-aggregate.ts';
 import { pinnedExamples, updateFraming, uploadUpdate } from './update-upload.ts';
@@ -92,7 +93,13 @@ async function statisticsCandidate(core: AgentCore, p: ControlBodies['prepare'])
     );
   }
   const { info, ciphertexts } = await preparedAggregate(core, p);
-  const decoded = decryptAggregate(core, info, ciphertexts, p);
+  const decryptor = await aggregateDecryptor(core, info, ciphertexts, p, 'vote-no');
+  let decoded: ReturnType<typeof decryptAggregate>;
+  try {
+    decoded = decryptAggregate(core, info, ciphertexts, p, decryptor.keyset);
+  } finally {
+    if (decryptor.owned) decryptor.keyset.delete();
+  }
   const totals = decodeStatistics(decoded.laneSums, features, p.encoding.bits);
   if (totals === null)
     throw new VoteNo('the statistics sums cannot be anyone’s (no rows, or a negative variance)');

@@ -3,6 +3,7 @@ import { decodeRoundParams, type RoundPrivacy } from '../../round/index.ts';
 import { modelHash, type PreparedCandidate, roundCommit } from '../../versions/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
 import type { AgentCore } from './agent-core.ts';
+import { aggregateDecryptor } from './aggregate-shares.ts';
 import { applyAggregate } from './apply-aggregate.ts';
 import { preparedAggregate } from './prepared-aggregate.ts';
 import { checkPrivacyRecord } from './privacy-record.ts';
@@ -51,7 +52,22 @@ async function trainingCandidate(core: AgentCore, p: ControlBodies['prepare']): 
     },
     'vote-no',
   );
-  const next = applyAggregate(core, w, core.store.loadStrategyState(), info, ciphertexts, p, robust);
+  const decryptor = await aggregateDecryptor(core, info, ciphertexts, p, 'vote-no');
+  let next: ReturnType<typeof applyAggregate>;
+  try {
+    next = applyAggregate(
+      core,
+      w,
+      core.store.loadStrategyState(),
+      info,
+      ciphertexts,
+      p,
+      robust,
+      decryptor.keyset,
+    );
+  } finally {
+    if (decryptor.owned) decryptor.keyset.delete();
+  }
   const commit = roundCommit(head, {
     round: p.round,
     aggregateDigest: p.aggregateDigest,

@@ -1,4 +1,5 @@
 import { jetstreamManager } from '@nats-io/jetstream';
+import { ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
 import { CohortError } from '../../errors/index.ts';
 import { federationGenesis, maxContributionFrameBytes, modelSpecFor } from '../../round/index.ts';
 import type { TransportSubscription } from '../../transport/index.ts';
@@ -13,6 +14,7 @@ import {
   lazyWriteOnceStore,
   type WriteOnceObjects,
 } from '../store/index.ts';
+import { loadThresholdEpoch, maxShareBundleBytesFor, type ThresholdEpoch } from '../threshold-dealing.ts';
 import { adminControls } from './admin-control.ts';
 import { feedBreaker, reportBreakerChange } from './breaker-feed.ts';
 import { type BreakerTransition, CircuitBreaker, type RoundOutcome } from './circuit-breaker.ts';
@@ -82,6 +84,8 @@ class Coordinator implements IntakeHost {
   readonly runs: RunControl;
   readonly breaker: CircuitBreaker;
   readonly suspects = new SuspectSet();
+  readonly threshold: ThresholdEpoch | undefined;
+  readonly silentDecrypters = new Map<string, number>();
   readonly #aggregates: () => Promise<WriteOnceObjects>;
   #updatesStore: Promise<void> | undefined;
   readonly #intake = new MemberIntake(this);
@@ -114,6 +118,20 @@ class Coordinator implements IntakeHost {
       ctx.registryView.isRevoked(id),
     );
     this.#genesis = federationGenesis(ctx.config);
+    // Threshold keys: the epoch is checked against the public shares and the configuration's pin
+    // once, before any round.
+    this.threshold =
+      ctx.ckks instanceof ThresholdLaneContext
+        ? loadThresholdEpoch({
+            dir: ctx.keysDir,
+            federation: ctx.config.federation.id,
+            ctx: ctx.ckks.tc,
+            registry: ctx.registryView,
+            ...(ctx.config.members?.keyFingerprints?.threshold === undefined
+              ? {}
+              : { pin: ctx.config.members.keyFingerprints.threshold }),
+          })
+        : undefined;
     const plan = updatePlan(ctx.config, modelSpecFor(ctx.config), ctx.config.codec.bits);
     this.parameterCount = plan.parameters;
     this.requiredLanes = plan.requiredLanes;
@@ -309,6 +327,15 @@ class Coordinator implements IntakeHost {
         snapshots: this.#snapshots,
         rollbacks: this.#rollbacks,
         registryChanges: this.registryChanges,
+        shareMaxBytes:
+          this.threshold === undefined
+            ? undefined
+            : maxShareBundleBytesFor(
+                this.ctx.ckks as ThresholdLaneContext,
+                this.updateLength,
+                cfg.codec.maxContributors,
+                this.threshold.roster.sites.length,
+              ),
         history: () => this.log.history,
         now: () => this.now(),
         refused: (from, subject, err) => this.#refused(from, subject, err),

@@ -15,6 +15,8 @@ export interface SubscriptionHost {
   readonly snapshots: SnapshotIntake;
   readonly rollbacks: RollbackQueue;
   readonly registryChanges: RegistryQueue;
+  /** Threshold keys: the largest share bundle of the model (undefined: no share subscription). */
+  readonly shareMaxBytes: number | undefined;
   /** The verified log's history (requests are checked against it). */
   history(): LogHistory;
   now(): number;
@@ -74,6 +76,15 @@ export function subscribeCoordinator(host: SubscriptionHost): TransportSubscript
     'vote',
     (id, msg) => host.intake.vote(id, msg.data),
   );
+  // Threshold keys: share bundles, capped at the largest a bundle of the model's blocks can be.
+  if (host.shareMaxBytes !== undefined) {
+    sub(
+      (t) => s.share(t),
+      'share',
+      (id, msg) => host.intake.share(id, msg.data),
+      host.shareMaxBytes,
+    );
+  }
   sub(
     (t) => s.switched(t),
     'switched',

@@ -197,7 +197,7 @@ export interface CoordinatorSummary {
 
 /** Live counters. */
 export interface CoordinatorStats {
-  readonly phase: 'starting' | 'waiting' | 'collecting' | 'voting' | 'deciding' | 'done';
+  readonly phase: 'starting' | 'waiting' | 'collecting' | 'sharing' | 'voting' | 'deciding' | 'done';
   readonly round: number;
   readonly head: string;
   readonly height: number;

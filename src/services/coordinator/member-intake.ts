@@ -1,6 +1,8 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
+import type { ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
 import { BlockRejectedError, CohortError } from '../../errors/index.ts';
 import { type ControlBodies, openControl, signatureTimer } from '../../protocol/index.ts';
+import { verifyShareBundle } from '../../round/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { FederationLogError } from '../federation-log/index.ts';
 import type { RoundHost } from './round-host.ts';
@@ -131,6 +133,41 @@ export class MemberIntake {
     state.votes.set(site, vote);
     state.envelopes.set(site, data.slice());
     host.emit({ type: 'vote', round: state.round, member: site, yes: vote.yes, reason: vote.reason });
+    host.wake();
+  }
+
+  /**
+   * Threshold keys: a decrypting site's share bundle for the round's share request. Refused unless
+   * the round is collecting shares and the site is in its decrypting set; the bundle is checked
+   * (size, the request's context, the site, its signature: `verifyShareBundle`) but not opened,
+   * which only sites can. A repeat of the same bytes is answered again; other bytes are `DUPLICATE`.
+   */
+  share(site: string, data: Uint8Array): void {
+    const host = this.#host;
+    if (host.membership.role(site) !== 'site')
+      throw new BlockRejectedError('WRONG_SIGNER', `${site} is not a site`);
+    const state = host.current;
+    const request = state?.shareRequest;
+    if (state === undefined || request === undefined || state.phase !== 'sharing') {
+      throw new CohortError(
+        'SHARES_REFUSED',
+        `decryption shares of ${site}: round ${state?.round ?? host.roundNumber()} is not collecting shares`,
+      );
+    }
+    const key = host.ctx.keys(site);
+    if (key === undefined) throw new BlockRejectedError('WRONG_SIGNER', `${site} has no signing key`);
+    verifyShareBundle(data, {
+      lanes: host.ctx.ckks as ThresholdLaneContext,
+      context: request.context,
+      site,
+      key,
+    });
+    const earlier = state.shares.get(site);
+    if (earlier !== undefined) {
+      if (bytesEqual(earlier, data)) return;
+      throw new BlockRejectedError('DUPLICATE', `${site} already sent its shares for round ${state.round}`);
+    }
+    state.shares.set(site, data.slice());
     host.wake();
   }
 

@@ -1,7 +1,8 @@
 import type { ControlBodies } from '../../protocol/index.ts';
-import type { PartialIntake } from '../../round/index.ts';
+import type { PartialIntake, ShareContext } from '../../round/index.ts';
 import type { MemberContext } from '../member-context.ts';
 import type { WriteOnceObjects } from '../store/index.ts';
+import type { ThresholdEpoch } from '../threshold-dealing.ts';
 import type { BreakerTransition, CircuitBreaker, RoundOutcome } from './circuit-breaker.ts';
 import type { CoordinatorLog } from './coordinator-log.ts';
 import type { CoordinatorEvent, CoordinatorOptions, CoordinatorStats } from './events.ts';
@@ -17,7 +18,13 @@ export interface ActiveRound {
   readonly attempt: Uint8Array;
   /** Training rounds: the partials' intake (closed once PREPARE is out). */
   readonly intake: PartialIntake | undefined;
-  phase: 'collecting' | 'voting' | 'decided';
+  phase: 'collecting' | 'sharing' | 'voting' | 'decided';
+  /**
+   * Threshold keys: the share request published for the round (its context and the signed bytes),
+   * and each decrypting site's verified share bundle as received.
+   */
+  shareRequest?: { readonly context: ShareContext; readonly bytes: Uint8Array };
+  readonly shares: Map<string, Uint8Array>;
   /** Votes of any site for this round (only the round's voters count). */
   readonly votes: Map<string, ControlBodies['vote']>;
   /** Each vote's framed envelope exactly as received (logged as evidence before the decision). */
@@ -26,7 +33,15 @@ export interface ActiveRound {
 
 /** A round without partials (rollback, or one decided without its intake), already collecting votes. */
 export function votingRound(round: number, attempt: Uint8Array): ActiveRound {
-  return { round, attempt, intake: undefined, phase: 'voting', votes: new Map(), envelopes: new Map() };
+  return {
+    round,
+    attempt,
+    intake: undefined,
+    phase: 'voting',
+    shares: new Map(),
+    votes: new Map(),
+    envelopes: new Map(),
+  };
 }
 
 /** What a round needs from the coordinator that runs it (a narrow view of its state). */
@@ -69,6 +84,13 @@ export interface RoundHost {
   ensureUpdatesStore(): Promise<void>;
   /** Sites suspected of spoiling aggregates with a wrong tag, narrowed round by round. */
   readonly suspects: SuspectSet;
+  /**
+   * Threshold keys (`crypto.keys: threshold`): the key epoch (roster, threshold, id) loaded and
+   * checked at start; undefined with a shared key.
+   */
+  readonly threshold: ThresholdEpoch | undefined;
+  /** Threshold keys: sites of the roster that sent no shares when asked, with the round. */
+  readonly silentDecrypters: Map<string, number>;
   /** The circuit breaker: its level shapes a round's cohort and optional work. */
   readonly breaker: CircuitBreaker;
   /** Logs and announces a level change (nothing for undefined). */

@@ -23,6 +23,7 @@ import { decide, noVotes, type RoundFacts } from './round-decision.ts';
 import { type ActiveRound, type RoundHost, votingRound } from './round-host.ts';
 import { judgeVotes, type Verdict } from './round-judge.ts';
 import { type AggregatePlan, nextAggregatePlan, rollbackPlan, type VotePlan } from './round-plan.ts';
+import { collectShares } from './share-collection.ts';
 
 const EMPTY = new Uint8Array(0);
 
@@ -96,6 +97,14 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     return decide(host, state, { ...stored.facts, culprits }, noVotes(settled.failed));
   }
   const facts = { ...stored.facts, params: settled.params };
+  // Threshold keys: the decrypting set's shares are stored beside the aggregate before PREPARE.
+  if (host.threshold !== undefined && facts.aggregate !== null) {
+    const aggregate = { info: facts.aggregate, digest: facts.digest, blocks: stored.blocks };
+    const shared = await collectShares(host, state, aggregate, opened.open);
+    if (shared === undefined) return undefined;
+    if ('failed' in shared)
+      return decide(host, state, facts, { ...noVotes(shared.failed), missing: shared.silent });
+  }
   host.emit({
     type: 'prepare',
     round,
@@ -229,6 +238,7 @@ async function openRound(
     attempt,
     intake,
     phase: 'collecting',
+    shares: new Map(),
     votes: new Map(),
     envelopes: new Map(),
   };
@@ -309,7 +319,7 @@ async function storeAggregate(
   { open, intake }: OpenedRound,
   base: RoundFacts,
 ): Promise<
-  | { readonly facts: RoundFacts; readonly prepare: ControlBodies['prepare'] }
+  | { readonly facts: RoundFacts; readonly prepare: ControlBodies['prepare']; readonly blocks: number }
   | { readonly facts: RoundFacts; readonly failed: string }
 > {
   const round = open.round;
@@ -362,7 +372,7 @@ async function storeAggregate(
     aggregateObject: inline ? '' : objectName,
     attempt: open.attempt,
   };
-  return { facts, prepare };
+  return { facts, prepare, blocks: aggregate.ciphertexts.length };
 }
 
 /** Appends the round's RoundOpen to the log (before anyone hears of it). */

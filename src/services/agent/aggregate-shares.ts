@@ -1,0 +1,108 @@
+import { bytesEqual } from '../../../crypto/digest/index.ts';
+import type { LaneKeyset } from '../../../crypto/lanes/index.ts';
+import type { RnsPoly, ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
+import { type AggregateInfo, openControl } from '../../protocol/index.ts';
+import {
+  aggregateDigest,
+  decodeSharesObject,
+  openShareBundle,
+  shareContextOf,
+  sharesDecryptor,
+  sharesObjectName,
+} from '../../round/index.ts';
+import { aggregateStore } from '../store/index.ts';
+import type { AgentCore } from './agent-core.ts';
+import { AgentError } from './agent-error.ts';
+import { fetchObject } from './aggregate-fetch.ts';
+import type { RoundAttempt } from './apply-aggregate.ts';
+import { VoteNo } from './voter-error.ts';
+
+/**
+ * What decrypts a round's aggregate at this site: its keyset under a shared key; under threshold
+ * keys, a decryptor from the t share bundles stored beside the aggregate (`round-<n>-shares`).
+ * Before any bundle is opened the stored share request must be the coordinator's, for this
+ * round's attempt, this key epoch, the aggregate these ciphertexts are, exactly its contributors,
+ * at least this site's own `round.minContributors`, and a decrypting set of roster sites at their
+ * points, as many as the threshold; then each bundle must verify under its site's registered key
+ * and open under the data key. Any failure is a {@link VoteNo} on PREPARE and `REPLAY_MISMATCH`
+ * (or `REPLAY_UNAVAILABLE` when nothing is stored) on catch-up. Delete the result after use.
+ */
+export async function aggregateDecryptor(
+  core: AgentCore,
+  info: AggregateInfo,
+  ciphertexts: readonly Uint8Array[],
+  round: RoundAttempt,
+  onMismatch: 'vote-no' | 'REPLAY_MISMATCH',
+): Promise<{ readonly keyset: LaneKeyset; readonly owned: boolean }> {
+  const threshold = core.threshold;
+  if (threshold === null) {
+    if (core.keyset === null) throw new AgentError('REPLAY_UNAVAILABLE', `no CKKS key: ${core.keysetError}`);
+    return { keyset: core.keyset, owned: false };
+  }
+  const fail = (why: string): Error =>
+    onMismatch === 'vote-no'
+      ? new VoteNo(`decryption shares of round ${round.round}: ${why}`)
+      : new AgentError('REPLAY_MISMATCH', `decryption shares of round ${round.round}: ${why}`);
+  if (core.dataKey === null) throw fail('no federation data key to open them');
+  const lanes = core.ctx.ckks as ThresholdLaneContext;
+  const { roster, epochId } = threshold.material;
+  const name = sharesObjectName(round.round);
+  const maxBytes = (roster.threshold + 1) * (ciphertexts.length * lanes.maxCiphertextBytes + 512 * 1024);
+  const stored = await fetchObject(core, aggregateStore(core.ctx.config.federation.id), name, maxBytes);
+  let request: ReturnType<typeof openControl<'share-request'>>['body'];
+  let bundles: Uint8Array[];
+  try {
+    const object = decodeSharesObject(stored);
+    bundles = object.bundles;
+    request = openControl(object.request, 'share-request', core.ctx.keys, {
+      signer: core.ctx.members.coordinator,
+    }).body;
+  } catch (cause) {
+    throw fail(`${name} is not the coordinator's share request and bundles (${(cause as Error).message})`);
+  }
+  const sites = info.contributors.map((c) => c.site).sort();
+  const problem =
+    request.federation !== round.federation || request.round !== round.round
+      ? 'made for another round'
+      : !bytesEqual(request.attempt, round.attempt)
+        ? 'made for another attempt of the round'
+        : !bytesEqual(request.epochId, epochId)
+          ? 'made under another key epoch'
+          : !bytesEqual(request.aggregateDigest, aggregateDigest(ciphertexts)) ||
+              request.blocks !== ciphertexts.length
+            ? 'made for another aggregate'
+            : request.contributors.length !== sites.length ||
+                request.contributors.some((s, k) => s !== sites[k])
+              ? 'made for other contributors than the aggregate lists'
+              : request.minContributors < core.ctx.config.round.minContributors
+                ? `made for round.minContributors ${request.minContributors}, below this site's ${core.ctx.config.round.minContributors}`
+                : request.decrypting.length < roster.threshold
+                  ? `a decrypting set of ${request.decrypting.length}, the threshold is ${roster.threshold}`
+                  : request.decrypting.some(
+                        (d) => roster.sites.find((s) => s.id === d.site)?.point !== d.point,
+                      )
+                    ? 'a decrypting site or point the roster does not give'
+                    : bundles.length !== request.decrypting.length
+                      ? `${bundles.length} bundles for ${request.decrypting.length} decrypting sites`
+                      : undefined;
+  if (problem !== undefined) throw fail(problem);
+  const context = shareContextOf(request);
+  const opened = new Map<string, RnsPoly[]>();
+  try {
+    request.decrypting.forEach((d, k) => {
+      const key = core.ctx.keys(d.site);
+      if (key === undefined) throw fail(`${d.site} has no registered signing key`);
+      try {
+        opened.set(
+          d.site,
+          openShareBundle(bundles[k]!, { lanes, context, site: d.site, key, dataKey: core.dataKey! }),
+        );
+      } catch (cause) {
+        throw fail((cause as Error).message);
+      }
+    });
+    return { keyset: sharesDecryptor(lanes, context, opened), owned: true };
+  } finally {
+    for (const shares of opened.values()) for (const d of shares) d.fill(0n);
+  }
+}

@@ -1,0 +1,106 @@
+import { type AggregateInfo, type ControlBodies, sealControl } from '../../protocol/index.ts';
+import {
+  encodeSharesObject,
+  type ShareContext,
+  shareContextOf,
+  sharesObjectName,
+} from '../../round/index.ts';
+import { failpoint } from '../failpoint.ts';
+import type { ActiveRound, RoundHost } from './round-host.ts';
+
+/** Rounds a site that sent no shares stays last in line for the decrypting set. */
+const SILENCE_ROUNDS = 10;
+
+/**
+ * Threshold keys, between storing the aggregate and PREPARE (docs/threshold-ckks.md, "The
+ * round's decryption shares"): names the decrypting set (t sites of the epoch's roster, live and at
+ * the head, the round's contributors first, sites lately silent last), publishes the signed share
+ * request, waits up to `round.voteTimeoutMs` for each named site's bundle (verified on intake,
+ * {@link MemberIntake.share}), and stores the request and the bundles beside the aggregate
+ * (`round-<n>-shares`), where every voter and every later reader finds them. The coordinator cannot
+ * open a bundle: they are sealed under a key derived from the data key, which only sites hold.
+ *
+ * One set per attempt: a site never makes shares for two sets of one attempt, so a silent
+ * decrypter fails the round (the next round is a new attempt, without it) rather than being
+ * replaced. Returns undefined when stopped, `failed` with the silent sites, or nothing to report.
+ */
+export async function collectShares(
+  host: RoundHost,
+  state: ActiveRound,
+  aggregate: { readonly info: AggregateInfo; readonly digest: Uint8Array; readonly blocks: number },
+  open: ControlBodies['round-open'],
+): Promise<
+  { readonly failed: string; readonly silent: readonly string[] } | { readonly stored: string } | undefined
+> {
+  const { ctx } = host;
+  const { info } = aggregate;
+  const epoch = host.threshold!;
+  const head = host.log.history.head.commit;
+  const eligible = new Set(host.membership.eligibleSites({ hash: head.hash, height: head.height }));
+  const contributed = new Set(info.contributors.map((c) => c.site));
+  const silentSince = (site: string) => {
+    const r = host.silentDecrypters.get(site);
+    return r !== undefined && state.round - r <= SILENCE_ROUNDS;
+  };
+  const rank = (site: string) => (silentSince(site) ? 2 : contributed.has(site) ? 0 : 1);
+  const candidates = epoch.roster.sites
+    .filter((s) => eligible.has(s.id) || contributed.has(s.id))
+    .sort((a, b) => rank(a.id) - rank(b.id) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const t = epoch.roster.threshold;
+  if (candidates.length < t) {
+    return {
+      failed: `only ${candidates.length} site(s) of the key epoch can decrypt now, the threshold is ${t}`,
+      silent: [],
+    };
+  }
+  const decrypting = candidates
+    .slice(0, t)
+    .map((s) => ({ site: s.id, point: s.point }))
+    .sort((a, b) => (a.site < b.site ? -1 : a.site > b.site ? 1 : 0));
+  const body: ControlBodies['share-request'] = {
+    federation: open.federation,
+    round: open.round,
+    attempt: open.attempt,
+    epochId: epoch.epochId,
+    aggregateDigest: aggregate.digest,
+    blocks: aggregate.blocks,
+    contributors: [...contributed].sort(),
+    decrypting,
+    minContributors: ctx.config.round.minContributors,
+    aggregateObject: info.object,
+  };
+  const context: ShareContext = shareContextOf(body);
+  const bytes = sealControl('share-request', body, ctx.member, ctx.signing);
+  state.shareRequest = { context, bytes };
+  state.phase = 'sharing';
+  host.setPhase('sharing');
+  try {
+    await ctx.transport.publish(ctx.subjects.shareRequest, bytes);
+  } catch (err) {
+    ctx.log.error({ round: state.round, err }, 'share request not published');
+  }
+  failpoint('coordinator.shares-requested', state.round);
+  const all = () => decrypting.every((d) => state.shares.has(d.site));
+  await host.until(all, host.now() + ctx.config.round.voteTimeoutMs);
+  if (host.stopping()) return undefined;
+  if (!all()) {
+    const silent = decrypting.filter((d) => !state.shares.has(d.site)).map((d) => d.site);
+    for (const site of silent) host.silentDecrypters.set(site, state.round);
+    return { failed: `decrypting site(s) ${silent.join(', ')} sent no decryption shares in time`, silent };
+  }
+  const name = sharesObjectName(state.round);
+  try {
+    await (await host.aggregates()).put(
+      name,
+      encodeSharesObject(
+        bytes,
+        decrypting.map((d) => state.shares.get(d.site)!),
+      ),
+    );
+  } catch (err) {
+    ctx.log.error({ round: state.round, err }, 'cannot store the decryption shares');
+    return { failed: `cannot store the decryption shares: ${(err as Error).message}`, silent: [] };
+  }
+  for (const d of decrypting) host.silentDecrypters.delete(d.site);
+  return { stored: name };
+}
