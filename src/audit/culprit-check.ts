@@ -1,10 +1,4 @@
-import {
-  type CkksParams,
-  ckksParamsId,
-  getCkksContext,
-  PlainLaneContext,
-  plainLanesId,
-} from '../../crypto/ckks/index.ts';
+import type { CkksParams } from '../../crypto/ckks/index.ts';
 import { bytesEqual } from '../../crypto/digest/index.ts';
 import {
   type AggregateInfo,
@@ -20,6 +14,7 @@ import {
   updateLayout,
 } from '../protocol/index.ts';
 import { decodeContribution, encodeAggregateObject, maxContributionFrameBytes } from '../round/index.ts';
+import { auditLanes } from './audit-lanes.ts';
 import type { AuditProblem, AuditUnchecked } from './audit-report.ts';
 import type { AuditSource } from './audit-source.ts';
 import { type LoggedPartialRecord, recomputeAggregate } from './recompute-check.ts';
@@ -185,12 +180,10 @@ async function notSum(
 ): Promise<'proven' | { why: string; unchecked?: boolean }> {
   if (c.evidence === '') return { why: 'no evidence of its partial was kept' };
   const info = infoOf(partial);
-  const plain = input.ckksParams.find((p) => bytesEqual(plainLanesId(p), info.encoding.ckksParamsId));
-  const params = input.ckksParams.find((p) => bytesEqual(ckksParamsId(p), info.encoding.ckksParamsId));
-  if (plain === undefined && params === undefined) {
+  const lanes = await auditLanes(input.ckksParams, info.encoding.ckksParamsId);
+  if (lanes === undefined) {
     return { why: 'its CKKS parameters are not known to the auditor', unchecked: true };
   }
-  const lanes = plain === undefined ? await getCkksContext(params!) : new PlainLaneContext(plain);
   const maxCiphertextBytes = lanes.maxCiphertextBytes;
   const blocks = updateLayout(info.totalParams, info.encoding).blocks;
   const maxBytes =

@@ -1,11 +1,4 @@
-import {
-  type CkksParams,
-  ckksParamsId,
-  getCkksContext,
-  PlainLaneContext,
-  PlainLaneKeyset,
-  plainLanesId,
-} from '../../crypto/ckks/index.ts';
+import { type CkksParams, PlainLaneContext, PlainLaneKeyset } from '../../crypto/ckks/index.ts';
 import { bytesEqual } from '../../crypto/digest/index.ts';
 import type { LaneContext } from '../../crypto/lanes/index.ts';
 import {
@@ -29,6 +22,7 @@ import { applyRobustRule, plainUpdateDelta } from '../services/robust-plan.ts';
 import { type ContributionKey, contributionName } from '../services/store/index.ts';
 import { bytesToHex } from '../versions/index.ts';
 import { expectedAggregateBlocks } from './aggregate-check.ts';
+import { auditLanes } from './audit-lanes.ts';
 import type { AuditProblem, AuditUnchecked } from './audit-report.ts';
 import type { AuditSource, ContributionRead } from './audit-source.ts';
 
@@ -140,14 +134,12 @@ export async function recomputeAggregate(input: RecomputeInput): Promise<Recompu
     };
   }
   // A plain-mode block names the plain id of the same parameters.
-  const plain = input.ckksParams.find((p) => bytesEqual(plainLanesId(p), info.encoding.ckksParamsId));
-  const params = input.ckksParams.find((p) => bytesEqual(ckksParamsId(p), info.encoding.ckksParamsId));
-  if (params === undefined && plain === undefined) {
+  const ckks = await auditLanes(input.ckksParams, info.encoding.ckksParamsId);
+  if (ckks === undefined) {
     return unchecked(
       `CKKS parameters ${bytesToHex(info.encoding.ckksParamsId).slice(0, 12)} are not known to the auditor (pass the federation's configuration)`,
     );
   }
-  const ckks: LaneContext = plain === undefined ? await getCkksContext(params!) : new PlainLaneContext(plain);
   const { verifier, maxBytes, maxFrames } = contributionReader({
     open,
     blocks: expectedAggregateBlocks(info),

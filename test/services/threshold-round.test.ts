@@ -5,21 +5,44 @@
 // that left is not asked; a site that catches up decrypts from the stored shares; the coordinator
 // (and anyone without the data key) opens no bundle; a second request for another decrypting set
 // at the same attempt is refused by every site's ledger.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Subscription } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ThresholdLaneContext } from '../../crypto/threshold/index.ts';
-import { type ControlBodies, openControl, sealControl } from '../../src/protocol/index.ts';
 import {
+  combineShares,
+  commonRandomPoly,
+  loadThresholdKey,
+  mulAddInto,
+  type RnsPoly,
+  type ThresholdLaneContext,
+  unpackWords,
+  zeroPoly,
+} from '../../crypto/threshold/index.ts';
+import type { AuditReport } from '../../src/audit/index.ts';
+import {
+  type ControlBodies,
+  decodeBlockBody,
+  FRAME_KIND,
+  openControl,
+  payloadPositionLabel,
+  sealControl,
+  unframe,
+} from '../../src/protocol/index.ts';
+import {
+  decodeAggregateObject,
   decodeSharesObject,
   openShareBundle,
   shareContextOf,
   sharesObjectName,
 } from '../../src/round/index.ts';
+import { loadSiteDataKey } from '../../src/services/index.ts';
 import { aggregateStore, readWriteOnceObject } from '../../src/services/store/index.ts';
 import { e2eOverrides } from '../helpers/e2e-overrides.ts';
 import { blockReason } from '../helpers/error-code.ts';
 import { expectSingleChain, Federation, waitFor } from '../helpers/federation.ts';
+import { auditExport, cohort } from '../helpers/run-cli.ts';
 
 const F = 'thresh';
 const OVERRIDES = {
@@ -27,6 +50,16 @@ const OVERRIDES = {
   crypto: { keys: 'threshold' as const },
   log: { level: 'warn' as const },
 };
+
+/**
+ * Share of decoded slots that hold a non-negative integer below 2^42 (to within 0.05): every slot
+ * of a correct decryption (packed integer lanes plus a little flooding), next to none of a wrong one.
+ */
+function laneLike(slots: Float64Array): number {
+  let n = 0;
+  for (const v of slots) if (v > -0.05 && v < 2 ** 42 && Math.abs(v - Math.round(v)) < 0.05) n++;
+  return n / slots.length;
+}
 
 /** Every file under `dir`, recursively. */
 function files(dir: string): string[] {
@@ -39,8 +72,30 @@ function files(dir: string): string[] {
 describe('threshold CKKS rounds (real nats-server, real members)', () => {
   let f: Federation;
 
+  /** Update blocks captured as they went to the aggregators in round 1 (taps on the wire, no reply): site → block → payload. */
+  const tapped = new Map<string, Map<number, Uint8Array>>();
+  const taps: Subscription[] = [];
+
   beforeAll(async () => {
     f = await Federation.create(F, { aggregators: 2, sites: 4, overrides: OVERRIDES });
+    for (const a of f.dep.aggregators) {
+      const wire = (await f.member(a)).transport.connection;
+      taps.push(
+        wire.subscribe(f.coord.subjects.updatesFor(a), {
+          callback: (_err, m) => {
+            try {
+              const block = decodeBlockBody(unframe(m.data, FRAME_KIND.block));
+              if (block.round !== 1) return;
+              const site = tapped.get(block.signer) ?? new Map<number, Uint8Array>();
+              site.set(block.blockIndex, block.ciphertext.slice());
+              tapped.set(block.signer, site);
+            } catch {
+              // a manifest, or a chunk of a larger message
+            }
+          },
+        }),
+      );
+    }
     for (const a of f.dep.aggregators) await f.startAggregator(a);
     for (const s of f.dep.sites) await f.startAgent(s);
   }, 120_000);
@@ -92,6 +147,67 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
     await waitFor('the returning site at the head', () => new Set(heads()).size === 1, 60_000);
     expect(back.stats().replayed).toBe(1);
   }, 300_000);
+
+  it('one site with every aggregator and the coordinator reads no other site’s update captured on the wire', async () => {
+    for (const t of taps) t.unsubscribe();
+    const lanes = f.coord.ckks as ThresholdLaneContext;
+    const tc = lanes.tc;
+    const keys = f.dep.config.members!.keysDir;
+    // The colluders: site-1 (its key file and the data key) and everyone who sees ciphertexts or
+    // stores shares (the aggregators' wire, the coordinator's stores).
+    const colluder = loadThresholdKey(tc, join(keys, 'site-1', 'site-1.threshold'), F);
+    const dataKey = loadSiteDataKey(keys, 'site-1', F);
+    const d = (await f.decisions()).find((x) => x.round === 1)!;
+    const read = async (name: string) =>
+      (await readWriteOnceObject(f.coord.transport.connection, aggregateStore(F), name, {
+        maxBytes: 64 * 1024 * 1024,
+        timeoutMs: 5000,
+      }))!;
+    const { request, bundles } = decodeSharesObject(await read(sharesObjectName(1)));
+    const body = openControl(request, 'share-request', f.coord.keys).body;
+    const context = shareContextOf(body);
+    const opened = body.decrypting.map((x, k) =>
+      openShareBundle(bundles[k]!, { lanes, context, site: x.site, key: f.coord.keys(x.site)!, dataKey }),
+    );
+    const aggregate = decodeAggregateObject(await read(d.aggregate!.object));
+    const label = payloadPositionLabel({ federation: F, round: 1, attempt: body.attempt });
+    const victims = [...tapped.keys()].filter((s) => s !== 'site-1');
+    expect(victims.length).toBeGreaterThan(0);
+    let checked = 0;
+    for (const victim of victims) {
+      for (const [b, payload] of tapped.get(victim)!) {
+        const c0 = unpackWords(tc, payload);
+        const shares = opened.map((o) => o[b]!);
+        // With its own secret, as it would under a shared key: the victim's update stays masked.
+        const own: RnsPoly = zeroPoly(tc);
+        mulAddInto(tc, own, commonRandomPoly(tc, colluder.epochId, label, b), colluder.secret);
+        expect(laneLike(combineShares(tc, c0, [own]))).toBeLessThan(0.05);
+        // With the round's t shares, made for the aggregate of every contributor: masked too.
+        expect(laneLike(combineShares(tc, c0, shares))).toBeLessThan(0.05);
+        // The same shares on the aggregate itself: every slot a lane sum (the check can see success).
+        expect(laneLike(combineShares(tc, unpackWords(tc, aggregate[b]!), shares))).toBe(1);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThan(0);
+    dataKey.fill(0);
+  });
+
+  it('the auditor verifies the log: every contribution re-added to its aggregate, nothing decrypted', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cohort-thresh-audit-'));
+    try {
+      const path = join(dir, 'audit.bin');
+      await auditExport(f.dep.configPath, path);
+      const r = await cohort('audit', 'verify', '--bundle', path, '--config', f.dep.configPath, '--json');
+      const report = JSON.parse(r.stdout) as AuditReport;
+      expect(report.problems).toEqual([]);
+      expect(report.unchecked).toEqual([]);
+      expect(report.checked.contributions).toBeGreaterThanOrEqual(7); // 4 in round 1, 3 in round 2
+      expect(r.status).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it('the coordinator stores bundles it cannot open: no data key, no shares', async () => {
     const d = (await f.decisions()).find((x) => x.commit)!;
