@@ -46,7 +46,8 @@ import { auditExport, cohort } from '../helpers/run-cli.ts';
 
 const F = 'thresh';
 const OVERRIDES = {
-  ...e2eOverrides({ minContributors: 3 }),
+  // A silent decrypter is waited for as long as a silent voter: short here.
+  ...e2eOverrides({ minContributors: 3, voteTimeoutMs: 8000 }),
   crypto: { keys: 'threshold' as const },
   log: { level: 'warn' as const },
 };
@@ -147,6 +148,65 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
     await waitFor('the returning site at the head', () => new Set(heads()).size === 1, 60_000);
     expect(back.stats().replayed).toBe(1);
   }, 300_000);
+
+  it('a contributor that dies after its upload is not asked for shares: the round commits with its update', async () => {
+    // site-3 runs as a process that SIGKILLs itself once its whole update of round 3 is acknowledged.
+    await f.agents.get('site-3')!.stop();
+    f.agents.delete('site-3');
+    const dying = f.spawn('agent', 'site-3', ['--set', 'log.level=info'], {
+      COHORT_FAILPOINT: 'agent.update-sent@3',
+    });
+    await waitFor('site-3 ready as a process', () => dying.output.includes('agent ready'), 60_000);
+    const third = await f.runCoordinator(3);
+    expect(third.rounds.map((r) => [r.round, r.commit, r.contributors])).toEqual([[3, true, 4]]);
+    expect((await dying.exited).signal).toBe('SIGKILL');
+    const d = (await f.decisions()).find((x) => x.round === 3)!;
+    expect(d.aggregate!.contributors.map((c) => c.site)).toContain('site-3');
+    const stored = await readWriteOnceObject(
+      f.coord.transport.connection,
+      aggregateStore(F),
+      sharesObjectName(3),
+      {
+        maxBytes: 64 * 1024 * 1024,
+        timeoutMs: 5000,
+      },
+    );
+    const body = openControl(decodeSharesObject(stored!).request, 'share-request', f.coord.keys).body;
+    expect(body.decrypting.map((x) => x.site)).toEqual(['site-1', 'site-2', 'site-4']);
+  }, 180_000);
+
+  it('a decrypter that never answers fails its attempt and is struck; the next round commits without it', async () => {
+    await f.startAgent('site-3');
+    await f.agents.get('site-2')!.stop();
+    f.agents.delete('site-2');
+    const silent = f.spawn('agent', 'site-2', ['--set', 'log.level=info'], {
+      COHORT_FAILPOINT: 'agent.share-request:skip',
+    });
+    await waitFor('site-2 ready as a process', () => silent.output.includes('agent ready'), 60_000);
+    await waitFor(
+      'every site at the head',
+      () => f.dep.sites.every((s) => f.storeHead(s)?.height === 3),
+      60_000,
+    );
+    const summary = await f.runCoordinator(5);
+    const [fourth, fifth] = summary.rounds;
+    expect(fourth!.round).toBe(4);
+    expect(fourth!.commit).toBe(false);
+    expect(fourth!.reason).toMatch(/site-2 sent no decryption shares/);
+    expect(fourth!.missing).toEqual(['site-2']);
+    expect([fifth!.round, fifth!.commit]).toEqual([5, true]);
+    const stored = await readWriteOnceObject(
+      f.coord.transport.connection,
+      aggregateStore(F),
+      sharesObjectName(5),
+      {
+        maxBytes: 64 * 1024 * 1024,
+        timeoutMs: 5000,
+      },
+    );
+    const body = openControl(decodeSharesObject(stored!).request, 'share-request', f.coord.keys).body;
+    expect(body.decrypting.map((x) => x.site)).not.toContain('site-2');
+  }, 180_000);
 
   it('one site with every aggregator and the coordinator reads no other site’s update captured on the wire', async () => {
     for (const t of taps) t.unsubscribe();

@@ -1,6 +1,7 @@
 import type { ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
 import type { ControlBodies } from '../../protocol/index.ts';
 import { makeShareBundle, shareContextOf } from '../../round/index.ts';
+import { failpoint } from '../failpoint.ts';
 import type { AgentCore } from './agent-core.ts';
 import { replayProblem } from './round-attempt.ts';
 import { describe } from './voter.ts';
@@ -17,6 +18,7 @@ import { describe } from './voter.ts';
 export async function onShareRequest(core: AgentCore, r: ControlBodies['share-request']): Promise<boolean> {
   const log = core.ctx.log.child({ round: r.round });
   if (!r.decrypting.some((d) => d.site === core.member)) return false;
+  if (failpoint('agent.share-request', r.round) === 'skip') return false; // a decrypter that never answers
   const threshold = core.threshold;
   if (threshold === null || core.dataKey === null) {
     log.error(

@@ -34,6 +34,8 @@ export async function uploadUpdate(
     failpoint('agent.update-block-sent', open.round);
   }
   const ack = await core.ctx.transport.request(subject, update.manifest);
+  // The whole update acknowledged: a contributor that dies now (before decryption).
+  failpoint('agent.update-sent', open.round);
   core.lastUploadMs = performance.now() - u0;
   const receipt = checkedReceipt(core, open, aggregator, update.digest, ack);
   core.counters.updatesSent++;

@@ -13,8 +13,9 @@ const SILENCE_ROUNDS = 10;
 
 /**
  * Threshold keys, between storing the aggregate and PREPARE (docs/threshold-ckks.md, "The
- * round's decryption shares"): names the decrypting set (t sites of the epoch's roster, live and at
- * the head, the round's contributors first, sites lately silent last), publishes the signed share
+ * round's decryption shares"): names the decrypting set (t sites of the epoch's roster at the head
+ * that heartbeat after the aggregate is stored, the round's contributors first, sites lately
+ * silent last), publishes the signed share
  * request, waits up to `round.voteTimeoutMs` for each named site's bundle (verified on intake,
  * {@link MemberIntake.share}), and stores the request and the bundles beside the aggregate
  * (`round-<n>-shares`), where every voter and every later reader finds them. The coordinator cannot
@@ -36,15 +37,25 @@ export async function collectShares(
   const { info } = aggregate;
   const epoch = host.threshold!;
   const head = host.log.history.head.commit;
-  const eligible = new Set(host.membership.eligibleSites({ hash: head.hash, height: head.height }));
+  const headRef = { hash: head.hash, height: head.height };
   const contributed = new Set(info.contributors.map((c) => c.site));
+  // Sites that answer now, not sites heard from a liveness window ago: a contributor that stopped
+  // after its upload sends no heartbeat after this point and is not asked (every live site
+  // heartbeats within round.heartbeatMs).
+  const since = host.now();
+  const roster = new Set(epoch.roster.sites.map((s) => s.id));
+  const fresh = (id: string) => (host.membership.view(id)?.lastSeen ?? 0) > since;
+  const live = () => host.membership.eligibleSites(headRef).filter((id) => roster.has(id));
+  await host.until(() => live().every(fresh), since + 2 * ctx.config.round.heartbeatMs);
+  if (host.stopping()) return undefined;
+  const eligible = new Set(live().filter(fresh));
   const silentSince = (site: string) => {
     const r = host.silentDecrypters.get(site);
     return r !== undefined && state.round - r <= SILENCE_ROUNDS;
   };
   const rank = (site: string) => (silentSince(site) ? 2 : contributed.has(site) ? 0 : 1);
   const candidates = epoch.roster.sites
-    .filter((s) => eligible.has(s.id) || contributed.has(s.id))
+    .filter((s) => eligible.has(s.id))
     .sort((a, b) => rank(a.id) - rank(b.id) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const t = epoch.roster.threshold;
   if (candidates.length < t) {
