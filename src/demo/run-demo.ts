@@ -29,6 +29,11 @@ export interface DemoOptions {
   readonly privacy?: { readonly epsilon: number; readonly clipNorm?: number };
   /** `he` (default) or `plain` (signed plaintext updates the coordinator reads). */
   readonly mode?: 'he' | 'plain';
+  /**
+   * `he` mode: `threshold` (default: no site holds the key, t sites decrypt together) or `shared`
+   * (one CKKS key wrapped to every site), `crypto.keys`.
+   */
+  readonly keys?: 'shared' | 'threshold';
   /** `plain` mode: the robust rule (`federation.aggregation`); Multi-Krum runs with every site in each round. */
   readonly aggregation?: RobustRule;
 }
@@ -84,10 +89,11 @@ const DEMO_VALIDATION_FRACTION = 0.1;
 export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink): Promise<number> {
   findNatsServer(); // a clear error now if nats-server is not installed
   const mode = options.mode ?? 'he';
+  const keys = mode === 'he' ? (options.keys ?? 'threshold') : 'shared';
   const dir = mkdtempSync(join(tmpdir(), 'cohort-demo-'));
   const say = (s: string) => out.write(`${s}\n`);
   say(
-    `Cohort demo: ${options.sites} sites, ${options.aggregators} aggregators, ${options.rounds} rounds, MNIST 2NN, ${mode} mode` +
+    `Cohort demo: ${options.sites} sites, ${options.aggregators} aggregators, ${options.rounds} rounds, MNIST 2NN, ${mode} mode${mode === 'he' ? ` (${keys} keys)` : ''}` +
       (options.aggregation === undefined ? '' : `, ${options.aggregation.name}`) +
       (options.privacy === undefined ? '' : `, differential privacy ε ≤ ${options.privacy.epsilon}`),
   );
@@ -117,6 +123,7 @@ export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink
       },
       learning: { trainLimit: options.trainLimit },
       codec: { clip: 0.02 },
+      crypto: { keys },
       data: mnistDataContract(),
       ...(options.privacy === undefined
         ? {}
@@ -136,9 +143,16 @@ export async function runDemo(options: DemoOptions, out: TextSink, err: TextSink
     validationFraction: DEMO_VALIDATION_FRACTION,
     ...(options.trainLimit === undefined ? {} : { trainLimit: options.trainLimit }),
   });
+  const epoch = deployment.threshold;
   say(
-    `key ceremony done (Falcon-512 signing keys, CKKS key${mode === 'plain' ? ' (unused in plain mode)' : ''} and federation data key wrapped per site with ML-KEM-768); nats-server ${deployment.nats.url} with per-member permissions (${((performance.now() - t0) / 1000).toFixed(1)} s)`,
+    epoch === undefined
+      ? `key ceremony done (Falcon-512 signing keys, CKKS key${mode === 'plain' ? ' (unused in plain mode)' : ''} and federation data key wrapped per site with ML-KEM-768); nats-server ${deployment.nats.url} with per-member permissions (${((performance.now() - t0) / 1000).toFixed(1)} s)`
+      : `key ceremony done (Falcon-512 signing keys; threshold CKKS: each site drew its own secret and dealt Shamir shares of it sealed to the others' ML-KEM-768 keys, any ${epoch.threshold} of ${epoch.publicShares.length} sites decrypt, no whole secret key written anywhere; federation data key wrapped per site); nats-server ${deployment.nats.url} with per-member permissions (${((performance.now() - t0) / 1000).toFixed(1)} s)`,
   );
+  if (epoch !== undefined) {
+    say(`  key epoch ${epoch.epochId.slice(0, 16)}, each site's public share:`);
+    for (const p of epoch.publicShares) say(`  ${p.site} (point ${p.point}) public share ${p.fingerprint}`);
+  }
   const children: ChildProcess[] = [];
   const logs: WriteStream[] = [];
   // Each member's JSON log lines (stdout) and its human lines (stderr) go to <dir>/<member>.log;

@@ -12,7 +12,7 @@ import {
   renderServerLimits,
   startNatsServer,
 } from '../transport/index.ts';
-import { runKeyCeremony } from './key-ceremony.ts';
+import { type CeremonyResult, runKeyCeremony } from './key-ceremony.ts';
 import {
   generateMemberNatsKeys,
   issueMemberCertificate,
@@ -40,6 +40,8 @@ export interface LocalDeployment {
   readonly officer: { readonly key: string; readonly pub: string };
   /** The signed member registry pinned in the config (`members.registry`). */
   readonly registry: { readonly path: string; readonly sha256: string };
+  /** With threshold keys (`crypto.keys: threshold`): the key epoch the ceremony made. */
+  readonly threshold: CeremonyResult['threshold'];
   stop(): Promise<void>;
 }
 
@@ -86,7 +88,7 @@ export async function createLocalDeployment(options: {
     (id) => !(options.unenrolled ?? []).includes(id),
   );
   const signingKeys = await generateSigningKeyPairs('falcon-512', enrolled.length);
-  const { users, tls, registry, officer, keyFingerprints } = runKeyCeremony({
+  const { users, tls, registry, officer, keyFingerprints, threshold } = runKeyCeremony({
     signingKeys,
     dir: keysDir,
     federation,
@@ -167,6 +169,7 @@ export async function createLocalDeployment(options: {
     admin: admin === undefined ? undefined : { servers: nats.url, ...admin.options },
     officer,
     registry,
+    threshold,
     stop: () => nats.stop(),
   };
 }

@@ -66,6 +66,7 @@ import {
   memberNatsPaths,
 } from './nats-credentials.ts';
 import {
+  type CollectedEpoch,
   collectThresholdShares,
   dealThresholdShares,
   type ThresholdEpoch,
@@ -150,6 +151,19 @@ export interface CeremonyResult {
     readonly data: string;
     /** With threshold keys: the key epoch's id (hex), which binds the roster and the public shares. */
     readonly threshold?: string;
+  };
+  /**
+   * With threshold keys: the epoch (id, threshold, each site's point) and each site's public share
+   * fingerprint (what every member checks the epoch against; the demo prints them).
+   */
+  readonly threshold?: {
+    readonly epochId: string;
+    readonly threshold: number;
+    readonly publicShares: readonly {
+      readonly site: string;
+      readonly point: number;
+      readonly fingerprint: string;
+    }[];
   };
 }
 
@@ -276,9 +290,19 @@ export function runKeyCeremony(input: CeremonyInput): CeremonyResult {
     keyset?.delete();
     wipeSigningKeyPair(maker.key);
   }
+  let threshold: CeremonyResult['threshold'];
   if (input.threshold !== undefined) {
     const epoch = thresholdCeremony(input.dir, input.federation, enrolledSites, input.threshold, registry);
-    keyFingerprints = { ...keyFingerprints, threshold: Buffer.from(epoch.epochId).toString('hex') };
+    const id = Buffer.from(epoch.epochId).toString('hex');
+    keyFingerprints = { ...keyFingerprints, threshold: id };
+    threshold = {
+      epochId: id,
+      threshold: epoch.roster.threshold,
+      publicShares: epoch.publicShares.map((p) => ({
+        ...p,
+        point: epoch.roster.sites.find((s) => s.id === p.site)!.point,
+      })),
+    };
   }
   const spec = { federation: input.federation, coordinator, aggregators, sites, auditors };
   return {
@@ -288,6 +312,7 @@ export function runKeyCeremony(input: CeremonyInput): CeremonyResult {
     registry: pin,
     officer,
     keyFingerprints,
+    ...(threshold === undefined ? {} : { threshold }),
   };
 }
 
@@ -360,7 +385,7 @@ function thresholdCeremony(
   sites: readonly string[],
   threshold: NonNullable<CeremonyInput['threshold']>,
   registry: MemberRegistry,
-): ThresholdEpoch {
+): ThresholdEpoch & { readonly publicShares: CollectedEpoch['publicShares'] } {
   const roster: ThresholdRoster = {
     federation,
     paramsId: threshold.ctx.paramsId,
@@ -383,13 +408,13 @@ function thresholdCeremony(
       wipeSigningKeyPair(signingKey);
     }
   }
-  let epochId: Uint8Array | undefined;
+  let collected: CollectedEpoch | undefined;
   for (const site of sites) {
-    epochId = collectThresholdShares({ dir, site, roster, ctx: threshold.ctx, registry: view }).epochId;
+    collected = collectThresholdShares({ dir, site, roster, ctx: threshold.ctx, registry: view });
   }
-  const epoch = { roster, epochId: epochId! };
+  const epoch = { roster, epochId: collected!.epochId };
   writeThresholdEpoch(dir, epoch);
-  return epoch;
+  return { ...epoch, publicShares: collected!.publicShares };
 }
 
 /** What {@link enrollSite} is run for. */

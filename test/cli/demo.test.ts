@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 describe('cohort demo (nats-server, coordinator, 2 aggregators, 4 agents as processes)', () => {
-  it('commits every round, prints what it did, learns, and keeps every member’s log', () => {
+  it('commits every round under threshold keys, prints what it did, learns, and keeps every member’s log', () => {
     const r = spawnSync(
       process.execPath,
       ['bin/cohort.js', 'demo', '--rounds', '2', '--train-limit', '8000', '--keep'],
@@ -15,6 +15,10 @@ describe('cohort demo (nats-server, coordinator, 2 aggregators, 4 agents as proc
       expect(r.status, r.stderr).toBe(0);
       const out = r.stdout;
       expect(out).toContain('key ceremony done');
+      // Threshold keys by default: no whole secret key, each site's public share fingerprint printed.
+      expect(out).toMatch(/he mode \(threshold keys\)/);
+      expect(out).toMatch(/any 3 of 4 sites decrypt, no whole secret key written anywhere/);
+      expect(out.match(/^ {2}site-\d \(point \d\) public share [0-9a-f]{16}$/gm)).toHaveLength(4);
       expect(out).toMatch(/started 2 aggregators and 4 agents/);
       const rounds = out
         .split('\n')

@@ -38,6 +38,11 @@ export function registerDemoCommand(program: Command, ctx: CliContext): void {
     .option('--clip-norm <c>', 'with --epsilon: the L2 norm each update is clipped to', '0.05')
     .option('--mode <mode>', 'he (encrypted updates) or plain (signed plaintext updates)', 'he')
     .option(
+      '--keys <keys>',
+      'he mode: threshold (no site holds the key; t sites decrypt together) or shared (one key wrapped to every site)',
+      'threshold',
+    )
+    .option(
       '--rule <rule>',
       'plain mode: robust aggregation, median | trimmed-mean (25% per side) | multi-krum (f = 1, needs --sites ≥ 5)',
     )
@@ -51,6 +56,7 @@ export function registerDemoCommand(program: Command, ctx: CliContext): void {
         epsilon?: string;
         clipNorm: string;
         mode: string;
+        keys: string;
         rule?: string;
       }) => {
         const code = await runDemo(
@@ -60,6 +66,7 @@ export function registerDemoCommand(program: Command, ctx: CliContext): void {
             aggregators: int('aggregators', o.aggregators, 1, 16),
             keep: o.keep,
             mode: demoMode(o.mode),
+            keys: demoKeys(o.keys),
             ...(o.rule === undefined ? {} : { aggregation: demoRule(o.rule, o.mode) }),
             ...(o.trainLimit === undefined
               ? {}
@@ -86,6 +93,13 @@ function demoMode(mode: string): 'he' | 'plain' {
     throw new InvalidArgumentError(`--mode ${JSON.stringify(mode)}: must be he or plain`);
   }
   return mode;
+}
+
+function demoKeys(keys: string): 'shared' | 'threshold' {
+  if (keys !== 'shared' && keys !== 'threshold') {
+    throw new InvalidArgumentError(`--keys ${JSON.stringify(keys)}: must be threshold or shared`);
+  }
+  return keys;
 }
 
 /** The robust rule `--rule` names, with the demo's settings. */
