@@ -1,12 +1,13 @@
-// The benchmark tables of docs/results.md, rendered from the tracked result files: a block
-// `<!-- bench: NAME -->` … `<!-- /bench -->` holds the table of bench/results/NAME.json, never a
-// figure typed by hand. `npm run bench:results` rewrites the blocks; test/bench checks they match.
+// The benchmark tables of docs/results.md and README.md, rendered from the tracked result files: a
+// block `<!-- bench: NAME -->` … `<!-- /bench -->` holds the table of bench/results/NAME.json (or,
+// with `sections=a,b`, only the rows of those sections), never a figure typed by hand.
+// `npm run bench:results` rewrites the blocks; test/bench checks they match.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { markdownTable } from './markdown-table.ts';
 import { type BenchResultFile, type BenchRow, formatRatio, formatValue, RESULTS_DIR } from './table.ts';
 
-const BLOCK = /<!-- bench: ([a-z0-9-]+) -->\n[\s\S]*?<!-- \/bench -->/g;
+const BLOCK = /<!-- bench: ([a-z0-9-]+)(?: sections=([a-z0-9,-]+))? -->\n[\s\S]*?<!-- \/bench -->/g;
 
 /** Reads bench/results/<name>.json (or from `dir`), naming the file when it is missing or malformed. */
 export function readResultFile(name: string, dir = RESULTS_DIR): BenchResultFile {
@@ -35,11 +36,18 @@ function rowCells(r: BenchRow): string[] {
   ];
 }
 
-/** The Markdown of one result file: where and how it was measured, then its rows with floors. */
-export function renderResultTable(file: BenchResultFile): string {
+/**
+ * The Markdown of one result file: where and how it was measured, then its rows with floors (only
+ * those of `sections`, when given).
+ */
+export function renderResultTable(file: BenchResultFile, sections?: readonly string[]): string {
   const m = file.machine;
   const head = ['section', 'metric', 'measured', 'floor (same run)', 'ratio', 'goal / baseline', 'met'];
-  const rows = file.rows.filter((r) => r.detail !== true).map(rowCells);
+  const rows = file.rows
+    .filter((r) => r.detail !== true && (sections === undefined || sections.includes(r.section)))
+    .map(rowCells);
+  if (rows.length === 0)
+    throw new Error(`bench/results/${file.name}.json has no rows in sections ${sections?.join(', ')}`);
   return [
     `\`${file.command}\` on ${m.cpu} (${m.cores} cores, ${m.memoryGiB} GiB), Node ${m.node}, ` +
       `${file.date.slice(0, 10)}; \`bench/results/${file.name}.json\`:`,
@@ -57,9 +65,10 @@ export function renderBenchBlocks(
   read: (name: string) => BenchResultFile = (n) => readResultFile(n),
 ): { text: string; blocks: string[] } {
   const blocks: string[] = [];
-  const out = text.replace(BLOCK, (_all, name: string) => {
+  const out = text.replace(BLOCK, (_all, name: string, sections: string | undefined) => {
     blocks.push(name);
-    return `<!-- bench: ${name} -->\n\n${renderResultTable(read(name))}\n\n<!-- /bench -->`;
+    const only = sections === undefined ? '' : ` sections=${sections}`;
+    return `<!-- bench: ${name}${only} -->\n\n${renderResultTable(read(name), sections?.split(','))}\n\n<!-- /bench -->`;
   });
   return { text: out, blocks };
 }

@@ -14,6 +14,13 @@
 //               the same aggregate
 //   keys        one site's key generation and dealing to n = 10 and 100 sites, beside creating
 //               the shared key; re-sharing after a membership change is a new dealing
+//   round       the he round with the real services, 4 site processes and 2 aggregators (the round
+//               bench's federation, bench/round-he-plain.ts), under threshold keys beside the
+//               shared key, mean of rounds 2..R (COHORT_BENCH_ROUNDS, default 4; rows shared by the
+//               sites: COHORT_BENCH_TRAIN_LIMIT, default 60,000; COHORT_BENCH_THRESHOLD_ROUND=0 skips it)
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CkksKeyset, DEFAULT_CKKS_PARAMS, getCkksContext } from '../crypto/ckks/index.ts';
 import type { LaneContext, LaneKeyset } from '../crypto/lanes/index.ts';
 import { AggregateMacKey } from '../crypto/mac/index.ts';
@@ -36,10 +43,50 @@ import {
 } from '../crypto/threshold/index.ts';
 import { MNIST_2NN, parameterCount } from '../federation/index.ts';
 import { encodeUpdate, type RoundContext } from '../src/protocol/index.ts';
+import { createLocalDeployment, type LocalDeployment } from '../src/services/index.ts';
+import { type HeResult, runHeArm } from './round-he-plain.ts';
 import { gaussianUpdate } from './synthetic-update.ts';
 import { type BenchRow, printTable, timeIt, writeResults } from './table.ts';
 
 const SITE_COUNTS = [4, 16, 64];
+const env = (name: string, fallback: number) => {
+  const v = Number(process.env[name]);
+  return Number.isFinite(v) && v > 0 ? v : fallback;
+};
+const ROUNDS = Math.max(2, env('COHORT_BENCH_ROUNDS', 4));
+const TRAIN_LIMIT = env('COHORT_BENCH_TRAIN_LIMIT', 60_000);
+const say = (s: string) => process.stderr.write(`[threshold bench] ${s}\n`);
+
+/** `ROUNDS` he rounds of the round bench's federation under `keys`. */
+async function heRounds(keys: 'shared' | 'threshold'): Promise<HeResult> {
+  const dir = mkdtempSync(join(tmpdir(), `cohort-threshold-bench-${keys}-`));
+  let dep: LocalDeployment | undefined;
+  try {
+    dep = await createLocalDeployment({
+      dir,
+      federation: 'bench',
+      aggregators: 2,
+      sites: 4,
+      overrides: {
+        round: { deadlineMs: 300_000, voteTimeoutMs: 300_000, heartbeatMs: 200, missedHeartbeats: 50 },
+        learning: { trainLimit: TRAIN_LIMIT, testLimit: 200 },
+        codec: { clip: 0.02 },
+        crypto: { keys },
+        log: { level: 'error' },
+      },
+    });
+    say(`${keys} keys: ${ROUNDS} he rounds, sites as processes…`);
+    return await runHeArm(dep, ROUNDS);
+  } finally {
+    await dep?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const steadyMean = (xs: readonly number[]) => {
+  const s = xs.slice(1);
+  return s.reduce((a, b) => a + b, 0) / s.length;
+};
 const DEALING_COUNTS = [10, 100];
 
 export async function runThresholdBench(): Promise<void> {
@@ -214,12 +261,65 @@ export async function runThresholdBench(): Promise<void> {
         floor: { metric: 'creating the shared key', value: sharedKeygenMs },
       });
     }
+    const rounds: Record<string, HeResult> = {};
+    if (process.env.COHORT_BENCH_THRESHOLD_ROUND !== '0') {
+      for (const keys of ['shared', 'threshold'] as const) rounds[keys] = await heRounds(keys);
+      const shared = rounds.shared!;
+      const threshold = rounds.threshold!;
+      const floor = {
+        metric: `shared-key he round, mean r2..r${ROUNDS}`,
+        value: steadyMean(shared.durations),
+      };
+      rows.push(
+        {
+          section: 'round',
+          metric: `threshold he round, mean r2..r${ROUNDS} (4 site processes, 2 aggs, 2NN, ${TRAIN_LIMIT.toLocaleString('en-US')} rows; ${threshold.committed} commit / ${threshold.aborted} abort)`,
+          value: steadyMean(threshold.durations),
+          unit: 'ms',
+          floor,
+          compare: '≤ 1.5× shared',
+          pass: steadyMean(threshold.durations) / floor.value <= 1.5,
+        },
+        {
+          section: 'round',
+          metric: 'threshold: open → PREPARE (train, encrypt, upload, verify, sum, shares)',
+          value: steadyMean(threshold.openToPrepareMs),
+          unit: 'ms',
+          floor: { metric: 'shared key: open → PREPARE', value: steadyMean(shared.openToPrepareMs) },
+          compare: '',
+          detail: true,
+        },
+        {
+          section: 'round',
+          metric: 'threshold: PREPARE → decision (fetch shares, combine, apply, vote, log)',
+          value: steadyMean(threshold.prepareToDecisionMs),
+          unit: 'ms',
+          floor: { metric: 'shared key: PREPARE → decision', value: steadyMean(shared.prepareToDecisionMs) },
+          compare: '',
+          detail: true,
+        },
+        {
+          section: 'round',
+          metric: 'threshold: site upload per round (all sites)',
+          value: steadyMean(threshold.uploadBytes) / 1e6,
+          unit: 'MB',
+          floor: { metric: 'shared key: site upload per round', value: steadyMean(shared.uploadBytes) / 1e6 },
+          compare: '',
+          detail: true,
+        },
+      );
+    }
     printTable('Threshold CKKS beside the shared key (one 2NN update, same run)', rows);
     const path = writeResults('threshold', rows, {
       parameters: d,
       blocks: blocksAt8,
       threshold: DEFAULT_THRESHOLD_PARAMS,
       shared: DEFAULT_CKKS_PARAMS,
+      round: {
+        rounds: ROUNDS,
+        trainLimit: TRAIN_LIMIT,
+        durations: Object.fromEntries(Object.entries(rounds).map(([k, r]) => [k, r.durations])),
+      },
     });
     console.log(`\nwrote ${path}`);
   } finally {

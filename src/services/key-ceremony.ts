@@ -28,11 +28,7 @@ import {
   toPublicSigningKey,
   wipeSigningKeyPair,
 } from '../../crypto/signature/index.ts';
-import {
-  defaultThreshold,
-  type ThresholdContext,
-  type ThresholdRoster,
-} from '../../crypto/threshold/index.ts';
+import type { ThresholdContext } from '../../crypto/threshold/index.ts';
 import { CryptoError, InvalidArgumentError } from '../errors/index.ts';
 import {
   assertMemberId,
@@ -70,6 +66,7 @@ import {
   collectThresholdShares,
   dealThresholdShares,
   type ThresholdEpoch,
+  thresholdRosterOf,
   writeThresholdEpoch,
 } from './threshold-dealing.ts';
 
@@ -386,12 +383,14 @@ function thresholdCeremony(
   threshold: NonNullable<CeremonyInput['threshold']>,
   registry: MemberRegistry,
 ): ThresholdEpoch & { readonly publicShares: CollectedEpoch['publicShares'] } {
-  const roster: ThresholdRoster = {
+  const roster = thresholdRosterOf({
     federation,
     paramsId: threshold.ctx.paramsId,
-    threshold: threshold.sites ?? defaultThreshold(sites.length, threshold.minContributors),
-    sites: sites.map((id, k) => ({ id, point: k + 1 })),
-  };
+    sites,
+    enrolled: () => true,
+    ...(threshold.sites === undefined ? {} : { threshold: threshold.sites }),
+    minContributors: threshold.minContributors,
+  });
   const view = RegistryView.fromRegistry(registry);
   for (const site of sites) {
     const signingKey = loadSigningKeyPair(join(dir, site, `${site}.key`));

@@ -5,6 +5,7 @@ import { type PublicSigningKey, type SigningKeyPair, sign, verify } from '../../
 import { readKeyFile, writeKeyFile } from '../../crypto/signature/key-file-io.ts';
 import {
   assertRoster,
+  defaultThreshold,
   epochId,
   epochSeed,
   packedBytes,
@@ -395,4 +396,41 @@ export function maxShareBundleBytesFor(
   const blocks = Math.ceil(updateLength / lanes.slots) + 4;
   const ids = (maxContributors + rosterSites) * (4 + 64 + 4);
   return blocks * lanes.maxCiphertextBytes + ids + 64 * 1024;
+}
+
+/**
+ * The key epoch's roster as every member computes it from the federation's configuration and its
+ * registry, so that no roster file has to be trusted: the configuration's sites (`members.sites`,
+ * in order) that the registry lists as unrevoked sites, each at point k + 1 by that order, and
+ * t = `crypto.threshold.sites` or ⌈2n/3⌉, at least `round.minContributors` (never more than n).
+ *
+ * @throws InvalidArgumentError when fewer sites than t (or none) are enrolled.
+ */
+export function thresholdRosterOf(input: {
+  readonly federation: string;
+  readonly paramsId: Uint8Array;
+  /** The configuration's sites, in order. */
+  readonly sites: readonly string[];
+  /** Whether the registry lists `id` as an unrevoked site. */
+  readonly enrolled: (id: string) => boolean;
+  /** `crypto.threshold.sites`, when set. */
+  readonly threshold?: number;
+  readonly minContributors: number;
+}): ThresholdRoster {
+  const sites = input.sites.filter((id) => input.enrolled(id));
+  if (sites.length === 0) throw new InvalidArgumentError('no enrolled site to make a threshold roster of');
+  const threshold = input.threshold ?? defaultThreshold(sites.length, input.minContributors);
+  if (threshold > sites.length) {
+    throw new InvalidArgumentError(
+      `crypto.threshold.sites ${threshold} is more than the ${sites.length} enrolled site(s)`,
+    );
+  }
+  const roster: ThresholdRoster = {
+    federation: input.federation,
+    paramsId: input.paramsId,
+    threshold,
+    sites: sites.map((id, k) => ({ id, point: k + 1 })),
+  };
+  assertRoster(roster);
+  return roster;
 }

@@ -8,6 +8,7 @@ import { renderBenchBlocks, renderResultTable } from '../../bench/result-tables.
 import type { BenchResultFile } from '../../bench/table.ts';
 
 const PAGE = fileURLToPath(new URL('../../docs/results.md', import.meta.url));
+const README = fileURLToPath(new URL('../../README.md', import.meta.url));
 
 const file: BenchResultFile = {
   name: 'demo',
@@ -60,8 +61,17 @@ describe('benchmark tables', () => {
     );
   });
 
-  it('the tables of docs/results.md match bench/results', () => {
-    const text = readFileSync(PAGE, 'utf8');
-    expect(renderBenchBlocks(text).text).toBe(text);
+  it('the tables of docs/results.md and README.md match bench/results', () => {
+    for (const page of [PAGE, README]) {
+      const text = readFileSync(page, 'utf8');
+      expect(renderBenchBlocks(text).text, page).toBe(text);
+    }
+    // The README's threshold block holds only the sections it names.
+    const readme = readFileSync(README, 'utf8');
+    const block = readme.slice(readme.indexOf('<!-- bench: threshold sections=wire,round -->'));
+    const table = block.slice(0, block.indexOf('<!-- /bench -->'));
+    expect(table).toMatch(/\| wire +\|/);
+    expect(table).toMatch(/\| round +\|/);
+    expect(table).not.toMatch(/\| decryption +\|/);
   });
 });

@@ -5,6 +5,7 @@ import { registerKeysDataCommand } from './keys-data.ts';
 import { registerKeysKemCommand } from './keys-kem.ts';
 import { registerKeysShowCommand } from './keys-show.ts';
 import { registerKeysSigningCommand } from './keys-signing.ts';
+import { registerKeysThresholdCommand } from './keys-threshold.ts';
 
 /** `cohort keys …`: the key ceremony's tools (`signing`, `kem`, `ckks`, `data`, `show`). */
 export function registerKeysCommand(program: Command, ctx: CliContext): void {
@@ -17,5 +18,6 @@ export function registerKeysCommand(program: Command, ctx: CliContext): void {
   registerKeysKemCommand(keys, ctx);
   registerKeysCkksCommand(keys, ctx);
   registerKeysDataCommand(keys, ctx);
+  registerKeysThresholdCommand(keys, ctx);
   registerKeysShowCommand(keys, ctx);
 }
