@@ -43,10 +43,15 @@ export class PositionLedger {
   readonly dir: string;
   readonly #claims = new Map<string, { kind: number; value: string }>();
   #fd: number;
+  /** Bytes of whole records in the file. */
+  #length: number;
+  /** An append failed and could not be undone: no claim is trusted until the ledger is reopened. */
+  #broken = false;
 
-  private constructor(dir: string, fd: number) {
+  private constructor(dir: string, fd: number, length: number) {
     this.dir = dir;
     this.#fd = fd;
+    this.#length = length;
   }
 
   /**
@@ -68,7 +73,7 @@ export class PositionLedger {
         ftruncateSync(fd, whole);
         fsyncSync(fd);
       }
-      const ledger = new PositionLedger(dir, fd);
+      const ledger = new PositionLedger(dir, fd, whole);
       for (let at = 0; at < whole; at += RECORD) {
         const kind = bytes[at]!;
         const key = bytes.subarray(at + 1, at + 33).toString('hex');
@@ -159,6 +164,9 @@ export class PositionLedger {
 
   #append(kind: number, key: string, value: Uint8Array): void {
     if (this.#fd < 0) throw new InvalidArgumentError('the position ledger is closed');
+    if (this.#broken) {
+      throw new CryptoError('LEDGER_UNAVAILABLE', `the position ledger in ${this.dir} failed a write: reopen it`);
+    }
     const record = new Uint8Array(RECORD);
     record[0] = kind;
     record.set(Buffer.from(key, 'hex'), 1);
@@ -167,7 +175,17 @@ export class PositionLedger {
       let at = 0;
       while (at < RECORD) at += writeSync(this.#fd, record, at, RECORD - at);
       fsyncSync(this.#fd);
+      this.#length += RECORD;
     } catch (cause) {
+      // A part of the record may be on disk: cut it off, so the next record starts on a boundary
+      // (a later record read at a shifted offset would forget a claim). If that fails too, refuse
+      // every claim until the ledger is reopened, which drops a torn tail.
+      try {
+        ftruncateSync(this.#fd, this.#length);
+        fsyncSync(this.#fd);
+      } catch {
+        this.#broken = true;
+      }
       throw new CryptoError('LEDGER_UNAVAILABLE', `cannot record a claim in ${this.dir}`, { cause });
     }
     this.#claims.set(key, { kind, value: Buffer.from(value).toString('hex') });

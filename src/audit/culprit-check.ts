@@ -13,7 +13,12 @@ import {
   unframe,
   updateLayout,
 } from '../protocol/index.ts';
-import { decodeContribution, encodeAggregateObject, maxContributionFrameBytes } from '../round/index.ts';
+import {
+  blamedDecrypter,
+  decodeContribution,
+  encodeAggregateObject,
+  maxContributionFrameBytes,
+} from '../round/index.ts';
 import { auditLanes } from './audit-lanes.ts';
 import type { AuditProblem, AuditUnchecked } from './audit-report.ts';
 import type { AuditSource } from './audit-source.ts';
@@ -57,7 +62,9 @@ export interface CulpritCheckInput {
  * - `UPDATE_DROPPED`: a logged NO vote of a site carries a receipt the aggregator signed of its
  *   update in this round and attempt, and the aggregator's logged partial does not list the site;
  * - `CONTRIBUTION_NOT_STORED`: a listed contribution stored by the aggregator is not in the store,
- *   or not the listed one.
+ *   or not the listed one;
+ * - `SHARES_INVALID` (threshold keys): more than half of the round's logged voters voted NO because
+ *   that decrypting site's share bundle did not open (`blamedDecrypter`).
  * A culprit the evidence does not bear out is `CULPRIT_UNPROVEN`. An `ISOLATED` site (named by
  * elimination over rounds) cannot be proven from one round's evidence: listed
  * `CULPRIT_BY_ELIMINATION`.
@@ -87,6 +94,12 @@ export async function checkCulprits(input: CulpritCheckInput): Promise<CulpritCh
       const dropped = droppedBy(input, c.member, partial);
       if (dropped === null) proven++;
       else unproven(c, dropped);
+      continue;
+    }
+    if (c.fault === 'SHARES_INVALID') {
+      // Threshold keys: more than half the round's logged voters blame its share bundle.
+      if (blamedDecrypter(decision.voters, input.votes)?.site === c.member) proven++;
+      else unproven(c, 'no more than half of the logged votes blame its decryption shares');
       continue;
     }
     if (partial === undefined) {

@@ -75,7 +75,9 @@ export interface DecisionBody {
  * `PARTIAL_NOT_SUM` (an aggregator's signed partial is not the sum of the contributions it lists;
  * `evidence` names the stored partial), `CONTRIBUTION_NOT_STORED` (an aggregator listed a
  * contribution it did not keep, or kept another), `ISOLATED` (a site left alone in the
- * intersection of the contributors of rounds whose aggregate only a contribution could spoil).
+ * intersection of the contributors of rounds whose aggregate only a contribution could spoil),
+ * `SHARES_INVALID` (threshold keys: a decrypting site whose signed share bundle more than half of
+ * the voters could not open).
  */
 export interface CulpritRecord {
   member: string;

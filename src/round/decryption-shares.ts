@@ -404,6 +404,17 @@ export function sharesObjectName(round: number): string {
 }
 
 /**
+ * The object the share request of round `round` is stored as before it is published:
+ * `round-<n>-share-request`. The store is write-once, so every decrypting site reads the same
+ * request there: one context per round attempt federation-wide, whatever the coordinator sends.
+ */
+export function shareRequestObjectName(round: number): string {
+  if (!Number.isSafeInteger(round) || round < 1)
+    throw new InvalidArgumentError(`round ${round} must be a positive integer`);
+  return `round-${round}-share-request`;
+}
+
+/**
  * The stored shares of a round: the coordinator-signed share request exactly as published (it
  * names the decrypting set), then one bundle per decrypting site in the request's order, framed
  * as an aggregate object is (u32 count, then u32 length ‖ bytes each).

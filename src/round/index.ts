@@ -30,6 +30,7 @@ export {
   type ShareContext,
   shareContextBytes,
   shareContextOf,
+  shareRequestObjectName,
   sharesDecryptor,
   sharesObjectName,
   type VerifySharesInput,
@@ -47,3 +48,4 @@ export {
   type RoundPrivacy,
   type RoundRobust,
 } from './round-params.ts';
+export { blamedDecrypter, SHARES_INVALID_VOTE, sharesInvalidReason } from './shares-blame.ts';

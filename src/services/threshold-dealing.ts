@@ -74,13 +74,16 @@ function encodePublicShare(seed: Uint8Array, site: string, c0: Uint8Array, key: 
   return out;
 }
 
-/** Parses and verifies a public share file for `site` and the roster's seed; returns its packed c0. */
+/**
+ * Parses and verifies a public share file for `site` and the roster's seed; returns its packed c0.
+ * `keys`: the site's signing keys it may have signed with (one verifying is enough).
+ */
 function decodePublicShare(
   ctx: ThresholdContext,
   bytes: Uint8Array,
   seed: Uint8Array,
   site: string,
-  key: PublicSigningKey,
+  keys: PublicSigningKey | readonly PublicSigningKey[],
 ): Uint8Array {
   const id = new TextEncoder().encode(site);
   const bodyLength = 37 + id.length + packedBytes(ctx);
@@ -92,7 +95,10 @@ function decodePublicShare(
   const sigLength = new DataView(bytes.buffer, bytes.byteOffset).getUint16(bodyLength);
   if (bytes.length !== bodyLength + 2 + sigLength) throw refuse('malformed');
   const body = bytes.subarray(0, bodyLength);
-  if (!verify(key, PUBLIC_SHARE_DOMAIN, body, bytes.subarray(bodyLength + 2))) throw refuse('bad signature');
+  const signature = bytes.subarray(bodyLength + 2);
+  const candidates = Array.isArray(keys) ? keys : [keys as PublicSigningKey];
+  if (!candidates.some((key) => verify(key, PUBLIC_SHARE_DOMAIN, body, signature)))
+    throw refuse('bad signature');
   return bytes.slice(37 + id.length, bodyLength);
 }
 
@@ -366,7 +372,15 @@ export function loadThresholdEpoch(input: {
     const file = join(publicKeyDir(dir), thresholdFiles.publicShare(s.id));
     shares.set(
       s.id,
-      decodePublicShare(ctx, readFileSync(file), seed, s.id, m.epochs[m.epochs.length - 1]!.signingKey),
+      // Any key the site has held: a rotation after the ceremony does not unmake its public share,
+      // which the epoch id (pinned in the configuration) binds anyway.
+      decodePublicShare(
+        ctx,
+        readFileSync(file),
+        seed,
+        s.id,
+        m.epochs.map((e) => e.signingKey),
+      ),
     );
   }
   const id = epochId(roster, shares);
@@ -394,7 +408,8 @@ export function maxShareBundleBytesFor(
   rosterSites: number,
 ): number {
   const blocks = Math.ceil(updateLength / lanes.slots) + 4;
-  const ids = (maxContributors + rosterSites) * (4 + 64 + 4);
+  // Each id: a u32 length, up to 128 bytes, and a point.
+  const ids = (maxContributors + rosterSites) * (4 + 128 + 4);
   return blocks * lanes.maxCiphertextBytes + ids + 64 * 1024;
 }
 

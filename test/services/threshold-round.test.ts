@@ -36,8 +36,10 @@ import {
   openShareBundle,
   shareContextOf,
   sharesObjectName,
+  verifyShareBundle,
 } from '../../src/round/index.ts';
-import { loadSiteDataKey } from '../../src/services/index.ts';
+import { startAgent } from '../../src/services/agent/index.ts';
+import { loadSiteDataKey, openMember } from '../../src/services/index.ts';
 import { aggregateStore, readWriteOnceObject } from '../../src/services/store/index.ts';
 import { e2eOverrides } from '../helpers/e2e-overrides.ts';
 import { blockReason } from '../helpers/error-code.ts';
@@ -328,4 +330,170 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
     await sub.unsubscribe();
     expect(heard).toEqual([]);
   });
+  it('refuses to enroll a site under threshold keys: a new site needs a new key epoch', async () => {
+    const keys = f.dep.config.members!.keysDir;
+    const r = await cohort(
+      'registry',
+      'enroll',
+      '--config',
+      f.dep.configPath,
+      '--officer-key',
+      f.dep.officer.key,
+      '--member',
+      'site-1',
+      '--signing-pub',
+      join(keys, 'public', 'site-1.pub'),
+    );
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toMatch(/under threshold keys a new site needs a new key epoch/);
+  });
+
+  it('a decrypter revoked later leaves every past round replayable: a site rebuilt from the log replays them', async () => {
+    // site-2 (the silent process) goes; the federation runs on with site-2 back in process.
+    f.processes.get('site-2')!.child.kill('SIGKILL');
+    await f.processes.get('site-2')!.exited;
+    await f.startAgent('site-2');
+    const decided: { round: number; commit: boolean }[] = [];
+    const coordinator = f.startCoordinator({
+      rounds: 100,
+      switchWaitMs: 5000,
+      onEvent: (e) => {
+        if (e.type === 'decision') decided.push({ round: e.summary.round, commit: e.summary.commit });
+      },
+    });
+    await waitFor('a commit', () => decided.some((d) => d.commit), 90_000);
+    // site-4 made shares in rounds 3 and 5; it is revoked from the round after next.
+    const from = coordinator.stats().round + 2;
+    const run = await cohort(
+      'registry',
+      'revoke',
+      '--config',
+      f.dep.configPath,
+      '--officer-key',
+      f.dep.officer.key,
+      '--member',
+      'site-4',
+      '--from-round',
+      String(from),
+      '--wait',
+    );
+    expect(run.status, run.stderr).toBe(0);
+    await waitFor(
+      `a commit from round ${from} on`,
+      () => decided.some((d) => d.round >= from && d.commit),
+      90_000,
+    );
+    await coordinator.stop();
+    const made = (await f.decisions()).filter((d) => d.commit);
+    for (const d of made.filter((x) => x.round >= from)) {
+      const stored = await readWriteOnceObject(
+        f.coord.transport.connection,
+        aggregateStore(F),
+        sharesObjectName(d.round),
+        {
+          maxBytes: 64 * 1024 * 1024,
+          timeoutMs: 5000,
+        },
+      );
+      const body = openControl(decodeSharesObject(stored!).request, 'share-request', f.coord.keys).body;
+      expect(body.decrypting.map((x) => x.site)).not.toContain('site-4');
+    }
+    // site-1 rebuilds its store from the log in a fresh folder: every commit replayed, the rounds
+    // whose shares site-4 signed included (checked with the key it held then).
+    await f.agents.get('site-1')!.stop();
+    f.agents.delete('site-1');
+    const fresh = mkdtempSync(join(tmpdir(), 'cohort-thresh-rebuild-'));
+    try {
+      const ctx = await openMember(
+        { ...f.dep.config, paths: { ...f.dep.config.paths, dataDir: fresh } },
+        'site-1',
+      );
+      const agent = await startAgent(ctx, {});
+      try {
+        const top = made.at(-1)!;
+        await waitFor('site-1 rebuilt to the head', () => agent.stats().replayed >= made.length, 90_000);
+        expect(agent.stats().replayed).toBe(made.length);
+        expect(made.some((d) => d.round === 3 || d.round === 5)).toBe(true);
+        expect(top.commit).toBe(true);
+      } finally {
+        await agent.stop();
+        await ctx.close();
+      }
+    } finally {
+      rmSync(fresh, { recursive: true, force: true });
+    }
+  }, 300_000);
+  it('a coordinator that shows a site another context than the stored request gets no shares for it', async () => {
+    // While a round collects shares, the coordinator's key also signs a second request for the same
+    // attempt: a phantom cohort (site-1 beside two others, not the sites the log's partials list)
+    // and another decrypting set. Every site answers only the request stored write-once for the
+    // round, so the bundles on the wire are all for the stored context.
+    const keys = f.dep.config.members!.keysDir;
+    const epoch = JSON.parse(readFileSync(join(keys, 'public', 'threshold.epoch.json'), 'utf8')) as {
+      sites: { id: string; point: number }[];
+    };
+    // site-1 back (site-4 is revoked): three sites, the threshold.
+    await f.startAgent('site-1');
+    const listen = (await f.member('site-2')).transport.connection;
+    const tapWire = (await f.member('coordinator')).transport.connection;
+    // Bundles travel in chunks (Cohort-Id, Cohort-Chunk `i/n`): reassembled here by message id.
+    const chunks = new Map<string, { site: string; parts: Uint8Array[]; count: number }>();
+    let closed = false;
+    let real: ControlBodies['share-request'] | undefined;
+    const bundles = tapWire.subscribe(`cohort.${F}.share.*`, {
+      callback: (_err, m) => {
+        if (closed) return; // a later round's bundles
+        const id = m.headers?.get('Cohort-Id') ?? `${Math.random()}`;
+        const [index, count] = (m.headers?.get('Cohort-Chunk') ?? '0/1').split('/').map(Number);
+        const entry = chunks.get(id) ?? { site: m.subject.split('.').at(-1)!, parts: [], count: count! };
+        entry.parts[index!] = m.data.slice();
+        chunks.set(id, entry);
+      },
+    });
+    const requests = listen.subscribe(f.coord.subjects.shareRequest, {
+      callback: (_err, m) => {
+        if (real !== undefined) return;
+        const body = openControl(m.data, 'share-request', f.coord.keys).body;
+        real = body;
+        const others = body.contributors.filter((x) => x !== 'site-1').slice(0, 2);
+        const forged: ControlBodies['share-request'] = {
+          ...body,
+          contributors: ['site-1', ...others].sort(),
+          decrypting: epoch.sites
+            .filter((x) => x.id !== body.decrypting.at(-1)!.site)
+            .slice(0, body.decrypting.length)
+            .map((x) => ({ site: x.id, point: x.point })),
+        };
+        void f.coord.transport.publish(
+          f.coord.subjects.shareRequest,
+          sealControl('share-request', forged, f.coord.member, f.coord.signing),
+        );
+      },
+    });
+    const refusedBefore = [...f.agents.values()].reduce((a, agent) => a + agent.stats().replaysRefused, 0);
+    // The coordinator stopped in the test before may have left a round open: its successor aborts
+    // it first, so run two round numbers on.
+    const last = (await f.decisions()).at(-1)!.round;
+    const summary = await f.runCoordinator(last + 2, (e) => {
+      if (e.type === 'decision' && e.summary.round === real?.round) closed = true;
+    });
+    requests.unsubscribe();
+    bundles.unsubscribe();
+    expect(real).toBeDefined();
+    expect(summary.rounds.some((r) => r.round === real!.round && r.commit)).toBe(true);
+    // Every bundle on the wire is for the stored request's context; none for the forged one.
+    const lanes = f.coord.ckks as ThresholdLaneContext;
+    const context = shareContextOf(real!);
+    const seen = [...chunks.values()]
+      .filter((c) => c.parts.filter((p) => p !== undefined).length === c.count)
+      .map((c) => ({ site: c.site, bytes: new Uint8Array(Buffer.concat(c.parts)) }));
+    expect(seen.length).toBeGreaterThanOrEqual(real!.decrypting.length);
+    for (const b of seen) {
+      expect(() =>
+        verifyShareBundle(b.bytes, { lanes, context, site: b.site, key: f.coord.keys(b.site)! }),
+      ).not.toThrow();
+    }
+    const refused = [...f.agents.values()].reduce((a, agent) => a + agent.stats().replaysRefused, 0);
+    expect(refused).toBeGreaterThan(refusedBefore);
+  }, 120_000);
 });

@@ -82,14 +82,24 @@ export async function loadAgentCore(
     options.macKeyOverride ??
     (dataKey === null ? null : AggregateMacKey.fromDataKey(dataKey, config.federation.id));
   const store = openModelStore(join(config.paths.dataDir, ctx.member));
-  const follower = await LogFollower.open(ctx.transport.connection, {
-    federation: config.federation.id,
-    coordinator: ctx.members.coordinator,
-    keys: ctx.keys,
-    genesis: genesis.commit,
-    ...(options.sharedLogReads === undefined ? {} : { shared: options.sharedLogReads }),
-  });
-  const engine = options.engine ?? (await createEngine(config.learning));
+  let follower: LogFollower;
+  let engine: TrainingEngine;
+  try {
+    follower = await LogFollower.open(ctx.transport.connection, {
+      federation: config.federation.id,
+      coordinator: ctx.members.coordinator,
+      keys: ctx.keys,
+      genesis: genesis.commit,
+      ...(options.sharedLogReads === undefined ? {} : { shared: options.sharedLogReads }),
+    });
+    engine = options.engine ?? (await createEngine(config.learning));
+  } catch (err) {
+    // Nothing owns the keys yet: wipe them and close the ledger before the failure goes up.
+    threshold?.close();
+    if (ownsKeyset) keyset?.delete();
+    dataKey?.fill(0);
+    throw err;
+  }
   const core: AgentCore = {
     ctx,
     options,

@@ -286,8 +286,11 @@ class SiteAgent implements AgentService {
     }
     // A straggler still training stops: a PREPARE (or a newer round) means its update is no longer wanted.
     if (type === 'share-request') {
+      // A straggler still training for this round stops: its update is no longer wanted, and a
+      // share request queued behind its training would go unanswered and strike it as silent.
+      if (this.#training !== null && this.#training.round <= body.round) this.#training.controller.abort();
       this.#enqueue(async () => {
-        await onShareRequest(this.#core!, opened.body as ControlBodies['share-request']);
+        await onShareRequest(this.#core!, opened.body as ControlBodies['share-request'], msg.data);
       });
       return;
     }

@@ -8,6 +8,7 @@ import {
   openShareBundle,
   shareContextOf,
   sharesDecryptor,
+  sharesInvalidReason,
   sharesObjectName,
 } from '../../round/index.ts';
 import { aggregateStore } from '../store/index.ts';
@@ -90,7 +91,8 @@ export async function aggregateDecryptor(
   const opened = new Map<string, RnsPoly[]>();
   try {
     request.decrypting.forEach((d, k) => {
-      const key = core.ctx.keys(d.site);
+      // The key the site held in that round (a later rotation or revocation does not unmake it).
+      const key = core.ctx.registryView?.keyFor(d.site, round.round) ?? core.ctx.keys(d.site);
       if (key === undefined) throw fail(`${d.site} has no registered signing key`);
       try {
         opened.set(
@@ -98,7 +100,10 @@ export async function aggregateDecryptor(
           openShareBundle(bundles[k]!, { lanes, context, site: d.site, key, dataKey: core.dataKey! }),
         );
       } catch (cause) {
-        throw fail((cause as Error).message);
+        // Its signed bundle does not open: that site's fault, named so the coordinator strikes it.
+        throw onMismatch === 'vote-no'
+          ? new VoteNo(sharesInvalidReason(d.site, (cause as Error).message))
+          : fail((cause as Error).message);
       }
     });
     return { keyset: sharesDecryptor(lanes, context, opened), owned: true };

@@ -1,12 +1,14 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
 import { CohortError } from '../../errors/index.ts';
+import { statisticsLaneCount } from '../../protocol/index.ts';
 import { federationGenesis, maxContributionFrameBytes, modelSpecFor } from '../../round/index.ts';
 import type { TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
 import { snapshotWriter } from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
+import { contractFeatureCount } from '../statistics-plan.ts';
 import {
   aggregateStore,
   CONTRIBUTION_HEADER_BYTES,
@@ -332,7 +334,13 @@ class Coordinator implements IntakeHost {
             ? undefined
             : maxShareBundleBytesFor(
                 this.ctx.ckks as ThresholdLaneContext,
-                this.updateLength,
+                // A statistics round may carry more lanes than a training update.
+                Math.max(
+                  this.updateLength,
+                  contractFeatureCount(cfg) === null
+                    ? 0
+                    : statisticsLaneCount(contractFeatureCount(cfg)!, cfg.codec.bits),
+                ),
                 cfg.codec.maxContributors,
                 this.threshold.roster.sites.length,
               ),

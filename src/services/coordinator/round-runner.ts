@@ -10,7 +10,7 @@ import {
   RoundTree,
   sealControl,
 } from '../../protocol/index.ts';
-import { aggregateDigest, encodeAggregateObject, PartialIntake } from '../../round/index.ts';
+import { aggregateDigest, blamedDecrypter, encodeAggregateObject, PartialIntake } from '../../round/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
 import type { ChainCommit } from '../federation-log/index.ts';
@@ -122,6 +122,23 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     partials: intake.accepted,
     keys: (id) => host.ctx.keys(id),
   });
+  // A decrypter whose bundle most voters could not open is struck, not the voters it misled.
+  const decrypter = blamedDecrypter([...verdict.yes, ...verdict.no], state.votes);
+  const badShares: { culprits: CulpritRecord[]; excused: readonly string[] } =
+    decrypter === undefined || !state.shareRequest?.context.decrypting.some((d) => d.site === decrypter.site)
+      ? { culprits: [], excused: [] }
+      : {
+          culprits: [
+            {
+              member: decrypter.site,
+              role: 'site',
+              fault: 'SHARES_INVALID',
+              detail: `its decryption shares did not open for ${decrypter.voters.length} of the round's voters`,
+              evidence: '',
+            },
+          ],
+          excused: decrypter.voters,
+        };
   const culprits = verdict.aggregateFault
     ? await blame(host, {
         open,
@@ -133,7 +150,11 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   return decide(
     host,
     state,
-    { ...facts, culprits: [...culprits, ...dropped.culprits], excused: dropped.excused },
+    {
+      ...facts,
+      culprits: [...culprits, ...dropped.culprits, ...badShares.culprits],
+      excused: [...dropped.excused, ...badShares.excused],
+    },
     verdict,
   );
 }

@@ -3,6 +3,7 @@ import {
   encodeSharesObject,
   type ShareContext,
   shareContextOf,
+  shareRequestObjectName,
   sharesObjectName,
 } from '../../round/index.ts';
 import { failpoint } from '../failpoint.ts';
@@ -82,13 +83,24 @@ export async function collectShares(
   };
   const context: ShareContext = shareContextOf(body);
   const bytes = sealControl('share-request', body, ctx.member, ctx.signing);
+  // Stored write-once before it is sent: a site answers only the request it finds there, so no
+  // two sites can be shown two contexts for one attempt (two sets, or two cohorts, at one position
+  // would open a site's update).
+  try {
+    await (await host.aggregates()).put(shareRequestObjectName(state.round), bytes);
+  } catch (err) {
+    ctx.log.error({ round: state.round, err }, 'cannot store the share request');
+    return { failed: `cannot store the share request: ${(err as Error).message}`, silent: [] };
+  }
   state.shareRequest = { context, bytes };
   state.phase = 'sharing';
   host.setPhase('sharing');
   try {
     await ctx.transport.publish(ctx.subjects.shareRequest, bytes);
   } catch (err) {
+    // Nobody was asked: nobody is silent.
     ctx.log.error({ round: state.round, err }, 'share request not published');
+    return { failed: `share request not published: ${(err as Error).message}`, silent: [] };
   }
   failpoint('coordinator.shares-requested', state.round);
   const all = () => decrypting.every((d) => state.shares.has(d.site));
