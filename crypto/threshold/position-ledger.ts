@@ -165,7 +165,10 @@ export class PositionLedger {
   #append(kind: number, key: string, value: Uint8Array): void {
     if (this.#fd < 0) throw new InvalidArgumentError('the position ledger is closed');
     if (this.#broken) {
-      throw new CryptoError('LEDGER_UNAVAILABLE', `the position ledger in ${this.dir} failed a write: reopen it`);
+      throw new CryptoError(
+        'LEDGER_UNAVAILABLE',
+        `the position ledger in ${this.dir} failed a write: reopen it`,
+      );
     }
     const record = new Uint8Array(RECORD);
     record[0] = kind;
