@@ -75,7 +75,8 @@ export async function aggregateDecryptor(
             : request.contributors.length !== sites.length ||
                 request.contributors.some((s, k) => s !== sites[k])
               ? 'made for other contributors than the aggregate lists'
-              : request.minContributors < core.ctx.config.round.minContributors
+              : // On catch-up the round is committed: the minimum then in force was the voters' to check.
+                onMismatch === 'vote-no' && request.minContributors < core.ctx.config.round.minContributors
                 ? `made for round.minContributors ${request.minContributors}, below this site's ${core.ctx.config.round.minContributors}`
                 : request.decrypting.length < roster.threshold
                   ? `a decrypting set of ${request.decrypting.length}, the threshold is ${roster.threshold}`
