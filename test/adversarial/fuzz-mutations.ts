@@ -927,7 +927,10 @@ function transportMutant(t: Template, plan: FuzzPlan, honestCrc: string): Mutant
       break;
     }
     case 'crc': {
-      const crcs = [CRC_HEX(t.data), honestCrc.toUpperCase(), honestCrc.slice(1), '', 'zzzzzzzz'];
+      // Upper case is malformed whatever the honest CRC: one without hex letters gets a 'G'.
+      const upper =
+        honestCrc.toUpperCase() === honestCrc ? `${honestCrc.slice(0, 7)}G` : honestCrc.toUpperCase();
+      const crcs = [CRC_HEX(t.data), upper, honestCrc.slice(1), '', 'zzzzzzzz'];
       set['Cohort-Crc'] = crcs[v % crcs.length]!;
       if (set['Cohort-Crc'] === honestCrc) set['Cohort-Crc'] = '00000000';
       what = `Cohort-Crc ${JSON.stringify(set['Cohort-Crc'])}`;
