@@ -17,6 +17,7 @@ import {
   zeroPoly,
 } from '../../crypto/threshold/index.ts';
 import { BlockRejectedError, InvalidArgumentError } from '../errors/index.ts';
+import { CanonicalWriter } from '../protocol/canonical-writer.ts';
 import { type ControlBodies, payloadPositionLabel } from '../protocol/index.ts';
 import { decodeAggregateObject, encodeAggregateObject } from './aggregate-object.ts';
 
@@ -104,51 +105,23 @@ export function assertShareContext(c: ShareContext): void {
 /** Canonical bytes of a share context (length-prefixed fields, in declaration order). */
 export function shareContextBytes(c: ShareContext): Uint8Array {
   assertShareContext(c);
-  const parts: Uint8Array[] = [];
-  const str = (s: string) => {
-    const b = new TextEncoder().encode(s);
-    parts.push(u32(b.length), b);
-  };
-  const raw = (b: Uint8Array) => parts.push(u32(b.length), b);
-  str(c.federation);
-  parts.push(u64(c.round));
-  raw(c.attempt);
-  raw(c.epochId);
-  raw(c.aggregateDigest);
-  parts.push(u32(c.blocks), u32(c.minContributors), u32(c.contributors.length));
-  for (const s of c.contributors) str(s);
-  parts.push(u32(c.decrypting.length));
-  for (const d of c.decrypting) {
-    str(d.site);
-    parts.push(u32(d.point));
-  }
-  return concat(parts);
-}
-
-function u32(v: number): Uint8Array {
-  const b = new Uint8Array(4);
-  new DataView(b.buffer).setUint32(0, v);
-  return b;
-}
-
-function u64(v: number): Uint8Array {
-  const b = new Uint8Array(8);
-  new DataView(b.buffer).setBigUint64(0, BigInt(v));
-  return b;
-}
-
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((a, p) => a + p.length, 0));
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
+  const w = new CanonicalWriter()
+    .str(c.federation)
+    .u64(c.round)
+    .bytes(c.attempt)
+    .bytes(c.epochId)
+    .bytes(c.aggregateDigest)
+    .u32(c.blocks)
+    .u32(c.minContributors)
+    .u32(c.contributors.length);
+  for (const s of c.contributors) w.str(s);
+  w.u32(c.decrypting.length);
+  for (const d of c.decrypting) w.str(d.site).u32(d.point);
+  return w.finish();
 }
 
 function sealKey(dataKey: Uint8Array, context: Uint8Array, site: string): Buffer {
-  const info = concat([new TextEncoder().encode(`cohort/v1/threshold-shares\0${site}\0`), context]);
+  const info = Buffer.concat([Buffer.from(`cohort/v1/threshold-shares\0${site}\0`), context]);
   return Buffer.from(hkdfSync('sha256', dataKey, new Uint8Array(0), info, 32));
 }
 
@@ -184,7 +157,7 @@ export interface MakeSharesInput {
 export function makeShareBundle(input: MakeSharesInput): Uint8Array {
   const { lanes, context, material, signer, dataKey, ledger } = input;
   const tc = lanes.tc;
-  const contextBytes = shareContextBytes(context);
+  const { contextBytes, head } = layout(lanes, context, signer.id);
   const self = context.decrypting.find((d) => d.site === signer.id);
   if (self === undefined) throw new InvalidArgumentError(`${signer.id} is not in the decrypting set`);
   if (material.self !== signer.id || !material.epochId.every((b, i) => b === context.epochId[i])) {
@@ -229,16 +202,16 @@ export function makeShareBundle(input: MakeSharesInput): Uint8Array {
     } finally {
       wipe(key);
     }
-    const site = new TextEncoder().encode(signer.id);
-    const head = concat([MAGIC, u32(contextBytes.length), contextBytes, u32(site.length), site]);
     const nonce = randomBytes(NONCE_BYTES);
     const cipher = createCipheriv('aes-256-gcm', sealKey(dataKey, contextBytes, signer.id), nonce);
     cipher.setAAD(head);
-    const sealed = concat([cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+    const sealed = Buffer.concat([cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
     plain.fill(0);
-    const body = concat([head, nonce, sealed]);
+    const body = Buffer.concat([head, nonce, sealed]);
     const signature = sign(signer.key, SHARES_DOMAIN, body);
-    return concat([body, new Uint8Array([signature.length >> 8, signature.length & 255]), signature]);
+    return new Uint8Array(
+      Buffer.concat([body, Uint8Array.of(signature.length >> 8, signature.length & 255), signature]),
+    );
   });
 }
 
@@ -258,21 +231,12 @@ export interface OpenSharesInput extends VerifySharesInput {
   readonly dataKey: Uint8Array;
 }
 
-/** Largest bundle of a context: its exact body and the largest signature (ML-DSA-65, 3,309 bytes). */
-export function maxShareBundleBytes(
-  lanes: ThresholdLaneContext,
-  context: ShareContext,
-  site: string,
-): number {
-  return layout(lanes, context, site).bodyLength + 2 + MAX_SIGNATURE_BYTES;
-}
-
 const MAX_SIGNATURE_BYTES = 8192;
 
+/** A bundle's parts before its nonce: 'CDS1' ‖ context (length-prefixed) ‖ site (length-prefixed). */
 function layout(lanes: ThresholdLaneContext, context: ShareContext, site: string) {
   const contextBytes = shareContextBytes(context);
-  const siteBytes = new TextEncoder().encode(site);
-  const head = concat([MAGIC, u32(contextBytes.length), contextBytes, u32(siteBytes.length), siteBytes]);
+  const head = Buffer.concat([MAGIC, new CanonicalWriter().bytes(contextBytes).str(site).finish()]);
   const sealedLength = context.blocks * packedBytes(lanes.tc) + TAG_BYTES;
   return { contextBytes, head, bodyLength: head.length + NONCE_BYTES + sealedLength };
 }
@@ -284,11 +248,17 @@ function layout(lanes: ThresholdLaneContext, context: ShareContext, site: string
  * @throws BlockRejectedError `SHARES_INVALID` with the reason.
  */
 export function verifyShareBundle(bytes: Uint8Array, input: VerifySharesInput): void {
+  verifiedLayout(bytes, input);
+}
+
+/** {@link verifyShareBundle}, returning the bundle's layout for {@link openShareBundle}. */
+function verifiedLayout(bytes: Uint8Array, input: VerifySharesInput): ReturnType<typeof layout> {
   const { lanes, context, site } = input;
   const refuse = (why: string) =>
     new BlockRejectedError('SHARES_INVALID', `decryption shares of ${site}: ${why}`, { details: { site } });
   if (!context.decrypting.some((d) => d.site === site)) throw refuse('not in the decrypting set');
-  const { head, bodyLength } = layout(lanes, context, site);
+  const parts = layout(lanes, context, site);
+  const { head, bodyLength } = parts;
   if (
     !(bytes instanceof Uint8Array) ||
     bytes.length < bodyLength + 2 ||
@@ -310,6 +280,7 @@ export function verifyShareBundle(bytes: Uint8Array, input: VerifySharesInput): 
     });
   }
   if (!ok) throw refuse('bad signature');
+  return parts;
 }
 
 /**
@@ -319,10 +290,9 @@ export function verifyShareBundle(bytes: Uint8Array, input: VerifySharesInput): 
  * @throws BlockRejectedError `SHARES_INVALID` with the reason.
  */
 export function openShareBundle(bytes: Uint8Array, input: OpenSharesInput): RnsPoly[] {
-  verifyShareBundle(bytes, input);
+  const { contextBytes, head, bodyLength } = verifiedLayout(bytes, input);
   const { lanes, context, site } = input;
   const tc = lanes.tc;
-  const { contextBytes, head, bodyLength } = layout(lanes, context, site);
   const nonce = bytes.subarray(head.length, head.length + NONCE_BYTES);
   const sealed = bytes.subarray(head.length + NONCE_BYTES, bodyLength);
   let plain: Buffer;

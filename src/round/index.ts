@@ -23,7 +23,6 @@ export {
   encodeSharesObject,
   type MakeSharesInput,
   makeShareBundle,
-  maxShareBundleBytes,
   type OpenSharesInput,
   openShareBundle,
   SHARES_DOMAIN,

@@ -76,14 +76,14 @@ function encodePublicShare(seed: Uint8Array, site: string, c0: Uint8Array, key: 
 
 /**
  * Parses and verifies a public share file for `site` and the roster's seed; returns its packed c0.
- * `keys`: the site's signing keys it may have signed with (one verifying is enough).
+ * `keys`: the signing keys the site may have signed with (one verifying is enough).
  */
 function decodePublicShare(
   ctx: ThresholdContext,
   bytes: Uint8Array,
   seed: Uint8Array,
   site: string,
-  keys: PublicSigningKey | readonly PublicSigningKey[],
+  keys: readonly PublicSigningKey[],
 ): Uint8Array {
   const id = new TextEncoder().encode(site);
   const bodyLength = 37 + id.length + packedBytes(ctx);
@@ -96,9 +96,7 @@ function decodePublicShare(
   if (bytes.length !== bodyLength + 2 + sigLength) throw refuse('malformed');
   const body = bytes.subarray(0, bodyLength);
   const signature = bytes.subarray(bodyLength + 2);
-  const candidates = Array.isArray(keys) ? keys : [keys as PublicSigningKey];
-  if (!candidates.some((key) => verify(key, PUBLIC_SHARE_DOMAIN, body, signature)))
-    throw refuse('bad signature');
+  if (!keys.some((key) => verify(key, PUBLIC_SHARE_DOMAIN, body, signature))) throw refuse('bad signature');
   return bytes.slice(37 + id.length, bodyLength);
 }
 
@@ -211,7 +209,7 @@ export function collectThresholdShares(input: CollectInput): CollectedEpoch {
   const publicShares = new Map<string, Uint8Array>();
   for (const s of roster.sites) {
     const path = join(publicKeyDir(dir), thresholdFiles.publicShare(s.id));
-    publicShares.set(s.id, decodePublicShare(ctx, readFileSync(path), seed, s.id, keyOf(s.id)));
+    publicShares.set(s.id, decodePublicShare(ctx, readFileSync(path), seed, s.id, [keyOf(s.id)]));
   }
   const id = epochId(roster, publicShares);
   const own = memberKeyDir(dir, site);

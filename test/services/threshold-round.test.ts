@@ -75,6 +75,18 @@ function files(dir: string): string[] {
 describe('threshold CKKS rounds (real nats-server, real members)', () => {
   let f: Federation;
 
+  /** An object of the aggregates store, read as the coordinator. */
+  const readStored = async (name: string) =>
+    (await readWriteOnceObject(f.coord.transport.connection, aggregateStore(F), name, {
+      maxBytes: 64 * 1024 * 1024,
+      timeoutMs: 5000,
+    }))!;
+  /** Round `round`'s stored shares: the coordinator's share request (opened) and the t bundles. */
+  const storedShares = async (round: number) => {
+    const { request, bundles } = decodeSharesObject(await readStored(sharesObjectName(round)));
+    return { body: openControl(request, 'share-request', f.coord.keys).body, bundles };
+  };
+
   /** Update blocks captured as they went to the aggregators in round 1 (taps on the wire, no reply): site → block → payload. */
   const tapped = new Map<string, Map<number, Uint8Array>>();
   const taps: Subscription[] = [];
@@ -132,14 +144,8 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
     const decisions = await f.decisions();
     expectSingleChain(decisions, f.genesis);
     // Each commit's shares are stored beside its aggregate: the coordinator's request, then t bundles.
-    const conn = f.coord.transport.connection;
     for (const d of decisions.filter((x) => x.commit)) {
-      const stored = await readWriteOnceObject(conn, aggregateStore(F), sharesObjectName(d.round), {
-        maxBytes: 64 * 1024 * 1024,
-        timeoutMs: 5000,
-      });
-      const { request, bundles } = decodeSharesObject(stored!);
-      const body = openControl(request, 'share-request', f.coord.keys).body;
+      const { body, bundles } = await storedShares(d.round);
       expect(body.decrypting.length).toBe(3);
       expect(bundles.length).toBe(3);
       if (d.round === 2) expect(body.decrypting.map((x) => x.site)).not.toContain(away);
@@ -164,16 +170,7 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
     expect((await dying.exited).signal).toBe('SIGKILL');
     const d = (await f.decisions()).find((x) => x.round === 3)!;
     expect(d.aggregate!.contributors.map((c) => c.site)).toContain('site-3');
-    const stored = await readWriteOnceObject(
-      f.coord.transport.connection,
-      aggregateStore(F),
-      sharesObjectName(3),
-      {
-        maxBytes: 64 * 1024 * 1024,
-        timeoutMs: 5000,
-      },
-    );
-    const body = openControl(decodeSharesObject(stored!).request, 'share-request', f.coord.keys).body;
+    const { body } = await storedShares(3);
     expect(body.decrypting.map((x) => x.site)).toEqual(['site-1', 'site-2', 'site-4']);
   }, 180_000);
 
@@ -197,16 +194,7 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
     expect(fourth!.reason).toMatch(/site-2 sent no decryption shares/);
     expect(fourth!.missing).toEqual(['site-2']);
     expect([fifth!.round, fifth!.commit]).toEqual([5, true]);
-    const stored = await readWriteOnceObject(
-      f.coord.transport.connection,
-      aggregateStore(F),
-      sharesObjectName(5),
-      {
-        maxBytes: 64 * 1024 * 1024,
-        timeoutMs: 5000,
-      },
-    );
-    const body = openControl(decodeSharesObject(stored!).request, 'share-request', f.coord.keys).body;
+    const { body } = await storedShares(5);
     expect(body.decrypting.map((x) => x.site)).not.toContain('site-2');
   }, 180_000);
 
@@ -220,18 +208,12 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
     const colluder = loadThresholdKey(tc, join(keys, 'site-1', 'site-1.threshold'), F);
     const dataKey = loadSiteDataKey(keys, 'site-1', F);
     const d = (await f.decisions()).find((x) => x.round === 1)!;
-    const read = async (name: string) =>
-      (await readWriteOnceObject(f.coord.transport.connection, aggregateStore(F), name, {
-        maxBytes: 64 * 1024 * 1024,
-        timeoutMs: 5000,
-      }))!;
-    const { request, bundles } = decodeSharesObject(await read(sharesObjectName(1)));
-    const body = openControl(request, 'share-request', f.coord.keys).body;
+    const { body, bundles } = await storedShares(1);
     const context = shareContextOf(body);
     const opened = body.decrypting.map((x, k) =>
       openShareBundle(bundles[k]!, { lanes, context, site: x.site, key: f.coord.keys(x.site)!, dataKey }),
     );
-    const aggregate = decodeAggregateObject(await read(d.aggregate!.object));
+    const aggregate = decodeAggregateObject(await readStored(d.aggregate!.object));
     const label = payloadPositionLabel({ federation: F, round: 1, attempt: body.attempt });
     const victims = [...tapped.keys()].filter((s) => s !== 'site-1');
     expect(victims.length).toBeGreaterThan(0);
@@ -273,14 +255,7 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
 
   it('the coordinator stores bundles it cannot open: no data key, no shares', async () => {
     const d = (await f.decisions()).find((x) => x.commit)!;
-    const stored = await readWriteOnceObject(
-      f.coord.transport.connection,
-      aggregateStore(F),
-      sharesObjectName(d.round),
-      { maxBytes: 64 * 1024 * 1024, timeoutMs: 5000 },
-    );
-    const { request, bundles } = decodeSharesObject(stored!);
-    const body = openControl(request, 'share-request', f.coord.keys).body;
+    const { body, bundles } = await storedShares(d.round);
     const lanes = f.coord.ckks as ThresholdLaneContext;
     const site = body.decrypting[0]!.site;
     const open = (dataKey: Uint8Array) =>
@@ -300,13 +275,7 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
     // Replay round 2's request with another set, signed by the coordinator itself: the sites'
     // ledgers refuse (two sets at one position would open a·S_x), so nobody answers.
     const d = (await f.decisions()).find((x) => x.round === 2)!;
-    const stored = await readWriteOnceObject(
-      f.coord.transport.connection,
-      aggregateStore(F),
-      sharesObjectName(d.round),
-      { maxBytes: 64 * 1024 * 1024, timeoutMs: 5000 },
-    );
-    const body = openControl(decodeSharesObject(stored!).request, 'share-request', f.coord.keys).body;
+    const { body } = await storedShares(d.round);
     const epoch = JSON.parse(
       readFileSync(join(f.dep.config.members!.keysDir, 'public', 'threshold.epoch.json'), 'utf8'),
     ) as { sites: { id: string; point: number }[] };
@@ -386,16 +355,7 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
     await coordinator.stop();
     const made = (await f.decisions()).filter((d) => d.commit);
     for (const d of made.filter((x) => x.round >= from)) {
-      const stored = await readWriteOnceObject(
-        f.coord.transport.connection,
-        aggregateStore(F),
-        sharesObjectName(d.round),
-        {
-          maxBytes: 64 * 1024 * 1024,
-          timeoutMs: 5000,
-        },
-      );
-      const body = openControl(decodeSharesObject(stored!).request, 'share-request', f.coord.keys).body;
+      const { body } = await storedShares(d.round);
       expect(body.decrypting.map((x) => x.site)).not.toContain('site-4');
     }
     // site-1 rebuilds its store from the log in a fresh folder: every commit replayed, the rounds

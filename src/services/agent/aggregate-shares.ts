@@ -93,7 +93,7 @@ export async function aggregateDecryptor(
   try {
     request.decrypting.forEach((d, k) => {
       // The key the site held in that round (a later rotation or revocation does not unmake it).
-      const key = core.ctx.registryView?.keyFor(d.site, round.round) ?? core.ctx.keys(d.site);
+      const key = core.ctx.registryView.keyFor(d.site, round.round) ?? core.ctx.keys(d.site);
       if (key === undefined) throw fail(`${d.site} has no registered signing key`);
       try {
         opened.set(

@@ -1,14 +1,12 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
 import { CohortError } from '../../errors/index.ts';
-import { statisticsLaneCount } from '../../protocol/index.ts';
 import { federationGenesis, maxContributionFrameBytes, modelSpecFor } from '../../round/index.ts';
 import type { TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
 import { snapshotWriter } from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
-import { contractFeatureCount } from '../statistics-plan.ts';
 import {
   aggregateStore,
   CONTRIBUTION_HEADER_BYTES,
@@ -39,6 +37,7 @@ import { RegistryQueue } from './registry-queue.ts';
 import { RollbackQueue } from './rollback-queue.ts';
 import { roundAbortReason } from './round-abort.ts';
 import type { ActiveRound } from './round-host.ts';
+import { statisticsLanes } from './round-plan.ts';
 import { runRollbackRound, runTrainingRound } from './round-runner.ts';
 import { RunControl } from './run-control.ts';
 import { SnapshotIntake } from './snapshot-intake.ts';
@@ -335,12 +334,7 @@ class Coordinator implements IntakeHost {
             : maxShareBundleBytesFor(
                 this.ctx.ckks as ThresholdLaneContext,
                 // A statistics round may carry more lanes than a training update.
-                Math.max(
-                  this.updateLength,
-                  contractFeatureCount(cfg) === null
-                    ? 0
-                    : statisticsLaneCount(contractFeatureCount(cfg)!, cfg.codec.bits),
-                ),
+                Math.max(this.updateLength, statisticsLanes(cfg)),
                 cfg.codec.maxContributors,
                 this.threshold.roster.sites.length,
               ),

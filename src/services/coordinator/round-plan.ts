@@ -114,6 +114,12 @@ export function trainingPlan(host: RoundHost, round: number, clip: number): Aggr
   };
 }
 
+/** Lanes of a statistics round's update under `cfg`'s data contract (0 without one). */
+export function statisticsLanes(cfg: RoundHost['ctx']['config']): number {
+  const features = contractFeatureCount(cfg);
+  return features === null ? 0 : statisticsLaneCount(features, cfg.codec.bits);
+}
+
 /**
  * A statistics round (federated standardization): every site sends the fixed-point sums of its
  * rows; the commit keeps the head's model and records the sums the voters decrypted.
@@ -123,7 +129,7 @@ export function statisticsPlan(host: RoundHost): AggregatePlan {
   return {
     kind: 'statistics',
     openKind: 'statistics',
-    lanes: statisticsLaneCount(contractFeatureCount(cfg)!, cfg.codec.bits),
+    lanes: statisticsLanes(cfg),
     params: () => EMPTY,
     settle: async () => ({ params: EMPTY }),
     expectedCommit: (prepare, head, _modelHash, voted) =>

@@ -10,7 +10,7 @@ import {
   RoundTree,
   sealControl,
 } from '../../protocol/index.ts';
-import { aggregateDigest, blamedDecrypter, encodeAggregateObject, PartialIntake } from '../../round/index.ts';
+import { aggregateDigest, encodeAggregateObject, PartialIntake } from '../../round/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
 import type { ChainCommit } from '../federation-log/index.ts';
@@ -23,7 +23,7 @@ import { decide, noVotes, type RoundFacts } from './round-decision.ts';
 import { type ActiveRound, type RoundHost, votingRound } from './round-host.ts';
 import { judgeVotes, type Verdict } from './round-judge.ts';
 import { type AggregatePlan, nextAggregatePlan, rollbackPlan, type VotePlan } from './round-plan.ts';
-import { collectShares } from './share-collection.ts';
+import { collectShares, invalidShares } from './share-collection.ts';
 
 const EMPTY = new Uint8Array(0);
 
@@ -123,22 +123,7 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
     keys: (id) => host.ctx.keys(id),
   });
   // A decrypter whose bundle most voters could not open is struck, not the voters it misled.
-  const decrypter = blamedDecrypter([...verdict.yes, ...verdict.no], state.votes);
-  const badShares: { culprits: CulpritRecord[]; excused: readonly string[] } =
-    decrypter === undefined || !state.shareRequest?.context.decrypting.some((d) => d.site === decrypter.site)
-      ? { culprits: [], excused: [] }
-      : {
-          culprits: [
-            {
-              member: decrypter.site,
-              role: 'site',
-              fault: 'SHARES_INVALID',
-              detail: `its decryption shares did not open for ${decrypter.voters.length} of the round's voters`,
-              evidence: '',
-            },
-          ],
-          excused: decrypter.voters,
-        };
+  const badShares = invalidShares(state, [...verdict.yes, ...verdict.no]);
   const culprits = verdict.aggregateFault
     ? await blame(host, {
         open,

@@ -1,5 +1,11 @@
-import { type AggregateInfo, type ControlBodies, sealControl } from '../../protocol/index.ts';
 import {
+  type AggregateInfo,
+  type ControlBodies,
+  type CulpritRecord,
+  sealControl,
+} from '../../protocol/index.ts';
+import {
+  blamedDecrypter,
   encodeSharesObject,
   type ShareContext,
   shareContextOf,
@@ -126,4 +132,31 @@ export async function collectShares(
   }
   for (const d of decrypting) host.silentDecrypters.delete(d.site);
   return { stored: name };
+}
+
+/**
+ * Threshold keys: the decrypting site more than half of the round's `voters` blame for a share
+ * bundle that does not open (`blamedDecrypter`), as the round's culprit (`SHARES_INVALID`), and
+ * the voters it misled, excused; nothing when no site of the round's decrypting set is blamed.
+ */
+export function invalidShares(
+  state: ActiveRound,
+  voters: readonly string[],
+): { readonly culprits: readonly CulpritRecord[]; readonly excused: readonly string[] } {
+  const blamed = blamedDecrypter(voters, state.votes);
+  if (blamed === undefined || !state.shareRequest?.context.decrypting.some((d) => d.site === blamed.site)) {
+    return { culprits: [], excused: [] };
+  }
+  return {
+    culprits: [
+      {
+        member: blamed.site,
+        role: 'site',
+        fault: 'SHARES_INVALID',
+        detail: `its decryption shares did not open for ${blamed.voters.length} of the round's voters`,
+        evidence: '',
+      },
+    ],
+    excused: blamed.voters,
+  };
 }
