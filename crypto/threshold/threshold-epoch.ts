@@ -14,6 +14,13 @@ export interface ThresholdRoster {
   /** {@link ThresholdParams} id the epoch's ciphertexts use. */
   readonly paramsId: Uint8Array;
   readonly threshold: number;
+  /**
+   * The epoch's generation: 0 for the first key ceremony; each re-sharing attempt takes a fresh
+   * one, above every generation logged or tried before (the coordinator's clock in seconds, or
+   * one more). Bound into the seed, so no share or public share of one attempt passes for
+   * another's, even with the same sites.
+   */
+  readonly generation: number;
   /** The sites, each with its evaluation point (distinct, 1 … 65536), in a fixed order. */
   readonly sites: readonly { readonly id: string; readonly point: number }[];
 }
@@ -37,6 +44,9 @@ export function assertRoster(roster: ThresholdRoster): void {
     roster.sites.map((s) => s.point),
     'roster.sites points',
   );
+  if (!Number.isSafeInteger(roster.generation) || roster.generation < 0 || roster.generation > 0xffff_ffff) {
+    throw new InvalidArgumentError(`roster.generation ${roster.generation} must be an integer in [0, 2^32)`);
+  }
   if (!Number.isInteger(roster.threshold) || roster.threshold < 1 || roster.threshold > roster.sites.length) {
     throw new InvalidArgumentError(
       `roster.threshold ${roster.threshold} must be in [1, ${roster.sites.length}]`,
@@ -44,12 +54,13 @@ export function assertRoster(roster: ThresholdRoster): void {
   }
 }
 
-/** Canonical bytes of a roster: federation, parameters, threshold, then each site and point. */
+/** Canonical bytes of a roster: federation, parameters, threshold, generation, then each site and point. */
 function rosterBytes(roster: ThresholdRoster): Buffer {
   assertRoster(roster);
   const parts: Buffer[] = [Buffer.from(`${roster.federation}\0`), Buffer.from(roster.paramsId)];
-  const t = Buffer.alloc(4);
+  const t = Buffer.alloc(8);
   t.writeUInt32BE(roster.threshold);
+  t.writeUInt32BE(roster.generation, 4);
   parts.push(t);
   for (const s of roster.sites) {
     const p = Buffer.alloc(4);

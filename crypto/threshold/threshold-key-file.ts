@@ -23,7 +23,7 @@ const MAGIC = new TextEncoder().encode('CTK1');
 
 /**
  * The key file's bytes: 'CTK1' ‖ params id (32) ‖ epoch id (32) ‖ u8 federation length ‖ federation ‖
- * u32 threshold ‖ u32 sites ‖
+ * u32 threshold ‖ u32 generation ‖ u32 sites ‖
  * per site (u8 id length ‖ id ‖ u32 point) ‖ u8 self length ‖ self ‖ secret words ‖ one share's
  * words per site in roster order. Words are 64-bit little-endian. Wipe the result after use.
  */
@@ -43,6 +43,7 @@ export function encodeThresholdKey(ctx: ThresholdContext, m: ThresholdKeyMateria
   };
   str(m.roster.federation);
   u32(m.roster.threshold);
+  u32(m.roster.generation);
   u32(m.roster.sites.length);
   for (const s of m.roster.sites) {
     str(s.id);
@@ -106,12 +107,13 @@ export function decodeThresholdKey(
   if (madeFor !== federation)
     throw bad(`made for federation ${JSON.stringify(madeFor)}, not ${JSON.stringify(federation)}`);
   const threshold = u32();
+  const generation = u32();
   const count = u32();
   if (count < 1 || count > 65_536) throw bad(`${count} sites`);
   const sites: { id: string; point: number }[] = [];
   for (let k = 0; k < count; k++) sites.push({ id: str(), point: u32() });
   const self = str();
-  const roster: ThresholdRoster = { federation, paramsId: ctx.paramsId.slice(), threshold, sites };
+  const roster: ThresholdRoster = { federation, paramsId: ctx.paramsId.slice(), threshold, generation, sites };
   try {
     assertRoster(roster);
   } catch (cause) {

@@ -39,6 +39,12 @@ export const AUDIT_PROBLEM_CODES = [
   'AGGREGATE_CORRUPT',
   /** A PartialRecord breaks the evidence rules: not of the open round and attempt, listing a site not assigned to it or below it in the round's aggregation tree, a second partial of it, or its signature. */
   'PARTIAL_INVALID',
+  /**
+   * A ThresholdEpochRecord (a re-shared key epoch) breaks the rules: logged while a round is open
+   * or from another round than the next, a generation not above the last, a malformed roster, or a
+   * roster site's ready missing, not its signature, or for another epoch id.
+   */
+  'THRESHOLD_EPOCH_INVALID',
   /** A VoteRecord or VoteBatch breaks the evidence rules: not of the open round and attempt, a second vote of a member, its member's signature, or an empty batch. */
   'VOTE_INVALID',
   /** A logged YES vote names another H(w′) (or commit) than the COMMIT that counts it; reported at the vote. */

@@ -82,6 +82,7 @@ const RULE_CODES: Readonly<Record<string, AuditProblemCode>> = {
   partial: 'PARTIAL_INVALID',
   vote: 'VOTE_INVALID',
   votes: 'VOTE_INVALID',
+  thresholdEpoch: 'THRESHOLD_EPOCH_INVALID',
 };
 
 const EVIDENCE_CODES: ReadonlySet<string> = new Set([

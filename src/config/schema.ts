@@ -96,6 +96,14 @@ const thresholdSchema = z.strictObject({
    * `round.minContributors`.
    */
   sites: z.int().min(1).max(1024).optional(),
+  /**
+   * Scheduled rotation: every this many rounds the coordinator re-shares the key epoch (every
+   * roster site draws a fresh secret), so a share stolen now decrypts nothing encrypted after the
+   * next rotation. 0 (default): only on enrollment and revocation.
+   */
+  rotateEveryRounds: z.int().min(0).max(1_000_000).default(0),
+  /** How long each phase of a re-sharing (deal, collect) waits for the roster's sites, in ms. */
+  reshareTimeoutMs: z.int().min(1000).max(3_600_000).default(60_000),
 });
 
 const cryptoSchema = z.strictObject({

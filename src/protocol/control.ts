@@ -8,7 +8,7 @@ import {
 } from '../../crypto/signature/index.ts';
 import { BlockRejectedError } from '../errors/index.ts';
 import type { KeyLookup } from './block-verifier.ts';
-import type { EvaluationBody, LogRecordBody } from './log-record-bodies.ts';
+import type { EpochSiteBody, EvaluationBody, LogRecordBody } from './log-record-bodies.ts';
 import { type Contributor, type Encoding, PROTO_PATH } from './messages.ts';
 import { FRAME_KIND, frame, unframe } from './wire-frame.ts';
 
@@ -69,6 +69,12 @@ export interface ControlBodies {
      * RoundOpen without it serializes byte-identically to one written before trees existed.
      */
     parents?: TreeLink[];
+    /**
+     * Threshold keys: the id of the key epoch the round's updates are encrypted under (the one in
+     * force at the round, from the log); absent under shared keys. Decoded messages carry an
+     * empty array when unset.
+     */
+    epochId?: Uint8Array;
   };
   prepare: {
     federation: string;
@@ -167,6 +173,32 @@ export interface ControlBodies {
     minContributors: number;
     aggregateObject: string;
   };
+  /** Threshold keys: a re-sharing of the key epoch, phase `deal` or `collect` (cohort.proto `EpochRequest`). */
+  'epoch-request': {
+    federation: string;
+    generation: number;
+    paramsId: Uint8Array;
+    threshold: number;
+    sites: EpochSiteBody[];
+    phase: string;
+    fromRound: number;
+    deadlineUnixMs: number;
+  };
+  /** Threshold keys: a site's deal of one generation (cohort.proto `EpochDeal`). */
+  'epoch-deal': {
+    federation: string;
+    generation: number;
+    site: string;
+    publicShare: Uint8Array;
+    envelopes: { recipient: string; envelope: Uint8Array }[];
+  };
+  /** Threshold keys: a site holds its key material of the epoch (cohort.proto `EpochReady`). */
+  'epoch-ready': {
+    federation: string;
+    generation: number;
+    site: string;
+    epochId: Uint8Array;
+  };
   switched: {
     federation: string;
     round: number;
@@ -188,6 +220,9 @@ const TYPE_NAMES: Record<ControlType, string> = {
   heartbeat: 'cohort.v1.Heartbeat',
   switched: 'cohort.v1.Switched',
   'share-request': 'cohort.v1.ShareRequest',
+  'epoch-request': 'cohort.v1.EpochRequest',
+  'epoch-deal': 'cohort.v1.EpochDeal',
+  'epoch-ready': 'cohort.v1.EpochReady',
   'log-record': 'cohort.v1.LogRecord',
   'rollback-request': 'cohort.v1.RollbackRequest',
 };
@@ -211,6 +246,10 @@ export const CONTROL_MAX_BYTES: Readonly<Record<ControlType, number>> = Object.f
   'rollback-request': 8 * 1024,
   // Grows with the contributors and the decrypting set (about 100 bytes a site).
   'share-request': 4 * 1024 * 1024,
+  'epoch-request': 4 * 1024 * 1024,
+  'epoch-ready': 8 * 1024,
+  // One sealed share (about 123 KiB at N = 8192) per roster site: up to 1,024 sites.
+  'epoch-deal': 160 * 1024 * 1024,
   'round-open': 4 * 1024 * 1024,
   prepare: 16 * 1024 * 1024,
   'log-record': 16 * 1024 * 1024,

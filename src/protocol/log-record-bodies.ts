@@ -175,9 +175,31 @@ export interface VoteBatchBody {
   votes: BatchedVote[];
 }
 
+/** A site of a threshold key epoch's roster and its Shamir evaluation point (cohort.proto `EpochSite`). */
+export interface EpochSiteBody {
+  id: string;
+  point: number;
+}
+
+/**
+ * Threshold keys: a re-shared key epoch, in force from `fromRound` (cohort.proto
+ * `ThresholdEpochRecord`). `readies` are the roster sites' signed EpochReady control messages for
+ * `epochId`, in roster order; `publicShareDigests` the SHA-256 of each stored public share.
+ */
+export interface ThresholdEpochBody {
+  generation: number;
+  epochId: Uint8Array;
+  paramsId: Uint8Array;
+  threshold: number;
+  sites: EpochSiteBody[];
+  fromRound: number;
+  readies: Uint8Array[];
+  publicShareDigests: Uint8Array[];
+}
+
 /**
  * What a log entry holds: exactly one of `roundOpen`, `decision`, `snapshot`, `registryChange`,
- * `adminAction`, `partial`, `vote`, `votes` (named by `record`). The coordinator now logs votes as
+ * `adminAction`, `partial`, `vote`, `votes`, `thresholdEpoch` (named by `record`). The coordinator now logs votes as
  * `votes`; `vote` (one per entry) is what earlier coordinators wrote, and is still read.
  */
 export type LogRecordKind =
@@ -188,7 +210,8 @@ export type LogRecordKind =
   | 'adminAction'
   | 'partial'
   | 'vote'
-  | 'votes';
+  | 'votes'
+  | 'thresholdEpoch';
 
 /** One federation log entry (cohort.proto `LogRecord`). */
 export interface LogRecordBody {
@@ -208,4 +231,5 @@ export interface LogRecordBody {
   partial?: PartialRecordBody | null;
   vote?: VoteRecordBody | null;
   votes?: VoteBatchBody | null;
+  thresholdEpoch?: ThresholdEpochBody | null;
 }

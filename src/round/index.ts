@@ -48,3 +48,12 @@ export {
   type RoundRobust,
 } from './round-params.ts';
 export { blamedDecrypter, SHARES_INVALID_VOTE, sharesInvalidReason } from './shares-blame.ts';
+export {
+  EPOCH_PHASES,
+  epochAt,
+  epochDealObjectName,
+  epochRoster,
+  epochSites,
+  type LoggedEpoch,
+  thresholdEpochProblem,
+} from './threshold-epoch-record.ts';

@@ -9,7 +9,7 @@ import type { SubscribeOptions, TransportDropReason } from '../transport/index.t
 import type { MemberContext } from './member-context.ts';
 
 /** What a subscription of a member's intake carries: control messages of one type, or update frames. */
-export type IntakeKind = ControlType | 'site-update' | 'partial' | 'snapshot' | 'share';
+export type IntakeKind = ControlType | 'site-update' | 'partial' | 'snapshot' | 'share' | 'epoch';
 
 /**
  * Chunks per second and burst a sender may push into one subscription. A heartbeat or vote is one
@@ -30,8 +30,9 @@ const RATES: Readonly<Record<'control' | 'frames', { perSecond: number; burst: n
  * reason but `DUPLICATE`, which is a request's own retry, not a refusal).
  *
  * A snapshot's largest size depends on the model, not on the protocol: `snapshotMaxBytes` (the
- * intake's `maxSnapshotBytes` of the model's parameter count, or for `'share'` the largest share
- * bundle of the model) is required for `'snapshot'` and `'share'` and refused for any other kind, so no snapshot subscription falls back to the transport's 64 MiB
+ * intake's `maxSnapshotBytes` of the model's parameter count, for `'share'` the largest share
+ * bundle of the model, for `'epoch'` the largest deal of a roster of the configured sites) is
+ * required for `'snapshot'`, `'share'` and `'epoch'` and refused for any other kind, so no snapshot subscription falls back to the transport's 64 MiB
  * frame cap and reassembles and hashes an offer before refusing it.
  *
  * @throws InvalidArgumentError for `'snapshot'` without a positive safe integer `snapshotMaxBytes`,
@@ -43,7 +44,8 @@ export function intakeLimits(
   onDrop: (reason: TransportDropReason, subject: string) => void,
   snapshotMaxBytes?: number,
 ): Pick<SubscribeOptions, 'maxMessageBytes' | 'rateLimit' | 'onDrop'> {
-  if (kind === 'snapshot' || kind === 'share') {
+  const sized = kind === 'snapshot' || kind === 'share' || kind === 'epoch';
+  if (sized) {
     if (
       typeof snapshotMaxBytes !== 'number' ||
       !Number.isSafeInteger(snapshotMaxBytes) ||
@@ -65,10 +67,10 @@ export function intakeLimits(
       ? Math.max(block, maxManifestFrameBytes(0))
       : kind === 'partial'
         ? Math.max(block, maxManifestFrameBytes(ctx.config.codec.maxContributors))
-        : kind === 'snapshot' || kind === 'share'
+        : sized
           ? snapshotMaxBytes!
           : CONTROL_MAX_BYTES[kind];
-  const frames = kind === 'site-update' || kind === 'partial' || kind === 'snapshot' || kind === 'share';
+  const frames = kind === 'site-update' || kind === 'partial' || sized;
   return {
     maxMessageBytes,
     rateLimit: frames ? RATES.frames : RATES.control,

@@ -430,7 +430,12 @@ export interface EnrollInput {
   /** The new site: it must be in the federation's `members.sites` and have a NATS user. */
   readonly site: string;
   readonly algorithm: SignatureAlgorithm;
-  readonly ckks: CkksContext;
+  /**
+   * The shared key's CKKS context; undefined under threshold keys (`crypto.keys: threshold`):
+   * there is no CKKS secret to pass on, only the data key, and the new site draws its secret when
+   * the coordinator re-shares the key epoch after the enrollment is logged.
+   */
+  readonly ckks: CkksContext | undefined;
   /**
    * What the sponsor checks its own envelopes against ({@link envelopeTrust} of the sponsor);
    * without it they are opened unchecked (deprecated, as for {@link loadSiteDataKey}).
@@ -462,11 +467,14 @@ export function enrollSite(input: EnrollInput): EnrolledSiteFiles {
   const publicDir = publicKeyDir(input.dir);
   const own = publicDir === input.dir ? input.dir : makeDir(join(input.dir, input.site), OWN_DIR_MODE);
   const trust = input.trust ?? input.federation;
-  const secret = unwrapSiteEnvelope(input.dir, input.sponsor, trust, 'ckks.env', CKKS_KEY_PURPOSE);
+  const secret =
+    input.ckks === undefined
+      ? undefined
+      : unwrapSiteEnvelope(input.dir, input.sponsor, trust, 'ckks.env', CKKS_KEY_PURPOSE);
   let dataKey: Uint8Array | undefined;
   let maker: EnvelopeMaker | undefined;
   try {
-    CkksKeyset.import(input.ckks, secret).delete();
+    if (input.ckks !== undefined) CkksKeyset.import(input.ckks, secret!).delete();
     dataKey = loadSiteDataKey(input.dir, input.sponsor, trust);
     maker = {
       id: input.sponsor,
@@ -476,7 +484,7 @@ export function enrollSite(input: EnrollInput): EnrolledSiteFiles {
     const kemPublicKey = loadKemPublicKey(join(own, `${input.site}.kem.pub`));
     wrapForSite(publicDir, input.federation, input.site, kemPublicKey, secret, dataKey, maker);
   } finally {
-    secret.fill(0);
+    secret?.fill(0);
     dataKey?.fill(0);
     if (maker !== undefined) wipeSigningKeyPair(maker.key);
   }

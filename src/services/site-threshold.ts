@@ -1,4 +1,6 @@
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeKeyFile } from '../../crypto/signature/key-file-io.ts';
 import {
   loadThresholdKey,
   PositionLedger,
@@ -39,17 +41,27 @@ export function openSiteThreshold(input: {
   readonly dataDir: string;
   readonly site: string;
   readonly federation: string;
+  /** The configuration's pin of the key ceremony's epoch (checked for generation 0 only). */
   readonly pin?: string;
+  /** The epoch's generation (default 0, the key ceremony's). */
+  readonly generation?: number;
 }): SiteThreshold {
   const { lanes, site } = input;
-  const path = join(memberKeyDir(input.keysDir, site), thresholdFiles.key(site));
+  const generation = input.generation ?? 0;
+  const path = join(memberKeyDir(input.keysDir, site), thresholdFiles.key(site, generation));
   const material = loadThresholdKey(lanes.tc, path, input.federation);
   const epoch = Buffer.from(material.epochId).toString('hex');
   let ledger: PositionLedger | undefined;
   try {
     if (material.self !== site)
       throw new CryptoError('KEY_INVALID', `${path} is ${material.self}'s, not ${site}'s`);
-    if (input.pin !== undefined && epoch !== input.pin) {
+    if (material.roster.generation !== generation) {
+      throw new CryptoError(
+        'KEY_INVALID',
+        `${path} is of generation ${material.roster.generation}, not ${generation}`,
+      );
+    }
+    if (generation === 0 && input.pin !== undefined && epoch !== input.pin) {
       throw new CryptoError(
         'THRESHOLD_EPOCH_INVALID',
         `${path} is for key epoch ${epoch}, the configuration pins ${input.pin}`,
@@ -78,5 +90,49 @@ export function openSiteThreshold(input: {
     ledger?.close();
     wipeThresholdKey(material);
     throw err;
+  }
+}
+
+/** Generations of the threshold key files in a site's key folder, newest first. */
+export function thresholdKeyGenerations(keysDir: string, site: string): number[] {
+  const dir = memberKeyDir(keysDir, site);
+  if (!existsSync(dir)) return [];
+  const out: number[] = [];
+  for (const name of readdirSync(dir)) {
+    if (name === thresholdFiles.key(site, 0)) out.push(0);
+    const m = /^(.+)\.g(\d{1,10})\.threshold$/.exec(name);
+    if (m !== null && m[1] === site) out.push(Number(m[2]));
+  }
+  return out.sort((a, b) => b - a);
+}
+
+/**
+ * Erases (overwrites with zeros, then removes) the site's threshold key files of generations
+ * before `generation`: once a re-shared epoch is in force, a key file stolen later opens nothing
+ * encrypted under an earlier one that the thief did not already hold.
+ */
+export function eraseOlderThresholdKeys(keysDir: string, site: string, generation: number): void {
+  for (const g of thresholdKeyGenerations(keysDir, site)) {
+    if (g >= generation) continue;
+    const path = join(memberKeyDir(keysDir, site), thresholdFiles.key(site, g));
+    writeKeyFile(path, new Uint8Array(statSync(path).size), true);
+    rmSync(path);
+  }
+}
+
+/**
+ * Erases the site's pending deals (`<dataDir>/<site>/threshold/deal-<generation>-…`, each holding
+ * a secret drawn for a re-sharing) of generations up to `generation`: once that epoch is in force,
+ * an attempt that did not become it never will.
+ */
+export function erasePendingDeals(dataDir: string, site: string, generation: number): void {
+  const dir = join(dataDir, site, 'threshold');
+  if (!existsSync(dir)) return;
+  for (const name of readdirSync(dir)) {
+    const m = /^deal-(\d{1,10})-[0-9a-f]+$/.exec(name);
+    if (m === null || Number(m[1]) > generation) continue;
+    const secret = join(dir, name, 'secret');
+    if (existsSync(secret)) writeKeyFile(secret, new Uint8Array(statSync(secret).size), true);
+    rmSync(join(dir, name), { recursive: true, force: true });
   }
 }

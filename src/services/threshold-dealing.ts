@@ -4,6 +4,7 @@ import { loadKemKeyPair, openSealedEnvelope, sealEnvelope, wipeKemKeyPair } from
 import { type PublicSigningKey, type SigningKeyPair, sign, verify } from '../../crypto/signature/index.ts';
 import { readKeyFile, writeKeyFile } from '../../crypto/signature/key-file-io.ts';
 import {
+  assertPoly,
   assertRoster,
   defaultThreshold,
   epochId,
@@ -19,6 +20,7 @@ import {
   type ThresholdKeyMaterial,
   type ThresholdRoster,
   wipe,
+  wipeThresholdKey,
 } from '../../crypto/threshold/index.ts';
 import { CryptoError, InvalidArgumentError } from '../errors/index.ts';
 import { memberKeyDir, publicKeyDir, type RegistryView } from '../registry/index.ts';
@@ -52,7 +54,9 @@ export const thresholdFiles = {
   publicShare: (site: string) => `${site}.tpub`,
   share: (dealer: string, recipient: string) => `${dealer}.to.${recipient}.tshare.env`,
   pendingSecret: (site: string) => `${site}.tsecret`,
-  key: (site: string) => `${site}.threshold`,
+  /** Generation 0 (the first ceremony) keeps its historical name; a re-sharing's names its generation. */
+  key: (site: string, generation = 0) =>
+    generation === 0 ? `${site}.threshold` : `${site}.g${generation}.threshold`,
 } as const;
 
 const PUB_MAGIC = new TextEncoder().encode('CTP1');
@@ -78,7 +82,7 @@ function encodePublicShare(seed: Uint8Array, site: string, c0: Uint8Array, key: 
  * Parses and verifies a public share file for `site` and the roster's seed; returns its packed c0.
  * `keys`: the signing keys the site may have signed with (one verifying is enough).
  */
-function decodePublicShare(
+export function decodePublicShare(
   ctx: ThresholdContext,
   bytes: Uint8Array,
   seed: Uint8Array,
@@ -102,7 +106,6 @@ function decodePublicShare(
 
 /** What one site needs to deal. */
 export interface DealInput {
-  readonly dir: string;
   readonly site: string;
   readonly roster: ThresholdRoster;
   readonly ctx: ThresholdContext;
@@ -112,51 +115,88 @@ export interface DealInput {
   readonly kemKeys: (site: string) => Uint8Array | undefined;
 }
 
+/** What {@link makeDeal} made: the secret (stays with its owner) and what is published. */
+export interface Deal {
+  /** The site's fresh secret, NTT form: the caller keeps it owner-only, then wipes it. */
+  readonly secret: RnsPoly;
+  /** The signed public share (the `.tpub` file's bytes). */
+  readonly publicShare: Uint8Array;
+  /** One envelope per roster site, in roster order, each sealing that site's Shamir share. */
+  readonly envelopes: readonly { readonly recipient: string; readonly envelope: Uint8Array }[];
+  /** Fingerprint of the public share (what a ceremony prints). */
+  readonly fingerprint: string;
+}
+
 /**
- * Step 1 for one site. Returns the fingerprint of its public share (what the ceremony prints and
- * the other sites can compare out of band).
+ * One site's deal for a roster: draws its secret, signs its public share and seals one Shamir
+ * share of the secret to every roster site (its own included), each under the recipient's
+ * registered ML-KEM-768 key, signed by the dealer and bound to the roster's seed (which binds
+ * its generation). The shares are wiped once sealed.
  */
-export function dealThresholdShares(input: DealInput): string {
-  const { dir, site, roster, ctx } = input;
-  const self = roster.sites.find((s) => s.id === site);
-  if (self === undefined) throw new InvalidArgumentError(`${site} is not in the threshold roster`);
+export function makeDeal(input: DealInput): Deal {
+  const { site, roster, ctx } = input;
+  if (!roster.sites.some((s) => s.id === site))
+    throw new InvalidArgumentError(`${site} is not in the threshold roster`);
   const seed = epochSeed(roster);
   const secret = SiteSecret.generate(ctx);
-  const words = secret.exportWords();
   try {
-    writeKeyFile(
-      join(memberKeyDir(dir, site), thresholdFiles.pendingSecret(site)),
-      pendingBytes(seed, words),
-      true,
-    );
     const c0 = packWords(ctx, secret.publicShare(publicShareCrp(ctx, roster)));
-    writeKeyFile(
-      join(publicKeyDir(dir), thresholdFiles.publicShare(site)),
-      encodePublicShare(seed, site, c0, input.signingKey),
-      false,
-    );
     const shares = secret.deal(
       roster.threshold,
       roster.sites.map((s) => s.point),
     );
     const maker = { id: site, key: input.signingKey };
-    roster.sites.forEach((r, k) => {
-      const kem = input.kemKeys(r.id);
-      if (kem === undefined) throw new InvalidArgumentError(`no ML-KEM-768 key registered for ${r.id}`);
+    const envelopes = roster.sites.map((r, k) => {
       const share = shares[k]!;
-      const bytes = new Uint8Array(share.buffer, share.byteOffset, share.byteLength);
-      const envelope = sealEnvelope(maker, kem, bytes, {
-        federation: roster.federation,
-        recipient: r.id,
-        purpose: sharePurpose(roster, site),
-      });
-      wipe(share);
-      writeKeyFile(join(publicKeyDir(dir), thresholdFiles.share(site, r.id)), envelope, false);
+      try {
+        const kem = input.kemKeys(r.id);
+        if (kem === undefined) throw new InvalidArgumentError(`no ML-KEM-768 key registered for ${r.id}`);
+        const bytes = new Uint8Array(share.buffer, share.byteOffset, share.byteLength);
+        return {
+          recipient: r.id,
+          envelope: sealEnvelope(maker, kem, bytes, {
+            federation: roster.federation,
+            recipient: r.id,
+            purpose: sharePurpose(roster, site),
+          }),
+        };
+      } finally {
+        wipe(share);
+      }
     });
-    return publicShareFingerprint(c0);
+    return {
+      secret: secret.exportWords(),
+      publicShare: encodePublicShare(seed, site, c0, input.signingKey),
+      envelopes,
+      fingerprint: publicShareFingerprint(c0),
+    };
   } finally {
-    wipe(words);
     secret.wipe();
+  }
+}
+
+/**
+ * Step 1 for one site, through files: {@link makeDeal}, then its secret to its own folder
+ * (`<site>.tsecret`, 0600), its public share and envelopes to the shared folder. Returns the
+ * fingerprint of its public share (what the ceremony prints and the other sites can compare out
+ * of band).
+ */
+export function dealThresholdShares(input: DealInput & { readonly dir: string }): string {
+  const { dir, site, roster } = input;
+  const deal = makeDeal(input);
+  try {
+    writeKeyFile(
+      join(memberKeyDir(dir, site), thresholdFiles.pendingSecret(site)),
+      pendingBytes(epochSeed(roster), deal.secret),
+      true,
+    );
+    writeKeyFile(join(publicKeyDir(dir), thresholdFiles.publicShare(site)), deal.publicShare, false);
+    for (const { recipient, envelope } of deal.envelopes) {
+      writeKeyFile(join(publicKeyDir(dir), thresholdFiles.share(site, recipient)), envelope, false);
+    }
+    return deal.fingerprint;
+  } finally {
+    wipe(deal.secret);
   }
 }
 
@@ -165,6 +205,104 @@ function pendingBytes(seed: Uint8Array, words: RnsPoly): Uint8Array {
   out.set(seed, 0);
   out.set(new Uint8Array(words.buffer, words.byteOffset, words.byteLength), 32);
   return out;
+}
+
+/** What {@link assembleEpoch} needs: the roster, the site's own secret and keys, and every deal's parts. */
+export interface AssembleInput {
+  readonly site: string;
+  readonly roster: ThresholdRoster;
+  readonly ctx: ThresholdContext;
+  /** The registry as the site trusts it: dealers' signing keys. */
+  readonly registry: RegistryView;
+  /**
+   * The site's own secret of this roster (NTT form; copied, not wiped here), read only once every
+   * public share has verified.
+   */
+  readonly secret: () => RnsPoly;
+  /** The site's ML-KEM-768 secret key (not wiped here), read after the secret. */
+  readonly kemSecretKey: () => Uint8Array;
+  /** A dealer's public share bytes, and what to call them in an error. */
+  readonly publicShareOf: (dealer: string) => { readonly bytes: Uint8Array; readonly name: string };
+  /** The envelope `dealer` sealed to this site, and what to call it in an error. */
+  readonly envelopeOf: (dealer: string) => { readonly bytes: Uint8Array; readonly name: string };
+}
+
+/**
+ * Checks every roster site's public share against the registry (its current signing key), opens
+ * the share each dealer sealed to `site` (only the dealer itself may have sealed a share of its
+ * own secret, for this roster's seed) and returns the site's key material with the epoch id and
+ * every public share. Wipe the material when done.
+ *
+ * @throws CryptoError `PUBLIC_SHARE_INVALID`, the envelope's refusals (`ENVELOPE_*`,
+ *   `UNWRAP_FAILED`), `KEY_INVALID` for a share that is not a polynomial of the parameters.
+ */
+export function assembleEpoch(input: AssembleInput): {
+  readonly material: ThresholdKeyMaterial;
+  readonly publicShares: ReadonlyMap<string, Uint8Array>;
+} {
+  const { site, roster, ctx, registry } = input;
+  if (!roster.sites.some((s) => s.id === site))
+    throw new InvalidArgumentError(`${site} is not in the threshold roster`);
+  const seed = epochSeed(roster);
+  const keyOf = (id: string) => {
+    const m = registry.member(id);
+    if (m === undefined || m.role !== 'site' || m.revokedFrom !== undefined) {
+      throw new CryptoError('PUBLIC_SHARE_INVALID', `${id} is not a registered, unrevoked site`, {
+        details: { site: id },
+      });
+    }
+    return m.epochs[m.epochs.length - 1]!.signingKey;
+  };
+  const publicShares = new Map<string, Uint8Array>();
+  for (const s of roster.sites) {
+    publicShares.set(
+      s.id,
+      decodePublicShare(ctx, input.publicShareOf(s.id).bytes, seed, s.id, [keyOf(s.id)]),
+    );
+  }
+  const id = epochId(roster, publicShares);
+  const shares = new Map<string, RnsPoly>();
+  try {
+    const secret = input.secret().slice();
+    const kemSecretKey = input.kemSecretKey();
+    shares.set('', secret); // wiped with the shares on failure
+    for (const dealer of roster.sites) {
+      const { bytes, name } = input.envelopeOf(dealer.id);
+      const opened = openSealedEnvelope(
+        kemSecretKey,
+        bytes,
+        { federation: roster.federation, recipient: site, purpose: sharePurpose(roster, dealer.id) },
+        {
+          // Only the dealer itself may seal a share of its own secret.
+          makers: (maker, keyId) => {
+            if (maker !== dealer.id) return `a share of ${dealer.id}'s secret sealed by ${maker}`;
+            const key = keyOf(maker);
+            return key.keyId === keyId ? key : `key ${keyId} is not ${maker}'s current signing key`;
+          },
+        },
+      );
+      try {
+        if (opened.secret.length !== ctx.polyBytes) {
+          throw new CryptoError('KEY_INVALID', `${name}: a share of ${opened.secret.length} bytes`);
+        }
+        const share = new BigUint64Array(opened.secret.slice().buffer);
+        shares.set(dealer.id, share);
+        try {
+          assertPoly(ctx, share, `share of ${dealer.id}`);
+        } catch (cause) {
+          throw new CryptoError('KEY_INVALID', `${name}: the share is out of range`, { cause });
+        }
+      } finally {
+        opened.secret.fill(0);
+      }
+    }
+    shares.delete('');
+    const material: ThresholdKeyMaterial = { roster, epochId: id, self: site, secret, shares };
+    return { material, publicShares };
+  } catch (err) {
+    for (const s of shares.values()) wipe(s);
+    throw err;
+  }
 }
 
 /** What one site needs to collect. */
@@ -187,73 +325,56 @@ export interface CollectedEpoch {
 }
 
 /**
- * Step 2 for one site: verifies, opens, assembles and writes its key file.
+ * Step 2 for one site, through files: {@link assembleEpoch} from the shared folder, then its key
+ * file (`<site>.threshold`, 0600); the pending secret file is erased.
  *
- * @throws CryptoError `PUBLIC_SHARE_INVALID`, the envelope's refusals (`ENVELOPE_*`, `UNWRAP_FAILED`)
- *   naming the file, `KEY_INVALID` for a share or pending secret that is not what it must be.
+ * @throws CryptoError as {@link assembleEpoch}, naming the file; `KEY_INVALID` for a pending
+ *   secret that is not this roster's.
  */
 export function collectThresholdShares(input: CollectInput): CollectedEpoch {
-  const { dir, site, roster, ctx, registry } = input;
+  const { dir, site, roster, ctx } = input;
   if (!roster.sites.some((s) => s.id === site))
     throw new InvalidArgumentError(`${site} is not in the threshold roster`);
   const seed = epochSeed(roster);
-  const keyOf = (id: string) => {
-    const m = registry.member(id);
-    if (m === undefined || m.role !== 'site' || m.revokedFrom !== undefined) {
-      throw new CryptoError('PUBLIC_SHARE_INVALID', `${id} is not a registered, unrevoked site`, {
-        details: { site: id },
-      });
-    }
-    return m.epochs[m.epochs.length - 1]!.signingKey;
-  };
-  const publicShares = new Map<string, Uint8Array>();
-  for (const s of roster.sites) {
-    const path = join(publicKeyDir(dir), thresholdFiles.publicShare(s.id));
-    publicShares.set(s.id, decodePublicShare(ctx, readFileSync(path), seed, s.id, [keyOf(s.id)]));
-  }
-  const id = epochId(roster, publicShares);
   const own = memberKeyDir(dir, site);
   const pendingPath = join(own, thresholdFiles.pendingSecret(site));
-  const pending = readKeyFile(pendingPath, true);
-  const kem = loadKemKeyPair(join(own, `${site}.kem`));
-  const shares = new Map<string, RnsPoly>();
+  let pending: Uint8Array | undefined;
   let secret: RnsPoly | undefined;
+  let kem: ReturnType<typeof loadKemKeyPair> | undefined;
   try {
-    if (pending.length !== 32 + ctx.polyBytes || !pending.subarray(0, 32).every((b, i) => b === seed[i])) {
-      throw new CryptoError('KEY_INVALID', `${pendingPath} is not this roster's pending secret`);
-    }
-    secret = new BigUint64Array(
-      pending.buffer.slice(pending.byteOffset + 32, pending.byteOffset + pending.length),
-    );
-    for (const dealer of roster.sites) {
-      const path = join(publicKeyDir(dir), thresholdFiles.share(dealer.id, site));
-      const purpose = sharePurpose(roster, dealer.id);
-      const opened = openSealedEnvelope(
-        kem.secretKey,
-        readFileSync(path),
-        { federation: roster.federation, recipient: site, purpose },
-        {
-          // Only the dealer itself may seal a share of its own secret.
-          makers: (maker, keyId) => {
-            if (maker !== dealer.id) return `a share of ${dealer.id}'s secret sealed by ${maker}`;
-            const key = keyOf(maker);
-            return key.keyId === keyId ? key : `key ${keyId} is not ${maker}'s current signing key`;
-          },
-        },
-      );
-      if (opened.secret.length !== ctx.polyBytes) {
-        opened.secret.fill(0);
-        throw new CryptoError('KEY_INVALID', `${path}: a share of ${opened.secret.length} bytes`);
+    const readSecret = () => {
+      pending = readKeyFile(pendingPath, true);
+      if (pending.length !== 32 + ctx.polyBytes || !pending.subarray(0, 32).every((b, i) => b === seed[i])) {
+        throw new CryptoError('KEY_INVALID', `${pendingPath} is not this roster's pending secret`);
       }
-      shares.set(dealer.id, new BigUint64Array(opened.secret.slice().buffer));
-      opened.secret.fill(0);
+      secret = new BigUint64Array(
+        pending.buffer.slice(pending.byteOffset + 32, pending.byteOffset + pending.length),
+      );
+      return secret;
+    };
+    const file = (name: string) => {
+      const path = join(publicKeyDir(dir), name);
+      return { bytes: readFileSync(path), name: path };
+    };
+    const { material, publicShares } = assembleEpoch({
+      ...input,
+      secret: readSecret,
+      kemSecretKey: () => {
+        kem = loadKemKeyPair(join(own, `${site}.kem`));
+        return kem.secretKey;
+      },
+      publicShareOf: (dealer) => file(thresholdFiles.publicShare(dealer)),
+      envelopeOf: (dealer) => file(thresholdFiles.share(dealer, site)),
+    });
+    const keyFile = join(own, thresholdFiles.key(site, roster.generation));
+    try {
+      saveThresholdKey(ctx, keyFile, material);
+    } finally {
+      wipeThresholdKey(material);
     }
-    const material: ThresholdKeyMaterial = { roster, epochId: id, self: site, secret, shares };
-    const keyFile = join(own, thresholdFiles.key(site));
-    saveThresholdKey(ctx, keyFile, material);
-    erase(pendingPath, pending.length);
+    erase(pendingPath, pending!.length);
     return {
-      epochId: id,
+      epochId: material.epochId,
       publicShares: roster.sites.map((s) => ({
         site: s.id,
         fingerprint: publicShareFingerprint(publicShares.get(s.id)!),
@@ -261,10 +382,9 @@ export function collectThresholdShares(input: CollectInput): CollectedEpoch {
       keyFile,
     };
   } finally {
-    pending.fill(0);
+    pending?.fill(0);
     if (secret !== undefined) wipe(secret);
-    for (const s of shares.values()) wipe(s);
-    wipeKemKeyPair(kem);
+    if (kem !== undefined) wipeKemKeyPair(kem);
   }
 }
 
@@ -294,6 +414,7 @@ export function writeThresholdEpoch(dir: string, epoch: ThresholdEpoch): string 
     federation: epoch.roster.federation,
     paramsId: Buffer.from(epoch.roster.paramsId).toString('hex'),
     threshold: epoch.roster.threshold,
+    generation: epoch.roster.generation,
     sites: epoch.roster.sites.map((s) => ({ id: s.id, point: s.point })),
     epochId: Buffer.from(epoch.epochId).toString('hex'),
   };
@@ -324,6 +445,7 @@ export function loadThresholdEpoch(input: {
     federation?: unknown;
     paramsId?: unknown;
     threshold?: unknown;
+    generation?: unknown;
     sites?: unknown;
     epochId?: unknown;
   };
@@ -346,6 +468,7 @@ export function loadThresholdEpoch(input: {
     federation: input.federation,
     paramsId: hex(body.paramsId, 'paramsId'),
     threshold: Number(body.threshold),
+    generation: Number(body.generation),
     sites: (body.sites as { id?: unknown; point?: unknown }[]).map((s) => ({
       id: String(s?.id),
       point: Number(s?.point),
@@ -429,6 +552,8 @@ export function thresholdRosterOf(input: {
   /** `crypto.threshold.sites`, when set. */
   readonly threshold?: number;
   readonly minContributors: number;
+  /** The epoch's generation (0 for the first ceremony; see {@link ThresholdRoster.generation}). */
+  readonly generation?: number;
 }): ThresholdRoster {
   const sites = input.sites.filter((id) => input.enrolled(id));
   if (sites.length === 0) throw new InvalidArgumentError('no enrolled site to make a threshold roster of');
@@ -442,6 +567,7 @@ export function thresholdRosterOf(input: {
     federation: input.federation,
     paramsId: input.paramsId,
     threshold,
+    generation: input.generation ?? 0,
     sites: sites.map((id, k) => ({ id, point: k + 1 })),
   };
   assertRoster(roster);

@@ -120,9 +120,9 @@ function streamWriterSubjects(stream: string): string[] {
  * observed"). No role may publish on `_INBOX.>`: responders answer through `allow_responses` (one
  * reply per request received, within {@link FederationAuthorizationSpec.responseExpiresMs}), so no
  * member can inject a reply into another member's inbox.
- * - a site publishes only its own update, vote, share, heartbeat, switched and snapshot subjects
+ * - a site publishes only its own update, vote, share, epoch, heartbeat, switched and snapshot subjects
  *   (the coordinator and its aggregator answer its requests), and subscribes only to round.open,
- *   prepare, share-request, decision, the registry announcements and its own inbox, so it never receives another
+ *   prepare, share-request, epoch-request, decision, the registry announcements and its own inbox, so it never receives another
  *   site's update; for catch-up
  *   it may read (stream info and get-message, nothing else) the log and the aggregates and
  *   snapshots streams; it answers no request;
@@ -135,9 +135,9 @@ function streamWriterSubjects(stream: string): string[] {
  *   acknowledged to its inbox; no JetStream API right on that stream, so it can neither read
  *   another aggregator's contributions nor delete, purge or roll up; the stream makes each subject
  *   write-once and caps a message at one frame);
- * - the coordinator subscribes to the heartbeat, partial, vote, share, switched and snapshot
+ * - the coordinator subscribes to the heartbeat, partial, vote, share, epoch, switched and snapshot
  *   subjects and the rollback and registry request subjects, and answers them; it publishes
- *   round.open, prepare, share-request, decision, the registry announcements and (as the operator's `cohort versions rollback` and
+ *   round.open, prepare, share-request, epoch-request, decision, the registry announcements and (as the operator's `cohort versions rollback` and
  *   `cohort registry enroll|rotate|revoke`) the admin requests, appends to the log
  *   subject, writes its objects on the subjects of its write-once aggregates and snapshots
  *   streams (`aggregate.>`, `snapshot-store.>`: a JetStream publish; the streams refuse a second
@@ -213,6 +213,7 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
         s.roundOpen,
         s.prepare,
         s.shareRequest,
+        s.epochRequest,
         s.decision,
         s.rollbackRequest,
         s.registryRequest,
@@ -232,6 +233,7 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
         anyMember(s.partial),
         anyMember(s.vote),
         anyMember(s.share),
+        anyMember(s.epoch),
         anyMember(s.switched),
         anyMember(s.snapshot),
         s.rollbackRequest,
@@ -281,6 +283,7 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
           `cohort.${spec.federation}.update.*.${site.id}`,
           s.vote(site.id),
           s.share(site.id),
+          s.epoch(site.id),
           s.heartbeat(site.id),
           s.switched(site.id),
           s.snapshot(site.id),
@@ -289,7 +292,17 @@ export function federationUsers(spec: FederationAuthorizationSpec): NatsUser[] {
           ...readOnlyStreamSubjects(s.snapshotsStream),
         ],
       },
-      { allow: [s.roundOpen, s.prepare, s.shareRequest, s.decision, s.registry, ownInbox(site.id)] },
+      {
+        allow: [
+          s.roundOpen,
+          s.prepare,
+          s.shareRequest,
+          s.epochRequest,
+          s.decision,
+          s.registry,
+          ownInbox(site.id),
+        ],
+      },
       false,
     );
   }

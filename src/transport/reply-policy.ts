@@ -33,7 +33,7 @@ export function replyAllowed(policy: ReplyPolicy, subject: string, reply: string
 /**
  * The reply policy of a federation's members: a request is answered only in the inbox of the one
  * member whose NATS user may publish its subject, the member the subject names (see the
- * permissions: a site publishes only its own update, vote, share, heartbeat, switched and snapshot
+ * permissions: a site publishes only its own update, vote, share, epoch, heartbeat, switched and snapshot
  * subjects; an aggregator its partial, its sub-partials and its heartbeat). The operator's admin
  * requests (`admin.rollback`, `admin.registry`) come from the coordinator's user (`operator`).
  * Any other subject is answered nowhere.
@@ -46,6 +46,7 @@ export function federationReplyPolicy(subjects: FederationSubjects, operator: st
     heartbeat: [1, 0],
     vote: [1, 0],
     share: [1, 0],
+    epoch: [1, 0],
     switched: [1, 0],
     snapshot: [1, 0],
     partial: [1, 0],

@@ -50,6 +50,13 @@ export interface FederationSubjects {
   readonly shareRequest: string;
   /** `cohort.F.share.<site>`: a decrypting site's signed, sealed share bundle (a request to the coordinator). */
   share(site: string): string;
+  /**
+   * `cohort.F.epoch-request`: threshold keys only; the coordinator asks the new roster's sites to
+   * deal, then to collect, a re-shared key epoch.
+   */
+  readonly epochRequest: string;
+  /** `cohort.F.epoch.<site>`: a site's signed deal or ready of a re-sharing (a request to the coordinator). */
+  epoch(site: string): string;
   /** `cohort.F.decision`: the COMMIT / ABORT broadcast. */
   readonly decision: string;
   /** `cohort.F.heartbeat.<member>`: liveness of a site or aggregator. */
@@ -254,6 +261,11 @@ export function federationSubjects(federation: string): FederationSubjects {
     share(site: string): string {
       assertSubjectToken('site', site);
       return `${base}.share.${site}`;
+    },
+    epochRequest: `${base}.epoch-request`,
+    epoch(site: string): string {
+      assertSubjectToken('site', site);
+      return `${base}.epoch.${site}`;
     },
     decision: `${base}.decision`,
     heartbeat(member: string): string {

@@ -111,6 +111,7 @@ beforeAll(async () => {
     federation: round.federation,
     paramsId: thresholdParamsId(DEFAULT_THRESHOLD_PARAMS),
     threshold: THRESHOLD,
+    generation: 0,
     sites: IDS.map((id, k) => ({ id, point: 10 + 3 * k })),
   };
   const secrets = new Map(IDS.map((id) => [id, SiteSecret.generate(lanes.tc)]));

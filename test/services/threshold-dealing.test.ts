@@ -68,6 +68,7 @@ beforeAll(async () => {
     federation: FED,
     paramsId: thresholdParamsId(DEFAULT_THRESHOLD_PARAMS),
     threshold: 3,
+    generation: 0,
     sites: SITES.map((id, k) => ({ id, point: k + 1 })),
   };
   for (const site of SITES) {

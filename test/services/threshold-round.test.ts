@@ -11,13 +11,18 @@ import { join } from 'node:path';
 import type { Subscription } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  addInto,
   combineShares,
   commonRandomPoly,
+  decryptionShare,
   loadThresholdKey,
   mulAddInto,
   type RnsPoly,
+  roundDecryptionKey,
+  type ThresholdKeyMaterial,
   type ThresholdLaneContext,
   unpackWords,
+  wipeThresholdKey,
   zeroPoly,
 } from '../../crypto/threshold/index.ts';
 import type { AuditReport } from '../../src/audit/index.ts';
@@ -299,25 +304,7 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
     await sub.unsubscribe();
     expect(heard).toEqual([]);
   });
-  it('refuses to enroll a site under threshold keys: a new site needs a new key epoch', async () => {
-    const keys = f.dep.config.members!.keysDir;
-    const r = await cohort(
-      'registry',
-      'enroll',
-      '--config',
-      f.dep.configPath,
-      '--officer-key',
-      f.dep.officer.key,
-      '--member',
-      'site-1',
-      '--signing-pub',
-      join(keys, 'public', 'site-1.pub'),
-    );
-    expect(r.status).not.toBe(0);
-    expect(r.stderr).toMatch(/under threshold keys a new site needs a new key epoch/);
-  });
-
-  it('a decrypter revoked later leaves every past round replayable: a site rebuilt from the log replays them', async () => {
+  it('a revocation re-shares the key epoch from a logged round; the revoked site’s share, with t − 1 others, decrypts nothing after it; past rounds stay replayable', async () => {
     // site-2 (the silent process) goes; the federation runs on with site-2 back in process.
     f.processes.get('site-2')!.child.kill('SIGKILL');
     await f.processes.get('site-2')!.exited;
@@ -354,10 +341,67 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
     );
     await coordinator.stop();
     const made = (await f.decisions()).filter((d) => d.commit);
+    // The re-sharing is a log record from round `from`: the three remaining sites, each one's
+    // signed ready inside, a new epoch id that every later share request names.
+    const epochs = (await f.logEntries()).flatMap((e) =>
+      e.record.thresholdEpoch ? [e.record.thresholdEpoch] : [],
+    );
+    expect(epochs.map((e) => [e.fromRound, e.sites.map((x) => x.id)])).toEqual([
+      [from, ['site-1', 'site-2', 'site-3']],
+    ]);
+    const reshared = epochs[0]!;
+    expect(Buffer.from(reshared.epochId).toString('hex')).not.toBe(
+      f.dep.config.members!.keyFingerprints!.threshold,
+    );
     for (const d of made.filter((x) => x.round >= from)) {
       const { body } = await storedShares(d.round);
       expect(body.decrypting.map((x) => x.site)).not.toContain('site-4');
+      expect(Buffer.from(body.epochId).equals(Buffer.from(reshared.epochId))).toBe(true);
     }
+    // The sites of the new epoch erased their key files of the old one; site-4 (revoked) kept its.
+    const keys = f.dep.config.members!.keysDir;
+    const gen = reshared.generation;
+    for (const s of ['site-1', 'site-2', 'site-3']) {
+      expect(readdirSync(join(keys, s)).filter((n) => n.endsWith('.threshold'))).toEqual([
+        `${s}.g${gen}.threshold`,
+      ]);
+    }
+    // The revoked site-4 with t − 1 = 2 sites of the new epoch (their new key files) against the
+    // first round after the revocation: a decrypting set {site-1, site-2, site-4}, each share made
+    // as the protocol makes it for that set. Every slot is noise; the same with site-3's new key
+    // instead of site-4's old one decrypts every slot (the check can see success).
+    const tc = (f.coord.ckks as ThresholdLaneContext).tc;
+    const after = made.find((x) => x.round >= from)!;
+    const open = (await f.logEntries()).find(
+      (e) =>
+        e.record.roundOpen?.round === after.round &&
+        Buffer.from(e.record.roundOpen.attempt).equals(Buffer.from(after.attempt)),
+    )!.record.roundOpen!;
+    const label = payloadPositionLabel({ federation: F, round: after.round, attempt: open.attempt });
+    const contributors = after.aggregate!.contributors.map((c) => c.site);
+    const material = (site: string, g: number) =>
+      loadThresholdKey(tc, join(keys, site, g === 0 ? `${site}.threshold` : `${site}.g${g}.threshold`), F);
+    const revoked = material('site-4', 0);
+    const colluders = [material('site-1', gen), material('site-2', gen)];
+    const honest = material('site-3', gen);
+    const aggregate = decodeAggregateObject(await readStored(after.aggregate!.object));
+    const pointOf = (m: ThresholdKeyMaterial) => m.roster.sites.find((x) => x.id === m.self)!.point;
+    const decryptWith = (set: ThresholdKeyMaterial[], b: number) => {
+      const points = set.map(pointOf);
+      const crp = commonRandomPoly(tc, reshared.epochId, label, b);
+      const shares = set.map((m) => {
+        const sum = zeroPoly(tc);
+        // A site of the old epoch holds no share of a new secret: its best guess is the old ones.
+        for (const c of contributors) if (m.shares.has(c)) addInto(tc, sum, m.shares.get(c)!);
+        return decryptionShare(tc, roundDecryptionKey(tc, sum, points, pointOf(m)), crp);
+      });
+      return laneLike(combineShares(tc, unpackWords(tc, aggregate[b]!), shares));
+    };
+    for (let b = 0; b < Math.min(aggregate.length, 3); b++) {
+      expect(decryptWith([...colluders, revoked], b)).toBeLessThan(0.05);
+      expect(decryptWith([...colluders, honest], b)).toBe(1);
+    }
+    for (const m of [revoked, honest, ...colluders]) wipeThresholdKey(m);
     // site-1 rebuilds its store from the log in a fresh folder: every commit replayed, the rounds
     // whose shares site-4 signed included (checked with the key it held then).
     await f.agents.get('site-1')!.stop();

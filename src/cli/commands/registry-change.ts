@@ -106,12 +106,6 @@ async function runChange(
       if (kind !== 'revoke' && flags.signingPub === undefined) {
         throw new InvalidArgumentError(`${kind} needs --signing-pub`, { details: { name: 'signing-pub' } });
       }
-      if (kind === 'enroll' && role === 'site' && config.crypto.keys === 'threshold') {
-        throw new InvalidArgumentError(
-          `enroll ${flags.member}: under threshold keys a new site needs a new key epoch (every site deals again), which is not automated yet (docs/threshold-ckks.md)`,
-          { details: { name: 'member' } },
-        );
-      }
       if (kind === 'enroll' && role === 'site' && flags.kemPub === undefined) {
         throw new InvalidArgumentError('enrolling a site needs --kem-pub', { details: { name: 'kem-pub' } });
       }

@@ -5,6 +5,7 @@ import type { Dataset, TrainingEngine } from '../../../gpu/index.ts';
 import type { SiteConfig } from '../../config/index.ts';
 import type { SiteData } from '../../data/index.ts';
 import type { CryptoTimingObserver, Evaluation } from '../../protocol/index.ts';
+import type { LoggedEpoch } from '../../round/index.ts';
 import type { ExternalTrainer } from '../../trainer/index.ts';
 import type { Commit, ModelStore } from '../../versions/index.ts';
 import type { SharedLogReads } from '../federation-log/index.ts';
@@ -151,6 +152,13 @@ export interface AgentCore {
    * keyset ({@link keyset} is its keyset); null with a shared key.
    */
   threshold: SiteThreshold | null;
+  /**
+   * Threshold keys: the key ceremony's epoch (roster and id; public), in force until the log holds
+   * a re-sharing; null with a shared key or when it cannot be read.
+   */
+  readonly thresholdGenesis: LoggedEpoch | null;
+  /** Threshold keys: re-sharing requests answered and acknowledged (`<generation>:<phase>`). */
+  readonly epochAnswers: Set<string>;
   /** The federation data key (snapshots), or null when this site has none. */
   dataKey: Uint8Array | null;
   /**

@@ -8,7 +8,8 @@ import { createWebGpuEngine } from '../../../gpu/webgpu/index.ts';
 import { openModelStore } from '../../versions/index.ts';
 import { envelopeTrust, loadSiteDataKey, loadSiteKeyset } from '../key-ceremony.ts';
 import type { MemberContext } from '../member-context.ts';
-import { openSiteThreshold, type SiteThreshold } from '../site-threshold.ts';
+import { openSiteThreshold, type SiteThreshold, thresholdKeyGenerations } from '../site-threshold.ts';
+import { loadThresholdEpoch } from '../threshold-dealing.ts';
 import type { AgentCore, AgentCounters, AgentOptions } from './agent-core.ts';
 import type { AgentStateMachine } from './agent-state.ts';
 import { federationGenesis } from './genesis.ts';
@@ -42,16 +43,38 @@ export async function loadAgentCore(
   let keysetError: string | null = null;
   let ownsKeyset = false;
   let threshold: SiteThreshold | null = null;
+  let thresholdGenesis: AgentCore['thresholdGenesis'] = null;
   const override = options.keysetOverride;
   try {
     if (override === undefined && ctx.ckks instanceof ThresholdLaneContext) {
       const pin = config.members?.keyFingerprints?.threshold;
+      const lanes = ctx.ckks;
+      try {
+        thresholdGenesis = {
+          fromRound: 0,
+          ...loadThresholdEpoch({
+            dir: ctx.keysDir,
+            federation: config.federation.id,
+            ctx: lanes.tc,
+            registry: ctx.registryView,
+            ...(pin === undefined ? {} : { pin }),
+          }),
+        };
+      } catch (err) {
+        ctx.log.warn(
+          { err: describe(err) },
+          'the key ceremony epoch cannot be read: rounds before a re-sharing cannot be replayed',
+        );
+      }
+      // The newest key file: a round's RoundOpen names the epoch, and the site switches then.
+      const generation = thresholdKeyGenerations(ctx.keysDir, ctx.member)[0] ?? 0;
       threshold = openSiteThreshold({
-        lanes: ctx.ckks,
+        lanes,
         keysDir: ctx.keysDir,
         dataDir: config.paths.dataDir,
         site: ctx.member,
         federation: config.federation.id,
+        generation,
         ...(pin === undefined ? {} : { pin }),
       });
       keyset = threshold.keyset;
@@ -122,6 +145,8 @@ export async function loadAgentCore(
     keyset,
     keysetError,
     threshold,
+    thresholdGenesis,
+    epochAnswers: new Set(),
     dataKey,
     macKey,
     preparedRms: null,

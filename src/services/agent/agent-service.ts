@@ -1,3 +1,4 @@
+import { ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import { type ControlBodies, type ControlType, openControl } from '../../protocol/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
@@ -10,6 +11,7 @@ import { loadAgentCore, releaseAgentCore } from './agent-loader.ts';
 import { type AgentState, AgentStateMachine } from './agent-state.ts';
 import type { AgentSteps } from './agent-steps.ts';
 import { catchUp, resolveResiduals } from './catch-up.ts';
+import { onEpochRequest } from './epoch-request.ts';
 import { privacyReport, reportPrivacy } from './privacy-record.ts';
 import { onRoundOpen } from './round-open.ts';
 import { onShareRequest } from './share-request.ts';
@@ -169,10 +171,11 @@ class SiteAgent implements AgentService {
         this.#ctx.transport.subscribe(s.prepare, (m) => this.#receive(m, 'prepare')),
         this.#ctx.transport.subscribe(s.decision, (m) => this.#receiveDecision(m)),
       );
-      // Threshold keys: this site may be asked for its decryption shares.
-      if (core.threshold !== null) {
+      // Threshold keys: this site may be asked for its decryption shares, and to re-share.
+      if (this.#ctx.ckks instanceof ThresholdLaneContext) {
         this.#subscriptions.push(
           this.#ctx.transport.subscribe(s.shareRequest, (m) => this.#receive(m, 'share-request')),
+          this.#ctx.transport.subscribe(s.epochRequest, (m) => this.#receive(m, 'epoch-request')),
         );
       }
       await Promise.all(this.#subscriptions.map((sub) => sub.ready()));
@@ -264,7 +267,7 @@ class SiteAgent implements AgentService {
 
   // ---- messages ----
 
-  async #receive<T extends 'round-open' | 'prepare' | 'share-request'>(
+  async #receive<T extends 'round-open' | 'prepare' | 'share-request' | 'epoch-request'>(
     msg: InboundMessage,
     type: T,
   ): Promise<void> {
@@ -282,6 +285,12 @@ class SiteAgent implements AgentService {
     const body = opened.body as { federation: string; round: number };
     if (body.federation !== this.#ctx.config.federation.id) {
       this.#ctx.log.warn({ federation: body.federation }, `${type} of another federation: ignored`);
+      return;
+    }
+    if (type === 'epoch-request') {
+      this.#enqueue(async () => {
+        await onEpochRequest(this.#core!, opened.body as ControlBodies['epoch-request']);
+      });
       return;
     }
     // A straggler still training stops: a PREPARE (or a newer round) means its update is no longer wanted.

@@ -1,10 +1,11 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
 import type { LaneKeyset } from '../../../crypto/lanes/index.ts';
-import type { RnsPoly, ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
+import { type RnsPoly, ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
 import { type AggregateInfo, openControl } from '../../protocol/index.ts';
 import {
   aggregateDigest,
   decodeSharesObject,
+  epochAt,
   openShareBundle,
   shareContextOf,
   sharesDecryptor,
@@ -17,6 +18,17 @@ import { AgentError } from './agent-error.ts';
 import { fetchObject } from './aggregate-fetch.ts';
 import type { RoundAttempt } from './apply-aggregate.ts';
 import { VoteNo } from './voter-error.ts';
+
+/**
+ * Why this site cannot decrypt an aggregate, or undefined: it needs the aggregate MAC's key, and
+ * under a shared key its CKKS keyset. Under threshold keys it needs no key of its own (the stored
+ * shares decrypt), so a site enrolled since the epoch still votes and catches up.
+ */
+export function decryptProblem(core: AgentCore): string | undefined {
+  if (core.macKey === null || (core.keyset === null && !(core.ctx.ckks instanceof ThresholdLaneContext)))
+    return core.keysetError ?? 'no key';
+  return undefined;
+}
 
 /**
  * What decrypts a round's aggregate at this site: its keyset under a shared key; under threshold
@@ -35,8 +47,7 @@ export async function aggregateDecryptor(
   round: RoundAttempt,
   onMismatch: 'vote-no' | 'REPLAY_MISMATCH',
 ): Promise<{ readonly keyset: LaneKeyset; readonly owned: boolean }> {
-  const threshold = core.threshold;
-  if (threshold === null) {
+  if (!(core.ctx.ckks instanceof ThresholdLaneContext)) {
     if (core.keyset === null) throw new AgentError('REPLAY_UNAVAILABLE', `no CKKS key: ${core.keysetError}`);
     return { keyset: core.keyset, owned: false };
   }
@@ -45,8 +56,15 @@ export async function aggregateDecryptor(
       ? new VoteNo(`decryption shares of round ${round.round}: ${why}`)
       : new AgentError('REPLAY_MISMATCH', `decryption shares of round ${round.round}: ${why}`);
   if (core.dataKey === null) throw fail('no federation data key to open them');
-  const lanes = core.ctx.ckks as ThresholdLaneContext;
-  const { roster, epochId } = threshold.material;
+  const lanes = core.ctx.ckks;
+  // The epoch the round was encrypted under (a later re-sharing does not unmake it).
+  const epoch = epochAt(
+    core.thresholdGenesis ?? undefined,
+    core.follower.history.thresholdEpochs,
+    round.round,
+  );
+  if (epoch === undefined) throw fail('no key epoch is known for the round');
+  const { roster, epochId } = epoch;
   const name = sharesObjectName(round.round);
   const maxBytes = (roster.threshold + 1) * (ciphertexts.length * lanes.maxCiphertextBytes + 512 * 1024);
   const stored = await fetchObject(core, aggregateStore(core.ctx.config.federation.id), name, maxBytes);

@@ -13,6 +13,7 @@ import {
 import { updatePlan } from '../evaluation-plan.ts';
 import type { ServicePrivacy } from '../privacy-plan.ts';
 import type { AgentCore } from './agent-core.ts';
+import { decryptProblem } from './aggregate-shares.ts';
 import { privateMean } from './private-update.ts';
 
 /** The next model and strategy state. */
@@ -150,8 +151,8 @@ export function decryptAggregate(
 }
 
 function assertDecryptable(core: AgentCore, info: AggregateInfo): void {
-  if (core.keyset === null || core.macKey === null)
-    throw new InvalidArgumentError(`cannot decrypt: ${core.keysetError}`);
+  const problem = decryptProblem(core);
+  if (problem !== undefined) throw new InvalidArgumentError(`cannot decrypt: ${problem}`);
   if (info.contributors.length === 0) throw new InvalidArgumentError('aggregate has no contributors');
   const minimum = core.ctx.config.round.minContributors;
   if (info.contributors.length < minimum) {

@@ -6,7 +6,7 @@ import type { ChainCommit } from '../federation-log/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
 import { fetchAggregate } from './aggregate-fetch.ts';
-import { aggregateDecryptor } from './aggregate-shares.ts';
+import { aggregateDecryptor, decryptProblem } from './aggregate-shares.ts';
 import { applyAggregate } from './apply-aggregate.ts';
 import { robustDeltaFor } from './robust-record.ts';
 import { loadSnapshot } from './snapshot-loader.ts';
@@ -143,10 +143,11 @@ async function replayCommit(
     // chain binds the sums; every voter decrypted them from the aggregate).
     next = base;
   } else {
-    if (core.keyset === null || core.macKey === null) {
+    const problem = decryptProblem(core);
+    if (problem !== undefined) {
       throw new AgentError(
         'REPLAY_UNAVAILABLE',
-        `cannot replay round ${cc.commit.round}: no CKKS key (${core.keysetError})`,
+        `cannot replay round ${cc.commit.round}: no CKKS key (${problem})`,
       );
     }
     const info = d.aggregate!;

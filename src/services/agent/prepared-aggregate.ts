@@ -4,6 +4,7 @@ import { aggregateDigest } from '../../round/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { fetchAggregate } from './aggregate-fetch.ts';
+import { decryptProblem } from './aggregate-shares.ts';
 import { UPDATE_DROPPED, VoteNo } from './voter-error.ts';
 
 /** The aggregate a PREPARE proposes, as received and checked, ready to decrypt. */
@@ -23,7 +24,8 @@ export async function preparedAggregate(
   core: AgentCore,
   p: ControlBodies['prepare'],
 ): Promise<PreparedAggregate> {
-  if (core.keyset === null || core.macKey === null) throw new VoteNo(`cannot decrypt: ${core.keysetError}`);
+  const problem = decryptProblem(core);
+  if (problem !== undefined) throw new VoteNo(`cannot decrypt: ${problem}`);
   checkContributors(core, p);
   let ciphertexts = p.ciphertexts;
   if (ciphertexts.length === 0 && p.aggregateObject !== '') {

@@ -3,6 +3,7 @@ import type { ControlBodies } from '../../protocol/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import type { AgentSteps } from './agent-steps.ts';
+import { useEpoch } from './epoch-switch.ts';
 import { replayProblem } from './round-attempt.ts';
 import { type SitePlan, sitePlanFor } from './site-plan.ts';
 
@@ -37,6 +38,9 @@ export async function onRoundOpen(
   ) {
     await steps.catchUp();
   }
+  // Threshold keys: the round names the key epoch it encrypts under; a re-shared one is in the log.
+  const epochProblem =
+    open.epochId !== undefined && open.epochId.length > 0 ? await useEpoch(core, open.epochId) : undefined;
   const assignment = open.assignments.find((a) => a.site === core.member);
   if (assignment === undefined) {
     log.debug('round opened without this site');
@@ -54,6 +58,7 @@ export async function onRoundOpen(
       `base commit ${bytesToHex(open.baseCommit)} (height ${open.version}) is not my head ${bytesToHex(now.hash)} (height ${now.height})`,
     );
   }
+  if (epochProblem !== undefined) return skip(epochProblem);
   if (core.keyset === null || core.macKey === null) return skip(`cannot encrypt: ${core.keysetError}`);
   // The coordinator may pin less than the site has (a weight capped at a multiple of the round's
   // median), never more.

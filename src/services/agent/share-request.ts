@@ -6,6 +6,7 @@ import { failpoint } from '../failpoint.ts';
 import { aggregateStore } from '../store/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { fetchAggregate, fetchObject } from './aggregate-fetch.ts';
+import { useEpoch } from './epoch-switch.ts';
 import { replayProblem } from './round-attempt.ts';
 import { describe } from './voter.ts';
 
@@ -29,6 +30,12 @@ export async function onShareRequest(
   const log = core.ctx.log.child({ round: r.round });
   if (!r.decrypting.some((d) => d.site === core.member)) return false;
   if (failpoint('agent.share-request', r.round) === 'skip') return false; // a decrypter that never answers
+  // A site that missed the RoundOpen naming a re-shared epoch switches now (from the log).
+  const switched = await useEpoch(core, r.epochId);
+  if (switched !== undefined) {
+    log.warn({ reason: switched }, 'share request refused');
+    return false;
+  }
   const threshold = core.threshold;
   if (threshold === null || core.dataKey === null) {
     log.error(

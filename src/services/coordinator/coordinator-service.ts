@@ -1,7 +1,13 @@
 import { jetstreamManager } from '@nats-io/jetstream';
 import { ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
 import { CohortError } from '../../errors/index.ts';
-import { federationGenesis, maxContributionFrameBytes, modelSpecFor } from '../../round/index.ts';
+import {
+  epochAt,
+  federationGenesis,
+  type LoggedEpoch,
+  maxContributionFrameBytes,
+  modelSpecFor,
+} from '../../round/index.ts';
 import type { TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
@@ -14,12 +20,13 @@ import {
   lazyWriteOnceStore,
   type WriteOnceObjects,
 } from '../store/index.ts';
-import { loadThresholdEpoch, maxShareBundleBytesFor, type ThresholdEpoch } from '../threshold-dealing.ts';
+import { loadThresholdEpoch, maxShareBundleBytesFor } from '../threshold-dealing.ts';
 import { adminControls } from './admin-control.ts';
 import { feedBreaker, reportBreakerChange } from './breaker-feed.ts';
 import { type BreakerTransition, CircuitBreaker, type RoundOutcome } from './circuit-breaker.ts';
 import { type CoordinatorLog, openCoordinatorLog } from './coordinator-log.ts';
 import { subscribeCoordinator } from './coordinator-subscriptions.ts';
+import { EpochChanges } from './epoch-change.ts';
 import type {
   CoordinatorEvent,
   CoordinatorHandle,
@@ -85,7 +92,10 @@ class Coordinator implements IntakeHost {
   readonly runs: RunControl;
   readonly breaker: CircuitBreaker;
   readonly suspects = new SuspectSet();
-  readonly threshold: ThresholdEpoch | undefined;
+  /** Threshold keys: the key ceremony's epoch (in force until the log holds a re-sharing). */
+  readonly #genesisEpoch: LoggedEpoch | undefined;
+  /** Threshold keys: re-sharings of the key epoch. */
+  readonly epochs = new EpochChanges();
   readonly silentDecrypters = new Map<string, number>();
   readonly #aggregates: () => Promise<WriteOnceObjects>;
   #updatesStore: Promise<void> | undefined;
@@ -121,17 +131,20 @@ class Coordinator implements IntakeHost {
     this.#genesis = federationGenesis(ctx.config);
     // Threshold keys: the epoch is checked against the public shares and the configuration's pin
     // once, before any round.
-    this.threshold =
+    this.#genesisEpoch =
       ctx.ckks instanceof ThresholdLaneContext
-        ? loadThresholdEpoch({
-            dir: ctx.keysDir,
-            federation: ctx.config.federation.id,
-            ctx: ctx.ckks.tc,
-            registry: ctx.registryView,
-            ...(ctx.config.members?.keyFingerprints?.threshold === undefined
-              ? {}
-              : { pin: ctx.config.members.keyFingerprints.threshold }),
-          })
+        ? {
+            fromRound: 0,
+            ...loadThresholdEpoch({
+              dir: ctx.keysDir,
+              federation: ctx.config.federation.id,
+              ctx: ctx.ckks.tc,
+              registry: ctx.registryView,
+              ...(ctx.config.members?.keyFingerprints?.threshold === undefined
+                ? {}
+                : { pin: ctx.config.members.keyFingerprints.threshold }),
+            }),
+          }
         : undefined;
     const plan = updatePlan(ctx.config, modelSpecFor(ctx.config), ctx.config.codec.bits);
     this.parameterCount = plan.parameters;
@@ -336,8 +349,15 @@ class Coordinator implements IntakeHost {
                 // A statistics round may carry more lanes than a training update.
                 Math.max(this.updateLength, statisticsLanes(cfg)),
                 cfg.codec.maxContributors,
-                this.threshold.roster.sites.length,
+                ctx.members.sites.length,
               ),
+        epochMaxBytes:
+          this.#genesisEpoch === undefined
+            ? undefined
+            : // One packed share, a KEM ciphertext and a signature sealed to each configured site.
+              ctx.members.sites.length * ((this.ctx.ckks as ThresholdLaneContext).tc.polyBytes + 16 * 1024) +
+              256 * 1024,
+        epoch: (site, data) => this.epochs.receive(this, site, data),
         history: () => this.log.history,
         now: () => this.now(),
         refused: (from, subject, err) => this.#refused(from, subject, err),
@@ -368,6 +388,10 @@ class Coordinator implements IntakeHost {
     while (await this.runs.admit(this.#roundNumber, this)) {
       const round = this.#roundNumber;
       await this.#appendRegistryChanges(round);
+      if (!(await this.#epochStands(round))) {
+        if (this.#stopping) break;
+        continue;
+      }
       const rollback = this.#rollbacks.next(history);
       if (rollback === undefined && !this.runs.training(round)) continue; // a refused rollback, no run
       if (rollback === undefined && !(await this.#breakerAdmits(round))) continue; // frozen
@@ -426,6 +450,31 @@ class Coordinator implements IntakeHost {
       () => this.breaker.probeDue(this.now()) || this.#rollbacks.waiting > 0 || !this.runs.training(round),
       Number.POSITIVE_INFINITY,
     );
+    return false;
+  }
+
+  /**
+   * Threshold keys: the epoch in force for the next round, from the log (the last re-sharing logged
+   * from that round or before), else the key ceremony's; undefined with a shared key.
+   */
+  get threshold(): LoggedEpoch | undefined {
+    if (this.#genesisEpoch === undefined) return undefined;
+    return epochAt(this.#genesisEpoch, this.log.history.thresholdEpochs, this.#roundNumber);
+  }
+
+  /**
+   * Threshold keys: re-shares the key epoch before `round` when a membership change or a rotation
+   * makes one due (`EpochChanges`). False when it failed: no round opens under an epoch that
+   * should be gone, and the loop asks again after a heartbeat.
+   */
+  async #epochStands(round: number): Promise<boolean> {
+    if (this.#genesisEpoch === undefined) return true;
+    this.#phase = 'waiting';
+    const outcome = await this.epochs.ensure(this, round);
+    this.#throwIfFatal();
+    if (outcome.kind !== 'failed') return true;
+    this.ctx.log.warn({ round, reason: outcome.reason, silent: outcome.silent }, 'key epoch not re-shared');
+    await this.until(() => this.#stopping, this.now() + this.ctx.config.round.heartbeatMs);
     return false;
   }
 

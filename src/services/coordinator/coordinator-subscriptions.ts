@@ -17,6 +17,10 @@ export interface SubscriptionHost {
   readonly registryChanges: RegistryQueue;
   /** Threshold keys: the largest share bundle of the model (undefined: no share subscription). */
   readonly shareMaxBytes: number | undefined;
+  /** Threshold keys: the largest deal of a roster of the configured sites (undefined: no epoch subscription). */
+  readonly epochMaxBytes: number | undefined;
+  /** Threshold keys: a site's deal or ready of the re-sharing in progress (`cohort.F.epoch.<site>`). */
+  epoch(site: string, data: Uint8Array): Promise<void>;
   /** The verified log's history (requests are checked against it). */
   history(): LogHistory;
   now(): number;
@@ -83,6 +87,14 @@ export function subscribeCoordinator(host: SubscriptionHost): TransportSubscript
       'share',
       (id, msg) => host.intake.share(id, msg.data),
       host.shareMaxBytes,
+    );
+  }
+  if (host.epochMaxBytes !== undefined) {
+    sub(
+      (t) => s.epoch(t),
+      'epoch',
+      (id, msg) => host.epoch(id, msg.data),
+      host.epochMaxBytes,
     );
   }
   sub(

@@ -124,12 +124,6 @@ export class RegistryQueue {
         change,
       );
     }
-    if (ctx.config.crypto.keys === 'threshold' && change.role === 'site' && change.kind === 'enroll') {
-      throw refused(
-        `enroll ${change.member}: under threshold keys a new site needs a new key epoch (every site deals again), which is not automated yet (docs/threshold-ckks.md)`,
-        change,
-      );
-    }
     const next = Math.max(nextRound(history), this.#armed + 1);
     const scratch = view.clone();
     for (const p of [...this.#pending].sort((a, b) => a.change.fromRound - b.change.fromRound)) {

@@ -7,7 +7,8 @@ import { cappedWeights } from './weight-cap.ts';
  * Waits until a round can open: at least one eligible site (live, at the head, not excluded)
  * and, for a training round, one live aggregator; and until the sites expected to switch to the
  * last commit did (or `switchWaitMs` passed), so they are at the head when the round opens.
- * Readmits excluded sites that qualify. Returns the eligible sites, or undefined when stopped.
+ * Readmits excluded sites that qualify. Returns the eligible sites (under threshold keys, those of
+ * the key epoch's roster), or undefined when stopped.
  */
 export async function waitForSites(
   host: RoundHost,
@@ -36,7 +37,11 @@ export async function waitForSites(
     );
   }, Number.POSITIVE_INFINITY);
   if (!ready) return undefined;
-  return host.membership.eligibleSites(headRef);
+  // Threshold keys: a site outside the epoch's roster (enrolled since, not re-shared yet) could
+  // not be decrypted; it contributes from the epoch that includes it.
+  const epoch = host.threshold;
+  const inEpoch = (id: string) => epoch === undefined || epoch.roster.sites.some((s) => s.id === id);
+  return host.membership.eligibleSites(headRef).filter(inEpoch);
 }
 
 /**

@@ -210,6 +210,8 @@ async function openRound(
     kind: plan.openKind,
     // Absent at one level: the RoundOpen is then byte-identical to one written before trees.
     ...(parents.length > 0 ? { parents } : {}),
+    // Threshold keys: the epoch sites encrypt under (a site behind on the log reads it first).
+    ...(host.threshold === undefined ? {} : { epochId: host.threshold.epochId }),
   };
   const tree = RoundTree.of(open);
   // Without the contributions stream nothing the aggregators sum is kept as evidence, and no one

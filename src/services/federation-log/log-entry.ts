@@ -45,6 +45,7 @@ export function recordKind(record: LogRecordBody): LogRecordKind {
   if (record.partial) return 'partial';
   if (record.vote) return 'vote';
   if (record.votes) return 'votes';
+  if (record.thresholdEpoch) return 'thresholdEpoch';
   return 'snapshot';
 }
 
@@ -123,6 +124,7 @@ export function recordsHeld(record: LogRecordBody): number {
     record.partial,
     record.vote,
     record.votes,
+    record.thresholdEpoch,
   ].filter((r) => r != null).length;
 }
 

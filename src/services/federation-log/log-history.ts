@@ -7,6 +7,7 @@ import type {
   LogRecordBody,
   PartialRecordBody,
   SnapshotRecordBody,
+  ThresholdEpochBody,
   VoteBatchBody,
   VoteRecordBody,
 } from '../../protocol/index.ts';
@@ -16,6 +17,7 @@ import {
   type RegistryChangeBody,
   RegistryView,
 } from '../../registry/index.ts';
+import { epochRoster, type LoggedEpoch, thresholdEpochProblem } from '../../round/index.ts';
 import {
   bytesToHex,
   type Commit,
@@ -64,6 +66,7 @@ export class LogHistory {
   readonly #stream: string;
   readonly #registryChanges: LoggedRegistryChange[] = [];
   readonly #adminActions: LoggedAdminAction[] = [];
+  readonly #thresholdEpochs: (LoggedEpoch & { readonly entry: LogEntry })[] = [];
   readonly #keepEvidence: boolean;
   /** Set once any partial or vote record was applied: from then on every decision needs its evidence. */
   #evidence = false;
@@ -159,6 +162,11 @@ export class LogHistory {
     return this.#registryChanges;
   }
 
+  /** Threshold key epochs logged so far (re-sharings), in log order. */
+  get thresholdEpochs(): readonly (LoggedEpoch & { readonly entry: LogEntry })[] {
+    return this.#thresholdEpochs;
+  }
+
   /** Admin actions recorded so far, in log order. */
   get adminActions(): readonly LoggedAdminAction[] {
     return this.#adminActions;
@@ -179,6 +187,7 @@ export class LogHistory {
     else if (kind === 'partial') this.#applyPartial(entry, entry.record.partial!);
     else if (kind === 'vote') this.#applyVote(entry, entry.record.vote!);
     else if (kind === 'votes') this.#applyVotes(entry, entry.record.votes!);
+    else if (kind === 'thresholdEpoch') this.#applyThresholdEpoch(entry, entry.record.thresholdEpoch!);
     else this.#applySnapshot(entry, entry.record.snapshot!);
     this.#position = { sequence: entry.sequence, hash: entry.hash };
     this.registry?.setRound(this.#open?.roundOpen.round ?? this.#lastRound + 1);
@@ -426,6 +435,43 @@ export class LogHistory {
       throw this.#invalid(entry, `registry change refused: ${(err as Error).message}`);
     }
     this.#registryChanges.push({ entry, change });
+  }
+
+  /**
+   * A re-shared key epoch: logged between rounds, from the next round, of a later generation than
+   * the last, every roster site's ready signed (checked when the history has the registry).
+   */
+  #applyThresholdEpoch(entry: LogEntry, record: ThresholdEpochBody): void {
+    if (this.#open !== null) {
+      throw this.#invalid(entry, `threshold epoch while round ${this.#open.roundOpen.round} is open`);
+    }
+    const next = this.#lastRound + 1;
+    if (record.fromRound !== next) {
+      throw this.#invalid(
+        entry,
+        `threshold epoch from round ${record.fromRound}, logged before round ${next}`,
+      );
+    }
+    const last = this.#thresholdEpochs[this.#thresholdEpochs.length - 1];
+    if (last !== undefined && record.generation <= last.roster.generation) {
+      throw this.#invalid(
+        entry,
+        `threshold epoch of generation ${record.generation} after generation ${last.roster.generation}`,
+      );
+    }
+    const view = this.registry;
+    const problem = thresholdEpochProblem(
+      record,
+      entry.record.federation,
+      view === undefined ? undefined : (id) => view.current(id),
+    );
+    if (problem !== undefined) throw this.#invalid(entry, problem);
+    this.#thresholdEpochs.push({
+      roster: epochRoster(entry.record.federation, record),
+      epochId: record.epochId,
+      fromRound: record.fromRound,
+      entry,
+    });
   }
 
   /**

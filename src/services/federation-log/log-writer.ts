@@ -13,7 +13,7 @@ import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
 import { type LogRecordBody, sealControl } from '../../protocol/index.ts';
 import { backoffDelay, sleep } from '../../retry/index.ts';
 import { federationSubjects } from '../../transport/index.ts';
-import type { LogEntry, LogPosition } from './log-entry.ts';
+import { type LogEntry, type LogPosition, recordsHeld } from './log-entry.ts';
 import { FederationLogError } from './log-error.ts';
 import { LOG_MAX_ENTRY_BYTES, logStreamName } from './log-stream.ts';
 
@@ -33,7 +33,15 @@ export const LOG_MAX_APPEND_BYTES = LOG_MAX_ENTRY_BYTES - APPEND_HEADER_BYTES;
 /** What {@link FederationLogWriter.append} is given: one record; the writer fills the rest. */
 export type LogRecordInput = Pick<
   LogRecordBody,
-  'roundOpen' | 'decision' | 'snapshot' | 'registryChange' | 'adminAction' | 'partial' | 'vote' | 'votes'
+  | 'roundOpen'
+  | 'decision'
+  | 'snapshot'
+  | 'registryChange'
+  | 'adminAction'
+  | 'partial'
+  | 'vote'
+  | 'votes'
+  | 'thresholdEpoch'
 >;
 
 /** The single writer of a federation's log (the coordinator). */
@@ -118,16 +126,7 @@ class JetStreamLogWriter implements FederationLogWriter {
   async append(input: LogRecordInput): Promise<LogEntry> {
     // An entry without exactly one record could never be read back (readers refuse it, and a
     // second record is dropped by the protobuf oneof), yet it could never be removed either.
-    const records = [
-      input?.roundOpen,
-      input?.decision,
-      input?.snapshot,
-      input?.registryChange,
-      input?.adminAction,
-      input?.partial,
-      input?.vote,
-      input?.votes,
-    ].filter((r) => r != null).length;
+    const records = input == null ? 0 : recordsHeld(input as LogRecordBody);
     if (records !== 1) {
       throw new InvalidArgumentError(`a log entry holds exactly one record, got ${records}`, {
         details: { name: 'record' },
@@ -155,6 +154,7 @@ class JetStreamLogWriter implements FederationLogWriter {
       ...(input.partial ? { partial: input.partial } : {}),
       ...(input.vote ? { vote: input.vote } : {}),
       ...(input.votes ? { votes: input.votes } : {}),
+      ...(input.thresholdEpoch ? { thresholdEpoch: input.thresholdEpoch } : {}),
     };
     const bytes = sealControl('log-record', record, this.#options.signer, this.#options.signing);
     // The stream would refuse it (max_msg_size, headers included) after every retry: nothing is

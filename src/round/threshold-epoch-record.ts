@@ -1,0 +1,120 @@
+import { bytesEqual } from '../../crypto/digest/index.ts';
+import { assertRoster, type ThresholdRoster } from '../../crypto/threshold/index.ts';
+import {
+  type ControlBodies,
+  type EpochSiteBody,
+  type KeyLookup,
+  openControl,
+  type ThresholdEpochBody,
+} from '../protocol/index.ts';
+
+/**
+ * A re-sharing of the threshold key epoch (docs/threshold-ckks.md, "Re-sharing"), what every role
+ * shares of it: the names of its stored objects, the roster a request or record names, and the
+ * rules a logged epoch keeps.
+ */
+
+/** Phases of an `epoch-request`: sites deal, then (every deal stored) collect. */
+export const EPOCH_PHASES = ['deal', 'collect'] as const;
+
+/** The object a site's deal of `generation` is stored as (aggregates store, write-once). */
+export function epochDealObjectName(generation: number, site: string): string {
+  return `epoch-${generation}-deal-${site}`;
+}
+
+/** A key epoch in force from a round on: its roster, its id, and the round. */
+export interface LoggedEpoch {
+  readonly roster: ThresholdRoster;
+  readonly epochId: Uint8Array;
+  /** First round the epoch's keys encrypt (0 for the epoch of the key ceremony). */
+  readonly fromRound: number;
+}
+
+/**
+ * The roster a request or record names, checked (`assertRoster`).
+ *
+ * @throws InvalidArgumentError naming what is wrong.
+ */
+export function epochRoster(
+  federation: string,
+  body: {
+    readonly paramsId: Uint8Array;
+    readonly threshold: number;
+    readonly generation: number;
+    readonly sites: readonly EpochSiteBody[];
+  },
+): ThresholdRoster {
+  const roster: ThresholdRoster = {
+    federation,
+    paramsId: body.paramsId,
+    threshold: body.threshold,
+    generation: body.generation,
+    sites: body.sites.map((s) => ({ id: s.id, point: s.point })),
+  };
+  assertRoster(roster);
+  return roster;
+}
+
+/** The roster's sites as a request or record carries them. */
+export function epochSites(roster: ThresholdRoster): EpochSiteBody[] {
+  return roster.sites.map((s) => ({ id: s.id, point: s.point }));
+}
+
+/**
+ * What is wrong with a logged epoch, or undefined: a generation ≥ 1, 32-byte ids, a valid roster,
+ * one public share digest and one ready per roster site, and, with `keys`, each ready the site's
+ * own signed `epoch-ready` for this federation, generation and epoch id.
+ */
+export function thresholdEpochProblem(
+  record: ThresholdEpochBody,
+  federation: string,
+  keys: KeyLookup | undefined,
+): string | undefined {
+  if (!Number.isSafeInteger(record.generation) || record.generation < 1)
+    return `threshold epoch of generation ${record.generation}, not ≥ 1`;
+  if (!(record.epochId instanceof Uint8Array) || record.epochId.length !== 32)
+    return 'threshold epoch id is not 32 bytes';
+  if (!(record.paramsId instanceof Uint8Array) || record.paramsId.length !== 32)
+    return 'threshold epoch params id is not 32 bytes';
+  let roster: ThresholdRoster;
+  try {
+    roster = epochRoster(federation, record);
+  } catch (err) {
+    return `threshold epoch ${record.generation}: ${(err as Error).message}`;
+  }
+  const n = roster.sites.length;
+  if (record.publicShareDigests.length !== n || record.publicShareDigests.some((d) => d.length !== 32))
+    return `threshold epoch ${record.generation}: ${record.publicShareDigests.length} public share digests for ${n} sites`;
+  if (record.readies.length !== n)
+    return `threshold epoch ${record.generation}: ${record.readies.length} readies for ${n} sites`;
+  if (keys === undefined) return undefined;
+  for (let k = 0; k < n; k++) {
+    const site = roster.sites[k]!.id;
+    let ready: ControlBodies['epoch-ready'];
+    try {
+      ready = openControl(record.readies[k]!, 'epoch-ready', keys, { signer: site }).body;
+    } catch (err) {
+      return `threshold epoch ${record.generation}: the ready of ${site}: ${(err as Error).message}`;
+    }
+    if (
+      ready.federation !== federation ||
+      ready.generation !== record.generation ||
+      ready.site !== site ||
+      !bytesEqual(ready.epochId, record.epochId)
+    ) {
+      return `threshold epoch ${record.generation}: the ready of ${site} is for another epoch`;
+    }
+  }
+  return undefined;
+}
+
+/** The epoch in force at `round`: the last logged one from that round or before, else `genesis`. */
+export function epochAt<E extends { readonly fromRound: number }>(
+  genesis: E | undefined,
+  logged: readonly E[],
+  round: number,
+): E | undefined {
+  let best = genesis;
+  for (const e of logged) if (e.fromRound <= round) best = e;
+  return best;
+}

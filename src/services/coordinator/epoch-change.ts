@@ -1,0 +1,350 @@
+import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
+import {
+  epochId as computeEpochId,
+  epochSeed,
+  type ThresholdLaneContext,
+  type ThresholdRoster,
+} from '../../../crypto/threshold/index.ts';
+import { BlockRejectedError, CohortError } from '../../errors/index.ts';
+import { type ControlBodies, openControl, sealControl } from '../../protocol/index.ts';
+import { epochDealObjectName, epochSites, type LoggedEpoch } from '../../round/index.ts';
+import type { MemberContext } from '../member-context.ts';
+import type { WriteOnceObjects } from '../store/index.ts';
+import { decodePublicShare, thresholdRosterOf } from '../threshold-dealing.ts';
+import type { CoordinatorLog } from './coordinator-log.ts';
+import type { Membership } from './membership.ts';
+
+/** Rounds a site that failed a re-sharing stays out of the next rosters (it may rejoin after). */
+const EXCLUDED_ROUNDS = 10;
+
+/** What a re-sharing needs of the coordinator. */
+export interface EpochChangeHost {
+  readonly ctx: MemberContext;
+  readonly log: CoordinatorLog;
+  readonly membership: Membership;
+  /** The epoch in force for the next round (the ceremony's, or the last logged). */
+  readonly threshold: LoggedEpoch | undefined;
+  now(): number;
+  stopping(): boolean;
+  until(condition: () => boolean, deadline: number): Promise<boolean>;
+  aggregates(): Promise<WriteOnceObjects>;
+}
+
+/** One re-sharing attempt: its roster and what the roster's sites sent. */
+interface Attempt {
+  readonly roster: ThresholdRoster;
+  readonly seed: Uint8Array;
+  phase: 'deal' | 'collect';
+  /** Site → its stored deal (signed bytes) and its public share's packed c0. */
+  readonly deals: Map<string, { readonly bytes: Uint8Array; readonly publicShare: Uint8Array }>;
+  /** The epoch id the stored public shares give (set when every deal is in). */
+  epochId: Uint8Array | undefined;
+  /** Site → its signed ready. */
+  readonly readies: Map<string, Uint8Array>;
+  readonly fromRound: number;
+}
+
+/** What {@link EpochChanges.ensure} did. */
+export type EpochOutcome =
+  | { readonly kind: 'current' }
+  | { readonly kind: 'changed'; readonly epoch: LoggedEpoch }
+  | { readonly kind: 'failed'; readonly reason: string; readonly silent: readonly string[] };
+
+/**
+ * Re-sharing of the threshold key epoch (docs/threshold-ckks.md, "Re-sharing"). Before a round
+ * opens the coordinator compares the epoch in force with the roster it wants: the configured sites
+ * the registry (as of the log) lists unrevoked and that are live, less those that failed a
+ * re-sharing lately. A roster site revoked or gone from the registry, a live enrolled site not in
+ * the roster, or a rotation due (`crypto.threshold.rotateEveryRounds`) starts a re-sharing:
+ *
+ * 1. `deal`: the coordinator asks the new roster (`epoch-request`, signed, sent again every
+ *    heartbeat until answered); each site draws a fresh secret and sends its deal (its signed
+ *    public share and one share sealed to each roster site, `epoch.<site>`). The coordinator
+ *    checks the public share against the site's registered key and the recipients against the
+ *    roster, and stores the deal write-once (`epoch-<g>-deal-<site>`).
+ * 2. `collect`: once every deal is stored, each site reads them, opens the shares dealt to it,
+ *    writes its key file and sends its signed ready for the epoch id (which binds the roster's seed
+ *    and every public share).
+ * 3. Every roster site ready for the id the coordinator computed from the stored public shares:
+ *    the coordinator logs the epoch (`thresholdEpoch`, every ready inside) from the round about to
+ *    open. That record is the commit: sites switch to the new keys at that round, and nothing
+ *    encrypts under the old epoch again.
+ *
+ * A phase that times out logs nothing; its silent sites are left out of the rosters for
+ * {@link EXCLUDED_ROUNDS} rounds and the next attempt (a new generation) goes on without them. No
+ * round opens while a re-sharing is due: after a revocation, nothing is encrypted under an epoch
+ * whose shares the revoked site holds.
+ */
+export class EpochChanges {
+  #attempt: Attempt | undefined;
+  #lastGeneration = 0;
+  readonly #excluded = new Map<string, number>();
+
+  /** The attempt in progress (tests, metrics). */
+  get attempt(): { readonly generation: number; readonly phase: string } | undefined {
+    const a = this.#attempt;
+    return a === undefined ? undefined : { generation: a.roster.generation, phase: a.phase };
+  }
+
+  /**
+   * The roster wanted from round `round` on, when it differs from the epoch in force or a rotation
+   * is due; undefined when the epoch in force stands.
+   */
+  due(
+    host: EpochChangeHost,
+    round: number,
+  ): { readonly sites: readonly string[]; readonly why: string } | undefined {
+    const current = host.threshold;
+    if (current === undefined) return undefined;
+    const { ctx } = host;
+    const view = host.log.history.registry ?? ctx.registryView;
+    const enrolled = (id: string) => view.role(id) === 'site' && !view.isRevoked(id, round);
+    const excluded = (id: string) => {
+      const r = this.#excluded.get(id);
+      return r !== undefined && round - r <= EXCLUDED_ROUNDS;
+    };
+    const inRoster = new Set(current.roster.sites.map((s) => s.id));
+    const wanted = ctx.members.sites
+      .map((s) => s.id)
+      .filter((id) => enrolled(id) && (inRoster.has(id) || host.membership.isLive(id)) && !excluded(id));
+    const gone = [...inRoster].filter((id) => !enrolled(id));
+    if (gone.length > 0)
+      return {
+        sites: wanted.filter((id) => host.membership.isLive(id)),
+        why: `${gone.join(', ')} left the registry`,
+      };
+    const joining = wanted.filter((id) => !inRoster.has(id));
+    if (joining.length > 0)
+      return {
+        sites: wanted.filter((id) => host.membership.isLive(id)),
+        why: `${joining.join(', ')} enrolled`,
+      };
+    const every = ctx.config.crypto.threshold.rotateEveryRounds;
+    if (every > 0 && round - Math.max(1, current.fromRound) >= every)
+      return {
+        sites: wanted.filter((id) => host.membership.isLive(id)),
+        why: `rotation every ${every} rounds`,
+      };
+    return undefined;
+  }
+
+  /**
+   * Before round `round` opens: re-shares when {@link due}, and logs the new epoch from `round`.
+   * Returns what happened; on `failed` no round may open yet (the caller waits and asks again).
+   */
+  async ensure(host: EpochChangeHost, round: number): Promise<EpochOutcome> {
+    const wanted = this.due(host, round);
+    if (wanted === undefined) return { kind: 'current' };
+    const { ctx } = host;
+    const lanes = ctx.ckks as ThresholdLaneContext;
+    // Fresh for every attempt, across restarts too (a site keeps the deal it made for a roster
+    // and generation, and the store keeps each deal write-once): the clock's seconds, at least one
+    // above any generation logged or tried.
+    const generation = Math.max(
+      Math.max(this.#lastGeneration, lastLoggedGeneration(host)) + 1,
+      Math.floor(host.now() / 1000),
+    );
+    let roster: ThresholdRoster;
+    try {
+      roster = thresholdRosterOf({
+        federation: ctx.config.federation.id,
+        paramsId: lanes.tc.paramsId,
+        sites: wanted.sites,
+        enrolled: () => true,
+        ...(ctx.config.crypto.threshold.sites === undefined
+          ? {}
+          : { threshold: ctx.config.crypto.threshold.sites }),
+        minContributors: ctx.config.round.minContributors,
+        generation,
+      });
+    } catch (err) {
+      return { kind: 'failed', reason: `no roster to re-share with: ${(err as Error).message}`, silent: [] };
+    }
+    this.#lastGeneration = generation;
+    const attempt: Attempt = {
+      roster,
+      seed: epochSeed(roster),
+      phase: 'deal',
+      deals: new Map(),
+      epochId: undefined,
+      readies: new Map(),
+      fromRound: round,
+    };
+    this.#attempt = attempt;
+    ctx.log.info(
+      { round, generation, sites: roster.sites.length, threshold: roster.threshold, why: wanted.why },
+      're-sharing the key epoch',
+    );
+    try {
+      const dealt = await this.#phase(
+        host,
+        attempt,
+        'deal',
+        () => attempt.deals.size === roster.sites.length,
+      );
+      if (dealt !== undefined) return dealt;
+      const shares = new Map([...attempt.deals].map(([site, d]) => [site, d.publicShare]));
+      attempt.epochId = computeEpochId(roster, shares);
+      attempt.phase = 'collect';
+      const collected = await this.#phase(
+        host,
+        attempt,
+        'collect',
+        () => attempt.readies.size === roster.sites.length,
+      );
+      if (collected !== undefined) return collected;
+      const epoch: LoggedEpoch = { roster, epochId: attempt.epochId, fromRound: round };
+      await host.log.append({
+        thresholdEpoch: {
+          generation,
+          epochId: attempt.epochId,
+          paramsId: roster.paramsId,
+          threshold: roster.threshold,
+          sites: epochSites(roster),
+          fromRound: round,
+          readies: roster.sites.map((s) => attempt.readies.get(s.id)!),
+          publicShareDigests: roster.sites.map((s) => sha256(attempt.deals.get(s.id)!.publicShare)),
+        },
+      });
+      ctx.log.info(
+        { round, generation, epoch: Buffer.from(attempt.epochId).toString('hex') },
+        'key epoch re-shared',
+      );
+      return { kind: 'changed', epoch };
+    } finally {
+      this.#attempt = undefined;
+    }
+  }
+
+  /** Asks the roster for `phase` until `done` or the phase's deadline; a failure to report, else undefined. */
+  async #phase(
+    host: EpochChangeHost,
+    attempt: Attempt,
+    phase: 'deal' | 'collect',
+    done: () => boolean,
+  ): Promise<EpochOutcome | undefined> {
+    const { ctx } = host;
+    const deadline = host.now() + ctx.config.crypto.threshold.reshareTimeoutMs;
+    const body: ControlBodies['epoch-request'] = {
+      federation: ctx.config.federation.id,
+      generation: attempt.roster.generation,
+      paramsId: attempt.roster.paramsId,
+      threshold: attempt.roster.threshold,
+      sites: epochSites(attempt.roster),
+      phase,
+      fromRound: attempt.fromRound,
+      deadlineUnixMs: deadline,
+    };
+    const bytes = sealControl('epoch-request', body, ctx.member, ctx.signing);
+    // Announcements are at most once: asked again every heartbeat until every site answered.
+    while (!done() && !host.stopping() && host.now() < deadline) {
+      await ctx.transport.publish(ctx.subjects.epochRequest, bytes).catch((err: unknown) => {
+        ctx.log.warn({ err, phase }, 'epoch request not published');
+      });
+      await host.until(done, Math.min(deadline, host.now() + ctx.config.round.heartbeatMs));
+    }
+    if (host.stopping()) return { kind: 'failed', reason: 'stopping', silent: [] };
+    if (done()) return undefined;
+    const answered = phase === 'deal' ? attempt.deals : attempt.readies;
+    const silent = attempt.roster.sites.map((s) => s.id).filter((id) => !answered.has(id));
+    for (const id of silent) this.#excluded.set(id, attempt.fromRound);
+    const reason = `re-sharing generation ${attempt.roster.generation}: ${silent.join(', ')} sent no ${phase === 'deal' ? 'deal' : 'ready'} in time`;
+    ctx.log.warn({ silent, generation: attempt.roster.generation }, reason);
+    return { kind: 'failed', reason, silent };
+  }
+
+  /**
+   * A message on `cohort.F.epoch.<site>`: the site's deal (phase deal) or ready (phase collect) of
+   * the attempt in progress, checked (signer, federation, generation, the public share's signature
+   * and the recipients; the ready's epoch id) before it is kept. A deal sent again must be the same
+   * bytes (else `DUPLICATE`); a ready sent again for the same epoch id is answered, the first kept.
+   *
+   * @throws CohortError `EPOCH_REFUSED` (no re-sharing in that phase, a site outside the roster);
+   *   BlockRejectedError `WRONG_SIGNER`, `WRONG_CONTEXT`, `DUPLICATE`, `MALFORMED` and the control
+   *   message's refusals; CryptoError `PUBLIC_SHARE_INVALID`.
+   */
+  async receive(host: EpochChangeHost, site: string, data: Uint8Array): Promise<void> {
+    const attempt = this.#attempt;
+    if (attempt === undefined) throw new CohortError('EPOCH_REFUSED', `${site}: no re-sharing in progress`);
+    if (!attempt.roster.sites.some((s) => s.id === site)) {
+      throw new CohortError(
+        'EPOCH_REFUSED',
+        `${site} is not in the roster of generation ${attempt.roster.generation}`,
+      );
+    }
+    const { ctx } = host;
+    const federation = ctx.config.federation.id;
+    if (attempt.phase === 'deal') {
+      const earlier = attempt.deals.get(site);
+      if (earlier !== undefined) {
+        if (bytesEqual(earlier.bytes, data)) return;
+        throw new BlockRejectedError(
+          'DUPLICATE',
+          `${site} already dealt generation ${attempt.roster.generation}`,
+        );
+      }
+      const deal = openControl(data, 'epoch-deal', ctx.keys, { signer: site }).body;
+      if (
+        deal.federation !== federation ||
+        deal.generation !== attempt.roster.generation ||
+        deal.site !== site
+      ) {
+        throw new BlockRejectedError('WRONG_CONTEXT', `the deal of ${site} is for another re-sharing`);
+      }
+      const lanes = ctx.ckks as ThresholdLaneContext;
+      const key = ctx.keys(site);
+      if (key === undefined) throw new BlockRejectedError('WRONG_SIGNER', `${site} has no signing key`);
+      const publicShare = decodePublicShare(lanes.tc, deal.publicShare, attempt.seed, site, [key]);
+      const recipients = deal.envelopes.map((e) => e.recipient);
+      if (
+        recipients.length !== attempt.roster.sites.length ||
+        attempt.roster.sites.some((s, k) => recipients[k] !== s.id)
+      ) {
+        throw new BlockRejectedError(
+          'MALFORMED',
+          `the deal of ${site} does not seal one share to each roster site, in order`,
+        );
+      }
+      // Each envelope holds one packed share and a signature: anything much larger is not one.
+      const cap = lanes.tc.polyBytes + 16 * 1024;
+      if (deal.envelopes.some((e) => e.envelope.length > cap)) {
+        throw new BlockRejectedError('MALFORMED', `the deal of ${site} holds an envelope over ${cap} bytes`);
+      }
+      await (await host.aggregates()).put(epochDealObjectName(attempt.roster.generation, site), data);
+      // The attempt may have ended while the deal was stored.
+      if (this.#attempt !== attempt || attempt.phase !== 'deal') return;
+      attempt.deals.set(site, { bytes: data.slice(), publicShare });
+      return;
+    }
+    const earlier = attempt.readies.get(site);
+    if (earlier !== undefined) {
+      if (bytesEqual(earlier, data)) return;
+      throw new BlockRejectedError(
+        'DUPLICATE',
+        `${site} already sent its ready for generation ${attempt.roster.generation}`,
+      );
+    }
+    const ready = openControl(data, 'epoch-ready', ctx.keys, { signer: site }).body;
+    if (
+      ready.federation !== federation ||
+      ready.generation !== attempt.roster.generation ||
+      ready.site !== site
+    ) {
+      throw new BlockRejectedError('WRONG_CONTEXT', `the ready of ${site} is for another re-sharing`);
+    }
+    if (!bytesEqual(ready.epochId, attempt.epochId!)) {
+      throw new BlockRejectedError(
+        'WRONG_CONTEXT',
+        `${site} is ready for another epoch id than the stored public shares give`,
+      );
+    }
+    // A site asked again signs its ready again (signatures are randomized): the first is kept.
+    if (!attempt.readies.has(site)) attempt.readies.set(site, data.slice());
+  }
+}
+
+/** The generation of the last re-sharing logged (0 before any). */
+function lastLoggedGeneration(host: EpochChangeHost): number {
+  const logged = host.log.history.thresholdEpochs;
+  return logged.length === 0 ? 0 : logged[logged.length - 1]!.roster.generation;
+}

@@ -1,0 +1,206 @@
+// Re-sharing of the threshold key epoch (issue 23), end to end over a real nats-server with the
+// real coordinator, aggregator and site agents: an enrollment, a scheduled rotation and a site
+// that never re-shares each lead to a new key epoch logged from a round, after which rounds
+// commit under it; every epoch in the log is checked by the log's own history rules and by the
+// auditor; old key files are erased where the new epoch is in force.
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AuditReport } from '../../src/audit/index.ts';
+import type { ThresholdEpochBody } from '../../src/protocol/index.ts';
+import type { CoordinatorHandle } from '../../src/services/coordinator/index.ts';
+import { enrollSite } from '../../src/services/index.ts';
+import { e2eOverrides } from '../helpers/e2e-overrides.ts';
+import { expectSingleChain, Federation, waitFor } from '../helpers/federation.ts';
+import { auditExport, cohort } from '../helpers/run-cli.ts';
+
+const F = 'reshare';
+const OVERRIDES = {
+  // Round 1 runs before site-4 is enrolled: three sites and the aggregator are the quorum.
+  ...e2eOverrides({ minContributors: 2, voteTimeoutMs: 8000, quorum: 4 }),
+  crypto: { keys: 'threshold' as const, threshold: { rotateEveryRounds: 3, reshareTimeoutMs: 4000 } },
+  log: { level: 'warn' as const },
+};
+
+describe('re-sharing the threshold key epoch (real nats-server, real members)', () => {
+  let f: Federation;
+  let coordinator: CoordinatorHandle;
+  const decided: { round: number; commit: boolean; contributors: number }[] = [];
+  /** Logged epochs; read at most every 250 ms while waiting (each read verifies the whole log). */
+  let read = { at: 0, epochs: [] as ThresholdEpochBody[] };
+  const epochs = async (): Promise<ThresholdEpochBody[]> => {
+    if (Date.now() - read.at > 250) {
+      const entries = await f.logEntries();
+      read = {
+        at: Date.now(),
+        epochs: entries.flatMap((e) => (e.record.thresholdEpoch ? [e.record.thresholdEpoch] : [])),
+      };
+    }
+    return read.epochs;
+  };
+  const fresh = async () => {
+    read = { at: 0, epochs: [] };
+    return epochs();
+  };
+
+  beforeAll(async () => {
+    f = await Federation.create(F, {
+      aggregators: 1,
+      sites: 4,
+      unenrolled: ['site-4'],
+      overrides: OVERRIDES,
+    });
+    await f.startAggregator(f.dep.aggregators[0]!);
+    for (const s of ['site-1', 'site-2', 'site-3']) await f.startAgent(s);
+    coordinator = f.startCoordinator({
+      rounds: 1000,
+      switchWaitMs: 5000,
+      onEvent: (e) => {
+        if (e.type === 'decision')
+          decided.push({
+            round: e.summary.round,
+            commit: e.summary.commit,
+            contributors: e.summary.contributors,
+          });
+      },
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await coordinator?.stop();
+    await f?.stop();
+  });
+
+  it('an enrolled site joins through a re-sharing logged before it contributes, under the new epoch', async () => {
+    await waitFor('round 1 committed', () => decided.some((d) => d.round === 1 && d.commit), 60_000);
+    expect(await fresh()).toEqual([]);
+    // The sponsor passes on the data key only: under threshold keys there is no CKKS secret to give.
+    const keys = f.dep.config.members!.keysDir;
+    const files = enrollSite({
+      dir: keys,
+      federation: F,
+      sponsor: 'site-1',
+      site: 'site-4',
+      algorithm: 'falcon-512',
+      ckks: undefined,
+    });
+    expect(readdirSync(join(keys, 'public'))).not.toContain('site-4.ckks.env');
+    // Its agent runs before the enrollment is logged (its heartbeats are refused until then).
+    await f.startAgent('site-4');
+    const from = coordinator.stats().round + 2;
+    const enrolled = await cohort(
+      'registry',
+      'enroll',
+      '--config',
+      f.dep.configPath,
+      '--officer-key',
+      f.dep.officer.key,
+      '--member',
+      'site-4',
+      '--signing-pub',
+      files.signingPublicKey,
+      '--kem-pub',
+      files.kemPublicKey,
+      '--from-round',
+      String(from),
+      '--wait',
+    );
+    expect(enrolled.status, enrolled.stderr).toBe(0);
+    await waitFor(
+      'a commit with site-4',
+      () => decided.some((d) => d.commit && d.contributors === 4),
+      90_000,
+    );
+    // A scheduled rotation of the three first sites may come first; the join is the epoch with site-4.
+    const epoch = (await fresh()).find((e) => e.sites.some((x) => x.id === 'site-4'));
+    expect(epoch!.fromRound).toBeGreaterThanOrEqual(from);
+    expect(epoch!.sites.map((s) => s.id)).toEqual(['site-1', 'site-2', 'site-3', 'site-4']);
+    expect(epoch!.threshold).toBe(3); // ⌈2·4/3⌉
+    expect(epoch!.readies).toHaveLength(4);
+    // site-4 contributes only from the epoch that holds its secret.
+    for (const d of await f.decisions()) {
+      const sites = d.aggregate?.contributors.map((c) => c.site) ?? [];
+      if (sites.includes('site-4')) expect(d.round).toBeGreaterThanOrEqual(epoch!.fromRound);
+    }
+    // Each site holds the new epoch's key file only, once it switched to it.
+    await waitFor('every site switched', () =>
+      ['site-1', 'site-2', 'site-3', 'site-4'].every(
+        (s) =>
+          readdirSync(join(keys, s))
+            .filter((n) => n.endsWith('.threshold'))
+            .join() === `${s}.g${epoch!.generation}.threshold`,
+      ),
+    );
+  }, 180_000);
+
+  it('rotates every three rounds: a new epoch with fresh secrets for the same sites', async () => {
+    const joined = (all: readonly ThresholdEpochBody[]) =>
+      all.findIndex((e) => e.sites.some((x) => x.id === 'site-4'));
+    await waitFor(
+      'a rotation after the join',
+      async () => {
+        const all = await epochs();
+        return all.length > joined(all) + 1;
+      },
+      120_000,
+    );
+    const all = await fresh();
+    const first = all[joined(all)];
+    const second = all[joined(all) + 1];
+    expect(second!.fromRound).toBe(first!.fromRound + 3);
+    expect(second!.sites).toEqual(first!.sites);
+    expect(second!.generation).toBeGreaterThan(first!.generation);
+    expect(Buffer.from(second!.epochId).equals(Buffer.from(first!.epochId))).toBe(false);
+    // Fresh secrets: every public share differs from the epoch before.
+    second!.publicShareDigests.forEach((d, k) => {
+      expect(Buffer.from(d).equals(Buffer.from(first!.publicShareDigests[k]!))).toBe(false);
+    });
+    await waitFor(
+      'a commit under it',
+      () => decided.some((d) => d.commit && d.round >= second!.fromRound),
+      60_000,
+    );
+  }, 180_000);
+
+  it('a site that never re-shares is left out of the next attempt; the federation goes on without it', async () => {
+    // site-3 runs as a process that ignores every epoch request.
+    await f.agents.get('site-3')!.stop();
+    f.agents.delete('site-3');
+    const silent = f.spawn('agent', 'site-3', ['--set', 'log.level=info'], {
+      COHORT_FAILPOINT: 'agent.epoch-request:skip',
+    });
+    try {
+      await waitFor('site-3 ready as a process', () => silent.output.includes('agent ready'), 60_000);
+      const before = (await fresh()).length;
+      await waitFor('the next rotation', async () => (await epochs()).length > before, 120_000);
+      const last = (await fresh()).at(-1)!;
+      expect(last.sites.map((s) => s.id)).toEqual(['site-1', 'site-2', 'site-4']);
+      await waitFor(
+        'a commit under it',
+        () => decided.some((d) => d.commit && d.round >= last.fromRound),
+        60_000,
+      );
+      const d = (await f.decisions()).find((x) => x.commit && x.round >= last.fromRound)!;
+      expect(d.aggregate!.contributors.map((c) => c.site)).not.toContain('site-3');
+      expectSingleChain(await f.decisions(), f.genesis);
+    } finally {
+      silent.child.kill('SIGKILL');
+      await silent.exited;
+    }
+  }, 240_000);
+
+  it('the auditor verifies the log with its re-sharings: every ready signed by its site', async () => {
+    await coordinator.stop();
+    const dir = mkdtempSync(join(tmpdir(), 'cohort-reshare-audit-'));
+    try {
+      const path = join(dir, 'audit.bin');
+      await auditExport(f.dep.configPath, path);
+      const r = await cohort('audit', 'verify', '--bundle', path, '--config', f.dep.configPath, '--json');
+      const report = JSON.parse(r.stdout) as AuditReport;
+      expect(report.problems).toEqual([]);
+      expect(r.status).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
