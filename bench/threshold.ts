@@ -13,7 +13,9 @@
 //               (t = ⌈2n/3⌉, shares packed like payloads), beside the shared-key decryption of
 //               the same aggregate
 //   keys        one site's key generation and dealing to n = 10 and 100 sites, beside creating
-//               the shared key; re-sharing after a membership change is a new dealing
+//               the shared key; a re-sharing (enrollment, revocation, rotation) is a new dealing:
+//               one site's whole deal (its secret, signed public share and n shares sealed to
+//               the sites' ML-KEM keys, `makeDeal`) and the bytes one re-sharing moves (n deals)
 //   round       the he round with the real services, 4 site processes and 2 aggregators (the round
 //               bench's federation, bench/round-he-plain.ts), under threshold keys beside the
 //               shared key, mean of rounds 2..R (COHORT_BENCH_ROUNDS, default 4; rows shared by the
@@ -22,6 +24,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CkksKeyset, DEFAULT_CKKS_PARAMS, getCkksContext } from '../crypto/ckks/index.ts';
+import { generateKemKeyPair } from '../crypto/kem/index.ts';
 import type { LaneContext, LaneKeyset } from '../crypto/lanes/index.ts';
 import { AggregateMacKey } from '../crypto/mac/index.ts';
 import { generateSigningKeyPair } from '../crypto/signature/index.ts';
@@ -39,11 +42,13 @@ import {
   SiteSecret,
   ThresholdLaneContext,
   ThresholdLaneKeyset,
+  wipe,
   zeroPoly,
 } from '../crypto/threshold/index.ts';
 import { MNIST_2NN, parameterCount } from '../federation/index.ts';
 import { encodeUpdate, type RoundContext } from '../src/protocol/index.ts';
 import { createLocalDeployment, type LocalDeployment } from '../src/services/index.ts';
+import { makeDeal } from '../src/services/threshold-dealing.ts';
 import { type HeResult, runHeArm } from './round-he-plain.ts';
 import { gaussianUpdate } from './synthetic-update.ts';
 import { type BenchRow, printTable, timeIt, writeResults } from './table.ts';
@@ -260,6 +265,54 @@ export async function runThresholdBench(): Promise<void> {
         compare: '',
         floor: { metric: 'creating the shared key', value: sharedKeygenMs },
       });
+    }
+    const dealer = generateSigningKeyPair('falcon-512');
+    for (const n of DEALING_COUNTS) {
+      const roster = {
+        federation: 'bench',
+        paramsId: tc.paramsId,
+        threshold: defaultThreshold(n, 2),
+        generation: 1,
+        sites: Array.from({ length: n }, (_, k) => ({ id: `site-${k + 1}`, point: k + 1 })),
+      };
+      const kem = Array.from({ length: n }, () => generateKemKeyPair().publicKey);
+      let dealBytes = 0;
+      const dealMs = timeIt(
+        () => {
+          const d = makeDeal({
+            site: 'site-1',
+            roster,
+            ctx: tc,
+            signingKey: dealer,
+            kemKeys: (id) => kem[Number(id.slice(5)) - 1],
+          });
+          dealBytes = d.publicShare.length + d.envelopes.reduce((a, e) => a + e.envelope.length, 0);
+          wipe(d.secret);
+        },
+        n > 50 ? 0 : 1000,
+        n > 50 ? 1 : 3,
+      );
+      rows.push(
+        {
+          section: 'keys',
+          metric: `n = ${n}: re-sharing, one site's whole deal (secret, public share, ${n} sealed shares)`,
+          value: dealMs,
+          unit: 'ms',
+          compare: '',
+          floor: { metric: 'creating the shared key', value: sharedKeygenMs },
+        },
+        {
+          section: 'keys',
+          metric: `n = ${n}: re-sharing, bytes moved (${n} deals of ${(dealBytes / 1e6).toFixed(2)} MB)`,
+          value: (n * dealBytes) / 1e6,
+          unit: 'MB',
+          compare: '',
+          floor: {
+            metric: `the round's uplink (${n} 8-bit updates)`,
+            value: (n * blocksAt8 * packedBytes(tc)) / 1e6,
+          },
+        },
+      );
     }
     const rounds: Record<string, HeResult> = {};
     if (process.env.COHORT_BENCH_THRESHOLD_ROUND !== '0') {

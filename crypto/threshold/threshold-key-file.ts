@@ -113,7 +113,13 @@ export function decodeThresholdKey(
   const sites: { id: string; point: number }[] = [];
   for (let k = 0; k < count; k++) sites.push({ id: str(), point: u32() });
   const self = str();
-  const roster: ThresholdRoster = { federation, paramsId: ctx.paramsId.slice(), threshold, generation, sites };
+  const roster: ThresholdRoster = {
+    federation,
+    paramsId: ctx.paramsId.slice(),
+    threshold,
+    generation,
+    sites,
+  };
   try {
     assertRoster(roster);
   } catch (cause) {

@@ -7,10 +7,18 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ThresholdLaneContext, wipe } from '../../crypto/threshold/index.ts';
 import type { AuditReport } from '../../src/audit/index.ts';
-import type { ThresholdEpochBody } from '../../src/protocol/index.ts';
+import {
+  type ControlBodies,
+  openControl,
+  sealControl,
+  type ThresholdEpochBody,
+} from '../../src/protocol/index.ts';
+import { epochRoster } from '../../src/round/index.ts';
 import type { CoordinatorHandle } from '../../src/services/coordinator/index.ts';
 import { enrollSite } from '../../src/services/index.ts';
+import { makeDeal } from '../../src/services/threshold-dealing.ts';
 import { e2eOverrides } from '../helpers/e2e-overrides.ts';
 import { expectSingleChain, Federation, waitFor } from '../helpers/federation.ts';
 import { auditExport, cohort } from '../helpers/run-cli.ts';
@@ -169,6 +177,82 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
     const silent = f.spawn('agent', 'site-3', ['--set', 'log.level=info'], {
       COHORT_FAILPOINT: 'agent.epoch-request:skip',
     });
+    // Meanwhile site-3's credentials (its signing key and NATS user, opened here as a second
+    // connection) attack the re-sharing intake while its slot is empty: every message a site can
+    // send on its one subject, `epoch.site-3`, that is not its honest deal is refused, by reason.
+    const hostile = await f.member('site-3');
+    const refusals = new Map<string, string>();
+    let attacked: Promise<void> | undefined;
+    const attack = async (r: ControlBodies['epoch-request']) => {
+      const roster = epochRoster(F, r);
+      const tc = (hostile.ckks as ThresholdLaneContext).tc;
+      const deal = makeDeal({
+        site: 'site-3',
+        roster,
+        ctx: tc,
+        signingKey: hostile.signing,
+        kemKeys: (id) => hostile.registryView.currentKemKey(id),
+      });
+      wipe(deal.secret);
+      const body: ControlBodies['epoch-deal'] = {
+        federation: F,
+        generation: r.generation,
+        site: 'site-3',
+        publicShare: deal.publicShare,
+        envelopes: deal.envelopes.map((e) => ({ recipient: e.recipient, envelope: e.envelope })),
+      };
+      const seal = (b: ControlBodies['epoch-deal']) =>
+        sealControl('epoch-deal', b, 'site-3', hostile.signing);
+      // A public share made for another roster (another generation's seed), validly signed.
+      const other = makeDeal({
+        site: 'site-3',
+        roster: { ...roster, generation: roster.generation + 1 },
+        ctx: tc,
+        signingKey: hostile.signing,
+        kemKeys: (id) => hostile.registryView.currentKemKey(id),
+      });
+      wipe(other.secret);
+      const attempts: [string, Uint8Array][] = [
+        ['garbage', new Uint8Array(64).fill(7)],
+        ['a deal naming another site', seal({ ...body, site: 'site-1' })],
+        ['a deal of another generation', seal({ ...body, generation: r.generation - 1 })],
+        ['a deal of another federation', seal({ ...body, federation: 'elsewhere' })],
+        ['a public share of another roster', seal({ ...body, publicShare: other.publicShare })],
+        ['envelopes out of roster order', seal({ ...body, envelopes: [...body.envelopes].reverse() })],
+        ['an envelope missing', seal({ ...body, envelopes: body.envelopes.slice(1) })],
+        [
+          'an oversized envelope',
+          seal({
+            ...body,
+            envelopes: body.envelopes.map((e) => ({ ...e, envelope: new Uint8Array(tc.polyBytes + 20_000) })),
+          }),
+        ],
+        [
+          'a ready in the deal phase',
+          sealControl(
+            'epoch-ready',
+            { federation: F, generation: r.generation, site: 'site-3', epochId: new Uint8Array(32) },
+            'site-3',
+            hostile.signing,
+          ),
+        ],
+      ];
+      for (const [what, bytes] of attempts) {
+        const code = await hostile.transport.request(hostile.subjects.epoch('site-3'), bytes).then(
+          () => 'accepted',
+          (err: { details?: { remoteCode?: string }; code?: string }) =>
+            err.details?.remoteCode ?? err.code ?? '?',
+        );
+        refusals.set(what, code);
+      }
+    };
+    const listen = hostile.transport.subscribe(hostile.subjects.epochRequest, async (m) => {
+      const r = openControl(m.data, 'epoch-request', hostile.keys, { signer: f.dep.coordinator }).body;
+      if (attacked === undefined && r.phase === 'deal' && r.sites.some((x) => x.id === 'site-3'))
+        attacked = attack(r);
+      return undefined;
+    });
+    await listen.ready();
     try {
       await waitFor('site-3 ready as a process', () => silent.output.includes('agent ready'), 60_000);
       const before = (await fresh()).length;
@@ -183,7 +267,22 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
       const d = (await f.decisions()).find((x) => x.commit && x.round >= last.fromRound)!;
       expect(d.aggregate!.contributors.map((c) => c.site)).not.toContain('site-3');
       expectSingleChain(await f.decisions(), f.genesis);
+      await attacked;
+      expect(Object.fromEntries(refusals)).toEqual({
+        garbage: 'BLOCK_MALFORMED',
+        'a deal naming another site': 'BLOCK_WRONG_CONTEXT',
+        'a deal of another generation': 'BLOCK_WRONG_CONTEXT',
+        'a deal of another federation': 'BLOCK_WRONG_CONTEXT',
+        'a public share of another roster': 'PUBLIC_SHARE_INVALID',
+        'envelopes out of roster order': 'BLOCK_MALFORMED',
+        'an envelope missing': 'BLOCK_MALFORMED',
+        'an oversized envelope': 'BLOCK_MALFORMED',
+        'a ready in the deal phase': 'BLOCK_MALFORMED',
+      });
+      // None was stored: the attempt that waited for site-3 logged nothing, the next left it out.
+      expect(last.sites.map((x) => x.id)).not.toContain('site-3');
     } finally {
+      await listen.unsubscribe();
       silent.child.kill('SIGKILL');
       await silent.exited;
     }

@@ -81,6 +81,8 @@ describe('federationUsers', () => {
       'cohort.f1.vote.site-a',
       // Threshold keys: its decryption shares, when it is asked for them.
       'cohort.f1.share.site-a',
+      // Threshold keys: its deal and ready when the key epoch is re-shared.
+      'cohort.f1.epoch.site-a',
       'cohort.f1.heartbeat.site-a',
       'cohort.f1.switched.site-a',
       'cohort.f1.snapshot.site-a',
@@ -96,6 +98,7 @@ describe('federationUsers', () => {
       'cohort.f1.round.open',
       'cohort.f1.prepare',
       'cohort.f1.share-request',
+      'cohort.f1.epoch-request',
       'cohort.f1.decision',
       'cohort.f1.registry',
       '_INBOX.f1.site-a.>',
@@ -160,6 +163,7 @@ describe('federationUsers', () => {
       'cohort.f1.partial.*',
       'cohort.f1.vote.*',
       'cohort.f1.share.*',
+      'cohort.f1.epoch.*',
       'cohort.f1.switched.*',
       'cohort.f1.snapshot.*',
       'cohort.f1.admin.rollback',
