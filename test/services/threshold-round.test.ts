@@ -17,6 +17,7 @@ import {
   decryptionShare,
   loadThresholdKey,
   mulAddInto,
+  PositionLedger,
   type RnsPoly,
   roundDecryptionKey,
   type ThresholdKeyMaterial,
@@ -38,6 +39,7 @@ import {
 import {
   decodeAggregateObject,
   decodeSharesObject,
+  makeShareBundle,
   openShareBundle,
   shareContextOf,
   sharesObjectName,
@@ -500,4 +502,66 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
     const refused = [...f.agents.values()].reduce((a, agent) => a + agent.stats().replaysRefused, 0);
     expect(refused).toBeGreaterThan(refusedBefore);
   }, 120_000);
+
+  it('a decrypter whose signed shares do not open is named SHARES_INVALID by the voters and struck; they are not', async () => {
+    // site-2's credentials hand in a bundle that is validly signed for the round's context (the
+    // coordinator, which cannot open bundles, accepts it) but sealed under a key other than the data
+    // key. site-2 itself runs as a process that never answers, so this bundle is the only one of
+    // site-2. t = 3 of the epoch's three sites: site-2 is in every decrypting set.
+    await f.agents.get('site-2')!.stop();
+    f.agents.delete('site-2');
+    const garbler = f.spawn('agent', 'site-2', ['--set', 'log.level=info'], {
+      COHORT_FAILPOINT: 'agent.share-request:skip',
+    });
+    const hostile = await f.member('site-2');
+    const keys = f.dep.config.members!.keysDir;
+    const own = readdirSync(join(keys, 'site-2')).find((n) => /\.g\d+\.threshold$/.test(n))!;
+    const lanes = f.coord.ckks as ThresholdLaneContext;
+    const material = loadThresholdKey(lanes.tc, join(keys, 'site-2', own), F);
+    const scratch = mkdtempSync(join(tmpdir(), 'cohort-garble-'));
+    const ledger = PositionLedger.open(scratch);
+    let garbled: Promise<void> | undefined;
+    const listen = hostile.transport.subscribe(hostile.subjects.shareRequest, async (m) => {
+      const body = openControl(m.data, 'share-request', hostile.keys, { signer: f.dep.coordinator }).body;
+      if (garbled !== undefined || !body.decrypting.some((d) => d.site === 'site-2')) return undefined;
+      const bundle = makeShareBundle({
+        lanes,
+        context: shareContextOf(body),
+        material,
+        signer: { id: 'site-2', key: hostile.signing },
+        dataKey: new Uint8Array(32).fill(9),
+        ledger,
+      });
+      garbled = hostile.transport.request(hostile.subjects.share('site-2'), bundle).then(() => undefined);
+      return undefined;
+    });
+    await listen.ready();
+    try {
+      await waitFor('site-2 ready as a process', () => garbler.output.includes('agent ready'), 60_000);
+      const decided: { round: number; commit: boolean }[] = [];
+      const coordinator = f.startCoordinator({
+        rounds: 1000,
+        switchWaitMs: 5000,
+        onEvent: (e) => {
+          if (e.type === 'decision') decided.push({ round: e.summary.round, commit: e.summary.commit });
+        },
+      });
+      await waitFor('the garbled bundle sent', () => garbled !== undefined, 90_000);
+      await garbled;
+      await waitFor('its round decided', () => decided.length > 0, 90_000);
+      await coordinator.stop();
+      const d = (await f.decisions()).find((x) => x.round === decided[0]!.round)!;
+      expect(d.commit).toBe(false);
+      expect(d.culprits.map((c) => [c.member, c.fault])).toEqual([['site-2', 'SHARES_INVALID']]);
+      // The voters that said so are excused: none of them is struck for its NO in this round.
+      expect(d.exclusions.filter((x) => x.sinceRound === d.round).map((x) => x.site)).toEqual(['site-2']);
+    } finally {
+      await listen.unsubscribe();
+      ledger.close();
+      wipeThresholdKey(material);
+      rmSync(scratch, { recursive: true, force: true });
+      garbler.child.kill('SIGKILL');
+      await garbler.exited;
+    }
+  }, 180_000);
 });
