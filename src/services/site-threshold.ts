@@ -1,6 +1,6 @@
 import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeKeyFile } from '../../crypto/signature/key-file-io.ts';
+import { readKeyFile, writeKeyFile } from '../../crypto/signature/key-file-io.ts';
 import {
   loadThresholdKey,
   PositionLedger,
@@ -134,5 +134,53 @@ export function erasePendingDeals(dataDir: string, site: string, generation: num
     const secret = join(dir, name, 'secret');
     if (existsSync(secret)) writeKeyFile(secret, new Uint8Array(statSync(secret).size), true);
     rmSync(join(dir, name), { recursive: true, force: true });
+  }
+}
+
+/** The site's file of its re-shared epochs' data keys: `<site>.epoch-keys`, owner-only. */
+function epochKeysPath(keysDir: string, site: string): string {
+  return join(memberKeyDir(keysDir, site), `${site}.epoch-keys`);
+}
+
+/**
+ * The data keys of the re-shared epochs the site was in, by epoch id (hex): records of epoch id
+ * (32 bytes) ‖ key (32 bytes). Kept for as long as the site keeps its history (a site replaying a
+ * round of an epoch opens its share bundles with that epoch's key).
+ *
+ * @throws CryptoError `KEY_FILE_*` (unreadable, readable by others), `KEY_INVALID` (not whole records).
+ */
+export function loadEpochDataKeys(keysDir: string, site: string): Map<string, Uint8Array> {
+  const path = epochKeysPath(keysDir, site);
+  const out = new Map<string, Uint8Array>();
+  if (!existsSync(path)) return out;
+  const bytes = readKeyFile(path, true);
+  try {
+    if (bytes.length % 64 !== 0)
+      throw new CryptoError('KEY_INVALID', `${path}: not whole records of 64 bytes`);
+    for (let at = 0; at < bytes.length; at += 64) {
+      out.set(Buffer.from(bytes.subarray(at, at + 32)).toString('hex'), bytes.slice(at + 32, at + 64));
+    }
+    return out;
+  } finally {
+    bytes.fill(0);
+  }
+}
+
+/** Adds (or replaces) the data key of epoch `epochId` in the site's file (rewritten whole, 0600). */
+export function saveEpochDataKey(keysDir: string, site: string, epochId: Uint8Array, key: Uint8Array): void {
+  const keys = loadEpochDataKeys(keysDir, site);
+  keys.set(Buffer.from(epochId).toString('hex'), key.slice());
+  const bytes = new Uint8Array(keys.size * 64);
+  let at = 0;
+  for (const [id, k] of keys) {
+    bytes.set(Buffer.from(id, 'hex'), at);
+    bytes.set(k, at + 32);
+    at += 64;
+    k.fill(0);
+  }
+  try {
+    writeKeyFile(epochKeysPath(keysDir, site), bytes, true);
+  } finally {
+    bytes.fill(0);
   }
 }

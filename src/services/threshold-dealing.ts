@@ -1,5 +1,7 @@
+import { createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { bytesEqual } from '../../crypto/digest/index.ts';
 import { loadKemKeyPair, openSealedEnvelope, sealEnvelope, wipeKemKeyPair } from '../../crypto/kem/index.ts';
 import { type PublicSigningKey, type SigningKeyPair, sign, verify } from '../../crypto/signature/index.ts';
 import { readKeyFile, writeKeyFile } from '../../crypto/signature/key-file-io.ts';
@@ -125,6 +127,42 @@ export interface Deal {
   readonly envelopes: readonly { readonly recipient: string; readonly envelope: Uint8Array }[];
   /** Fingerprint of the public share (what a ceremony prints). */
   readonly fingerprint: string;
+  /**
+   * Commitment to the dealer's share of the epoch data key (sealed in every envelope beside its
+   * Shamir share): published in the deal, so that every recipient checks it got the same one.
+   */
+  readonly dataCommitment: Uint8Array;
+}
+
+/** Bytes of a dealer's share of the epoch data key, sealed in each envelope after the Shamir share. */
+export const DATA_CONTRIBUTION_BYTES = 32;
+
+const COMMITMENT_DOMAIN = 'cohort/v1/epoch-data-commitment\0';
+const EPOCH_DATA_KEY_INFO = 'cohort/v1/epoch-data-key';
+
+/** The commitment a deal publishes to its dealer's data contribution (SHA-256, domain-separated). */
+export function dataCommitment(
+  roster: ThresholdRoster,
+  dealer: string,
+  contribution: Uint8Array,
+): Uint8Array {
+  return new Uint8Array(
+    createHash('sha256')
+      .update(COMMITMENT_DOMAIN)
+      .update(epochSeed(roster))
+      .update(`${dealer}\0`)
+      .update(contribution)
+      .digest(),
+  );
+}
+
+/**
+ * The data key of a re-shared epoch: HKDF-SHA-256 over every roster site's data contribution in
+ * roster order, salted with the epoch id. Only the roster's sites (each opened every dealer's
+ * envelope to it) can compute it: a revoked site, the coordinator and the aggregators cannot.
+ */
+export function epochDataKey(epochId: Uint8Array, contributions: readonly Uint8Array[]): Uint8Array {
+  return new Uint8Array(hkdfSync('sha256', Buffer.concat(contributions), epochId, EPOCH_DATA_KEY_INFO, 32));
 }
 
 /**
@@ -139,6 +177,7 @@ export function makeDeal(input: DealInput): Deal {
     throw new InvalidArgumentError(`${site} is not in the threshold roster`);
   const seed = epochSeed(roster);
   const secret = SiteSecret.generate(ctx);
+  const contribution = new Uint8Array(randomBytes(DATA_CONTRIBUTION_BYTES));
   try {
     const c0 = packWords(ctx, secret.publicShare(publicShareCrp(ctx, roster)));
     const shares = secret.deal(
@@ -151,15 +190,21 @@ export function makeDeal(input: DealInput): Deal {
       try {
         const kem = input.kemKeys(r.id);
         if (kem === undefined) throw new InvalidArgumentError(`no ML-KEM-768 key registered for ${r.id}`);
-        const bytes = new Uint8Array(share.buffer, share.byteOffset, share.byteLength);
-        return {
-          recipient: r.id,
-          envelope: sealEnvelope(maker, kem, bytes, {
-            federation: roster.federation,
+        const bytes = new Uint8Array(share.byteLength + DATA_CONTRIBUTION_BYTES);
+        bytes.set(new Uint8Array(share.buffer, share.byteOffset, share.byteLength), 0);
+        bytes.set(contribution, share.byteLength);
+        try {
+          return {
             recipient: r.id,
-            purpose: sharePurpose(roster, site),
-          }),
-        };
+            envelope: sealEnvelope(maker, kem, bytes, {
+              federation: roster.federation,
+              recipient: r.id,
+              purpose: sharePurpose(roster, site),
+            }),
+          };
+        } finally {
+          bytes.fill(0);
+        }
       } finally {
         wipe(share);
       }
@@ -169,9 +214,11 @@ export function makeDeal(input: DealInput): Deal {
       publicShare: encodePublicShare(seed, site, c0, input.signingKey),
       envelopes,
       fingerprint: publicShareFingerprint(c0),
+      dataCommitment: dataCommitment(roster, site, contribution),
     };
   } finally {
     secret.wipe();
+    contribution.fill(0);
   }
 }
 
@@ -225,6 +272,11 @@ export interface AssembleInput {
   readonly publicShareOf: (dealer: string) => { readonly bytes: Uint8Array; readonly name: string };
   /** The envelope `dealer` sealed to this site, and what to call it in an error. */
   readonly envelopeOf: (dealer: string) => { readonly bytes: Uint8Array; readonly name: string };
+  /**
+   * The commitment `dealer` published to its data contribution (an online deal); without it the
+   * contributions are not checked (the key ceremony's epoch keeps the federation data key).
+   */
+  readonly dataCommitmentOf?: (dealer: string) => Uint8Array;
 }
 
 /**
@@ -239,6 +291,8 @@ export interface AssembleInput {
 export function assembleEpoch(input: AssembleInput): {
   readonly material: ThresholdKeyMaterial;
   readonly publicShares: ReadonlyMap<string, Uint8Array>;
+  /** The epoch's data key ({@link epochDataKey}); wipe it after use. */
+  readonly dataKey: Uint8Array;
 } {
   const { site, roster, ctx, registry } = input;
   if (!roster.sites.some((s) => s.id === site))
@@ -262,6 +316,7 @@ export function assembleEpoch(input: AssembleInput): {
   }
   const id = epochId(roster, publicShares);
   const shares = new Map<string, RnsPoly>();
+  const contributions: Uint8Array[] = [];
   try {
     const secret = input.secret().slice();
     const kemSecretKey = input.kemSecretKey();
@@ -282,10 +337,23 @@ export function assembleEpoch(input: AssembleInput): {
         },
       );
       try {
-        if (opened.secret.length !== ctx.polyBytes) {
+        if (opened.secret.length !== ctx.polyBytes + DATA_CONTRIBUTION_BYTES) {
           throw new CryptoError('KEY_INVALID', `${name}: a share of ${opened.secret.length} bytes`);
         }
-        const share = new BigUint64Array(opened.secret.slice().buffer);
+        const contribution = opened.secret.slice(ctx.polyBytes);
+        const committed = input.dataCommitmentOf?.(dealer.id);
+        if (
+          committed !== undefined &&
+          !bytesEqual(committed, dataCommitment(roster, dealer.id, contribution))
+        ) {
+          contribution.fill(0);
+          throw new CryptoError(
+            'KEY_INVALID',
+            `${name}: its data contribution is not the one ${dealer.id} committed to in its deal`,
+          );
+        }
+        contributions.push(contribution);
+        const share = new BigUint64Array(opened.secret.slice(0, ctx.polyBytes).buffer);
         shares.set(dealer.id, share);
         try {
           assertPoly(ctx, share, `share of ${dealer.id}`);
@@ -298,10 +366,12 @@ export function assembleEpoch(input: AssembleInput): {
     }
     shares.delete('');
     const material: ThresholdKeyMaterial = { roster, epochId: id, self: site, secret, shares };
-    return { material, publicShares };
+    return { material, publicShares, dataKey: epochDataKey(id, contributions) };
   } catch (err) {
     for (const s of shares.values()) wipe(s);
     throw err;
+  } finally {
+    for (const c of contributions) c.fill(0);
   }
 }
 
@@ -356,7 +426,7 @@ export function collectThresholdShares(input: CollectInput): CollectedEpoch {
       const path = join(publicKeyDir(dir), name);
       return { bytes: readFileSync(path), name: path };
     };
-    const { material, publicShares } = assembleEpoch({
+    const { material, publicShares, dataKey } = assembleEpoch({
       ...input,
       secret: readSecret,
       kemSecretKey: () => {
@@ -366,6 +436,8 @@ export function collectThresholdShares(input: CollectInput): CollectedEpoch {
       publicShareOf: (dealer) => file(thresholdFiles.publicShare(dealer)),
       envelopeOf: (dealer) => file(thresholdFiles.share(dealer, site)),
     });
+    // The key ceremony's epoch keeps the federation data key (data.env): this one is not used.
+    dataKey.fill(0);
     const keyFile = join(own, thresholdFiles.key(site, roster.generation));
     try {
       saveThresholdKey(ctx, keyFile, material);

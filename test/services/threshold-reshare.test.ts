@@ -18,6 +18,7 @@ import {
 import { epochRoster } from '../../src/round/index.ts';
 import type { CoordinatorHandle } from '../../src/services/coordinator/index.ts';
 import { enrollSite } from '../../src/services/index.ts';
+import { loadEpochDataKeys } from '../../src/services/site-threshold.ts';
 import { makeDeal } from '../../src/services/threshold-dealing.ts';
 import { e2eOverrides } from '../helpers/e2e-overrides.ts';
 import { expectSingleChain, Federation, waitFor } from '../helpers/federation.ts';
@@ -80,8 +81,19 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
   });
 
   it('an enrolled site joins through a re-sharing logged before it contributes, under the new epoch', async () => {
+    // First a scheduled rotation among the three sites (from round 4): site-4 will hold no data key
+    // of that epoch, so it cannot replay its rounds and must join from the snapshot written at the
+    // first commit of the epoch that includes it.
     await waitFor('round 1 committed', () => decided.some((d) => d.round === 1 && d.commit), 60_000);
-    expect(await fresh()).toEqual([]);
+    await waitFor('a rotation among three sites', async () => (await epochs()).length >= 1, 120_000);
+    await waitFor(
+      'a commit under it',
+      async () => {
+        const [e] = await epochs();
+        return decided.some((d) => d.commit && d.round >= e!.fromRound);
+      },
+      60_000,
+    );
     // The sponsor passes on the data key only: under threshold keys there is no CKKS secret to give.
     const keys = f.dep.config.members!.keysDir;
     const files = enrollSite({
@@ -130,16 +142,27 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
       const sites = d.aggregate?.contributors.map((c) => c.site) ?? [];
       if (sites.includes('site-4')) expect(d.round).toBeGreaterThanOrEqual(epoch!.fromRound);
     }
-    // Each site holds the new epoch's key file only, once it switched to it.
+    // It joined from the snapshot of the epoch's first commit (under the epoch's data key), not by
+    // replaying the rotated epoch's rounds, whose shares are sealed under a data key it never held.
+    const entries = await f.logEntries();
+    const firstCommit = (await f.decisions()).find((d) => d.commit && d.round >= epoch!.fromRound)!;
+    expect(entries.some((e) => e.record.snapshot?.height === firstCommit.height)).toBe(true);
+    expect(f.agents.get('site-4')!.stats().snapshotsJoined).toBeGreaterThanOrEqual(1);
+    const keys3 = loadEpochDataKeys(keys, 'site-3');
+    expect(keys3.has(Buffer.from(epoch!.epochId).toString('hex'))).toBe(true);
+    expect(
+      loadEpochDataKeys(keys, 'site-4').has(Buffer.from((await fresh())[0]!.epochId).toString('hex')),
+    ).toBe(false);
+    // Each site holds one key file, of this epoch or a later rotation, once it switched.
+    const held = (s: string) => readdirSync(join(keys, s)).filter((n) => n.endsWith('.threshold'));
     await waitFor('every site switched', () =>
-      ['site-1', 'site-2', 'site-3', 'site-4'].every(
-        (s) =>
-          readdirSync(join(keys, s))
-            .filter((n) => n.endsWith('.threshold'))
-            .join() === `${s}.g${epoch!.generation}.threshold`,
-      ),
+      ['site-1', 'site-2', 'site-3', 'site-4'].every((s) => {
+        const files = held(s);
+        const g = Number(/\.g(\d+)\.threshold$/.exec(files[0] ?? '')?.[1] ?? -1);
+        return files.length === 1 && g >= epoch!.generation;
+      }),
     );
-  }, 180_000);
+  }, 240_000);
 
   it('rotates every three rounds: a new epoch with fresh secrets for the same sites', async () => {
     const joined = (all: readonly ThresholdEpochBody[]) =>
@@ -200,6 +223,7 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
         site: 'site-3',
         publicShare: deal.publicShare,
         envelopes: deal.envelopes.map((e) => ({ recipient: e.recipient, envelope: e.envelope })),
+        dataCommitment: deal.dataCommitment,
       };
       const seal = (b: ControlBodies['epoch-deal']) =>
         sealControl('epoch-deal', b, 'site-3', hostile.signing);
@@ -220,6 +244,7 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
         ['a public share of another roster', seal({ ...body, publicShare: other.publicShare })],
         ['envelopes out of roster order', seal({ ...body, envelopes: [...body.envelopes].reverse() })],
         ['an envelope missing', seal({ ...body, envelopes: body.envelopes.slice(1) })],
+        ['no commitment to its data contribution', seal({ ...body, dataCommitment: new Uint8Array(0) })],
         [
           'an oversized envelope',
           seal({
@@ -276,6 +301,7 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
         'a public share of another roster': 'PUBLIC_SHARE_INVALID',
         'envelopes out of roster order': 'BLOCK_MALFORMED',
         'an envelope missing': 'BLOCK_MALFORMED',
+        'no commitment to its data contribution': 'BLOCK_MALFORMED',
         'an oversized envelope': 'BLOCK_MALFORMED',
         'a ready in the deal phase': 'BLOCK_MALFORMED',
       });

@@ -47,6 +47,7 @@ import {
 } from '../../src/round/index.ts';
 import { startAgent } from '../../src/services/agent/index.ts';
 import { loadSiteDataKey, openMember } from '../../src/services/index.ts';
+import { loadEpochDataKeys } from '../../src/services/site-threshold.ts';
 import { aggregateStore, readWriteOnceObject } from '../../src/services/store/index.ts';
 import { e2eOverrides } from '../helpers/e2e-overrides.ts';
 import { blockReason } from '../helpers/error-code.ts';
@@ -403,6 +404,25 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
       expect(decryptWith([...colluders, revoked], b)).toBeLessThan(0.05);
       expect(decryptWith([...colluders, honest], b)).toBe(1);
     }
+    // Nor can it read the round's stored shares: they are sealed under the new epoch's data key,
+    // which its federation data key (data.env, still in its hands) does not give.
+    const { body: afterBody, bundles: afterBundles } = await storedShares(after.round);
+    const ctxAfter = shareContextOf(afterBody);
+    const site = afterBody.decrypting[0]!.site;
+    const lanesNow = f.coord.ckks as ThresholdLaneContext;
+    const openWith = (dataKey: Uint8Array) =>
+      openShareBundle(afterBundles[0]!, {
+        lanes: lanesNow,
+        context: ctxAfter,
+        site,
+        key: f.coord.keys(site)!,
+        dataKey,
+      });
+    const oldKey = loadSiteDataKey(keys, 'site-4', F);
+    expect(() => openWith(oldKey)).toThrow();
+    const epochKey = loadEpochDataKeys(keys, 'site-1').get(Buffer.from(reshared.epochId).toString('hex'))!;
+    expect(openWith(epochKey).length).toBeGreaterThan(0);
+    oldKey.fill(0);
     for (const m of [revoked, honest, ...colluders]) wipeThresholdKey(m);
     // site-1 rebuilds its store from the log in a fresh folder: every commit replayed, the rounds
     // whose shares site-4 signed included (checked with the key it held then).

@@ -159,6 +159,13 @@ export interface AgentCore {
   readonly thresholdGenesis: LoggedEpoch | null;
   /** Threshold keys: re-sharing requests answered and acknowledged (`<generation>:<phase>`). */
   readonly epochAnswers: Set<string>;
+  /**
+   * Threshold keys: the data key of every re-shared epoch this site was in, by epoch id (hex); the
+   * key ceremony's epoch uses {@link dataKey}. See `dataKeyAt`.
+   */
+  readonly epochDataKeys: Map<string, Uint8Array>;
+  /** The aggregate MAC key of each data key in use, by epoch id (hex; '' for {@link dataKey}). */
+  readonly macKeys: Map<string, AggregateMacKey>;
   /** The federation data key (snapshots), or null when this site has none. */
   dataKey: Uint8Array | null;
   /**

@@ -8,7 +8,12 @@ import { createWebGpuEngine } from '../../../gpu/webgpu/index.ts';
 import { openModelStore } from '../../versions/index.ts';
 import { envelopeTrust, loadSiteDataKey, loadSiteKeyset } from '../key-ceremony.ts';
 import type { MemberContext } from '../member-context.ts';
-import { openSiteThreshold, type SiteThreshold, thresholdKeyGenerations } from '../site-threshold.ts';
+import {
+  loadEpochDataKeys,
+  openSiteThreshold,
+  type SiteThreshold,
+  thresholdKeyGenerations,
+} from '../site-threshold.ts';
 import { loadThresholdEpoch } from '../threshold-dealing.ts';
 import type { AgentCore, AgentCounters, AgentOptions } from './agent-core.ts';
 import type { AgentStateMachine } from './agent-state.ts';
@@ -101,6 +106,14 @@ export async function loadAgentCore(
       'no federation data key: this site cannot tag its updates or check aggregates, and neither writes nor reads snapshots',
     );
   }
+  let epochDataKeys = new Map<string, Uint8Array>();
+  if (ctx.ckks instanceof ThresholdLaneContext) {
+    try {
+      epochDataKeys = loadEpochDataKeys(ctx.keysDir, ctx.member);
+    } catch (err) {
+      ctx.log.error({ err: describe(err) }, 'the data keys of re-shared epochs cannot be read');
+    }
+  }
   const macKey =
     options.macKeyOverride ??
     (dataKey === null ? null : AggregateMacKey.fromDataKey(dataKey, config.federation.id));
@@ -147,6 +160,8 @@ export async function loadAgentCore(
     threshold,
     thresholdGenesis,
     epochAnswers: new Set(),
+    epochDataKeys,
+    macKeys: new Map(),
     dataKey,
     macKey,
     preparedRms: null,
@@ -179,6 +194,10 @@ export async function releaseAgentCore(core: AgentCore, ownsKeyset: boolean): Pr
   core.dataKey = null;
   if (core.options.macKeyOverride === undefined) core.macKey?.delete();
   core.macKey = null;
+  for (const k of core.epochDataKeys.values()) k.fill(0);
+  core.epochDataKeys.clear();
+  for (const k of core.macKeys.values()) k.delete();
+  core.macKeys.clear();
 }
 
 async function createEngine(learning: MemberContext['config']['learning']): Promise<TrainingEngine> {

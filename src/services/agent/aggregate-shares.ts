@@ -17,16 +17,21 @@ import type { AgentCore } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
 import { fetchObject } from './aggregate-fetch.ts';
 import type { RoundAttempt } from './apply-aggregate.ts';
+import { dataKeyAt, macKeyAt } from './epoch-keys.ts';
 import { VoteNo } from './voter-error.ts';
 
 /**
- * Why this site cannot decrypt an aggregate, or undefined: it needs the aggregate MAC's key, and
- * under a shared key its CKKS keyset. Under threshold keys it needs no key of its own (the stored
- * shares decrypt), so a site enrolled since the epoch still votes and catches up.
+ * Why this site cannot decrypt an aggregate of `round`, or undefined: it needs the round's
+ * aggregate MAC key, and under a shared key its CKKS keyset. Under threshold keys it needs no CKKS
+ * key of its own (the stored shares decrypt), only the data key of the round's epoch, so a site
+ * enrolled since the epoch began still votes and catches up.
  */
-export function decryptProblem(core: AgentCore): string | undefined {
-  if (core.macKey === null || (core.keyset === null && !(core.ctx.ckks instanceof ThresholdLaneContext)))
+export function decryptProblem(core: AgentCore, round: number): string | undefined {
+  if (core.keyset === null && !(core.ctx.ckks instanceof ThresholdLaneContext))
     return core.keysetError ?? 'no key';
+  if (macKeyAt(core, round) === null) {
+    return core.keysetError ?? `this site holds no data key of round ${round}'s key epoch`;
+  }
   return undefined;
 }
 
@@ -55,7 +60,8 @@ export async function aggregateDecryptor(
     onMismatch === 'vote-no'
       ? new VoteNo(`decryption shares of round ${round.round}: ${why}`)
       : new AgentError('REPLAY_MISMATCH', `decryption shares of round ${round.round}: ${why}`);
-  if (core.dataKey === null) throw fail('no federation data key to open them');
+  const dataKey = dataKeyAt(core, round.round);
+  if (dataKey === null) throw fail('no data key of its key epoch to open them');
   const lanes = core.ctx.ckks;
   // The epoch the round was encrypted under (a later re-sharing does not unmake it).
   const epoch = epochAt(
@@ -114,10 +120,7 @@ export async function aggregateDecryptor(
       const key = core.ctx.registryView.keyFor(d.site, round.round) ?? core.ctx.keys(d.site);
       if (key === undefined) throw fail(`${d.site} has no registered signing key`);
       try {
-        opened.set(
-          d.site,
-          openShareBundle(bundles[k]!, { lanes, context, site: d.site, key, dataKey: core.dataKey! }),
-        );
+        opened.set(d.site, openShareBundle(bundles[k]!, { lanes, context, site: d.site, key, dataKey }));
       } catch (cause) {
         // Its signed bundle does not open: that site's fault, named so the coordinator strikes it.
         throw onMismatch === 'vote-no'

@@ -14,6 +14,7 @@ import { updatePlan } from '../evaluation-plan.ts';
 import type { ServicePrivacy } from '../privacy-plan.ts';
 import type { AgentCore } from './agent-core.ts';
 import { decryptProblem } from './aggregate-shares.ts';
+import { macKeyAt } from './epoch-keys.ts';
 import { privateMean } from './private-update.ts';
 
 /** The next model and strategy state. */
@@ -57,7 +58,7 @@ export function applyAggregate(
   robustDelta: Float32Array | null = null,
   decryptor: LaneKeyset | null = core.keyset,
 ): AppliedRound {
-  assertDecryptable(core, info);
+  assertDecryptable(core, info, context.round);
   const plan = updatePlan(core.ctx.config, core.spec, info.encoding.bits);
   if (info.totalParams !== plan.requiredLanes && info.totalParams !== plan.totalParams) {
     throw new InvalidArgumentError(
@@ -114,9 +115,14 @@ export interface RoundAttempt {
 
 /** The round's aggregate MAC at this site: its key, bound to `round`'s federation, number and attempt. */
 export function roundMacOf(core: AgentCore, round: RoundAttempt): RoundMac {
-  if (core.macKey === null) throw new InvalidArgumentError(`no aggregate MAC key: ${core.keysetError}`);
+  const key = macKeyAt(core, round.round);
+  if (key === null) {
+    throw new InvalidArgumentError(
+      `no aggregate MAC key for round ${round.round}: ${core.keysetError ?? 'this site holds no data key of its key epoch'}`,
+    );
+  }
   return {
-    key: core.macKey,
+    key,
     nonce: { federation: round.federation, round: round.round, attempt: round.attempt },
   };
 }
@@ -133,7 +139,7 @@ export function decryptAggregate(
   context: RoundAttempt,
   decryptor: LaneKeyset | null = core.keyset,
 ): DecodedAggregate {
-  assertDecryptable(core, info);
+  assertDecryptable(core, info, context.round);
   if (decryptor === null) throw new InvalidArgumentError(`cannot decrypt: ${core.keysetError}`);
   return decodeAggregate(
     decryptor,
@@ -150,8 +156,8 @@ export function decryptAggregate(
   );
 }
 
-function assertDecryptable(core: AgentCore, info: AggregateInfo): void {
-  const problem = decryptProblem(core);
+function assertDecryptable(core: AgentCore, info: AggregateInfo, round: number): void {
+  const problem = decryptProblem(core, round);
   if (problem !== undefined) throw new InvalidArgumentError(`cannot decrypt: ${problem}`);
   if (info.contributors.length === 0) throw new InvalidArgumentError('aggregate has no contributors');
   const minimum = core.ctx.config.round.minContributors;

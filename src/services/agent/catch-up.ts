@@ -143,7 +143,7 @@ async function replayCommit(
     // chain binds the sums; every voter decrypted them from the aggregate).
     next = base;
   } else {
-    const problem = decryptProblem(core);
+    const problem = decryptProblem(core, cc.commit.round);
     if (problem !== undefined) {
       throw new AgentError(
         'REPLAY_UNAVAILABLE',

@@ -16,6 +16,7 @@ import { type ControlBodies, openControl, sealControl } from '../../protocol/ind
 import { memberKeyDir } from '../../registry/index.ts';
 import { epochDealObjectName, epochRoster } from '../../round/index.ts';
 import { failpoint } from '../failpoint.ts';
+import { saveEpochDataKey } from '../site-threshold.ts';
 import { aggregateStore } from '../store/index.ts';
 import { assembleEpoch, makeDeal, thresholdFiles } from '../threshold-dealing.ts';
 import type { AgentCore } from './agent-core.ts';
@@ -100,6 +101,7 @@ function deal(core: AgentCore, roster: ThresholdRoster, pending: string): Uint8A
       site: member,
       publicShare: made.publicShare,
       envelopes: made.envelopes.map((e) => ({ recipient: e.recipient, envelope: e.envelope })),
+      dataCommitment: made.dataCommitment,
     };
     const bytes = sealControl('epoch-deal', body, member, ctx.signing);
     mkdirSync(pending, { recursive: true, mode: 0o700 });
@@ -156,7 +158,7 @@ async function collect(core: AgentCore, roster: ThresholdRoster, pending: string
   let secret: RnsPoly | undefined;
   let kem: ReturnType<typeof loadKemKeyPair> | undefined;
   try {
-    const { material } = assembleEpoch({
+    const { material, dataKey } = assembleEpoch({
       site: member,
       roster,
       ctx: tc,
@@ -172,6 +174,7 @@ async function collect(core: AgentCore, roster: ThresholdRoster, pending: string
         return kem.secretKey;
       },
       publicShareOf: (dealer) => ({ bytes: deals.get(dealer)!.publicShare, name: `the deal of ${dealer}` }),
+      dataCommitmentOf: (dealer) => deals.get(dealer)!.dataCommitment,
       envelopeOf: (dealer) => {
         const e = deals.get(dealer)!.envelopes.find((x) => x.recipient === member);
         if (e === undefined) throw new Error(`the deal of ${dealer} seals no share to ${member}`);
@@ -179,6 +182,9 @@ async function collect(core: AgentCore, roster: ThresholdRoster, pending: string
       },
     });
     try {
+      // The epoch's data key first: a key file without it could not open the epoch's shares.
+      saveEpochDataKey(ctx.keysDir, member, material.epochId, dataKey);
+      core.epochDataKeys.set(Buffer.from(material.epochId).toString('hex'), dataKey.slice());
       saveThresholdKey(tc, keyFile, material);
       // The key file holds the secret now: the pending copy goes.
       writeKeyFile(secretPath, new Uint8Array(tc.polyBytes), true);
@@ -186,6 +192,7 @@ async function collect(core: AgentCore, roster: ThresholdRoster, pending: string
       return ready(material.epochId);
     } finally {
       wipeThresholdKey(material);
+      dataKey.fill(0);
     }
   } finally {
     if (secret !== undefined) wipe(secret);

@@ -24,7 +24,7 @@ export async function preparedAggregate(
   core: AgentCore,
   p: ControlBodies['prepare'],
 ): Promise<PreparedAggregate> {
-  const problem = decryptProblem(core);
+  const problem = decryptProblem(core, p.round);
   if (problem !== undefined) throw new VoteNo(`cannot decrypt: ${problem}`);
   checkContributors(core, p);
   let ciphertexts = p.ciphertexts;

@@ -3,6 +3,7 @@ import type { ControlBodies } from '../../protocol/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import type { AgentSteps } from './agent-steps.ts';
+import { macKeyAt } from './epoch-keys.ts';
 import { useEpoch } from './epoch-switch.ts';
 import { replayProblem } from './round-attempt.ts';
 import { type SitePlan, sitePlanFor } from './site-plan.ts';
@@ -59,7 +60,8 @@ export async function onRoundOpen(
     );
   }
   if (epochProblem !== undefined) return skip(epochProblem);
-  if (core.keyset === null || core.macKey === null) return skip(`cannot encrypt: ${core.keysetError}`);
+  if (core.keyset === null || macKeyAt(core, open.round) === null)
+    return skip(`cannot encrypt: ${core.keysetError ?? `no data key of round ${open.round}'s key epoch`}`);
   // The coordinator may pin less than the site has (a weight capped at a multiple of the round's
   // median), never more.
   if (!(assignment.examples > 0) || assignment.examples > core.examples) {

@@ -6,6 +6,7 @@ import { failpoint } from '../failpoint.ts';
 import { aggregateStore } from '../store/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { fetchAggregate, fetchObject } from './aggregate-fetch.ts';
+import { dataKeyAt } from './epoch-keys.ts';
 import { useEpoch } from './epoch-switch.ts';
 import { replayProblem } from './round-attempt.ts';
 import { describe } from './voter.ts';
@@ -37,7 +38,8 @@ export async function onShareRequest(
     return false;
   }
   const threshold = core.threshold;
-  if (threshold === null || core.dataKey === null) {
+  const dataKey = dataKeyAt(core, r.round);
+  if (threshold === null || dataKey === null) {
     log.error(
       { reason: core.keysetError },
       'asked for decryption shares without threshold keys or a data key',
@@ -71,7 +73,7 @@ export async function onShareRequest(
       context: shareContextOf(r),
       material: threshold.material,
       signer: { id: core.member, key: core.ctx.signing },
-      dataKey: core.dataKey,
+      dataKey,
       ledger: threshold.ledger,
     });
   } catch (err) {

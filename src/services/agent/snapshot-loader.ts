@@ -7,6 +7,7 @@ import { snapshotStore } from '../store/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
 import { fetchObject } from './aggregate-fetch.ts';
+import { dataKeyAt } from './epoch-keys.ts';
 import { type SnapshotRange, snapshotCandidates } from './snapshot-candidates.ts';
 import { snapshotRefusalsOf } from './snapshot-refusals.ts';
 
@@ -36,7 +37,11 @@ export async function loadSnapshot(
 ): Promise<LoadedSnapshot | undefined> {
   if (core.dataKey === null) return undefined;
   const refusals = snapshotRefusalsOf(core);
-  const candidates = snapshotCandidates(core.follower.history.snapshots, range, (s) => refusals.has(s));
+  // A snapshot of a key epoch this site was not in is under a data key it does not hold.
+  const history = core.follower.history;
+  const candidates = snapshotCandidates(history.snapshots, range, (s) => refusals.has(s)).filter(
+    (l) => dataKeyAt(core, history.commitAt(l.snapshot.height)?.commit.round ?? 0) !== null,
+  );
   let unavailable: AgentError | undefined;
   for (const logged of candidates) {
     try {
@@ -100,7 +105,7 @@ async function openLogged(
   const opened = openSnapshot(bytes, {
     // Only the site the log names as its writer may have signed it.
     keys: (id) => (id === s.site ? core.ctx.keys(id) : undefined),
-    dataKey: core.dataKey!,
+    dataKey: dataKeyAt(core, cc.commit.round)!,
     maxBytes,
     expected: {
       federation: core.ctx.config.federation.id,

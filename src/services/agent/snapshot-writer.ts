@@ -1,13 +1,15 @@
 import type { DecisionBody } from '../../protocol/index.ts';
 import { type Commit, encodeSnapshot } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
-import { snapshotWriter } from '../federation-log/index.ts';
+import { snapshotEpochOf, snapshotWriter } from '../federation-log/index.ts';
 import type { AgentCore } from './agent-core.ts';
+import { dataKeyAt } from './epoch-keys.ts';
 
 /**
  * Writes the snapshot of `head` (committed by the log entry `logSequence`) when this site is its
  * writer: model and strategy state encrypted under the federation data key, signed by the site,
- * handed to the coordinator, which stores it and logs it. Failures are logged, never fatal: a
+ * handed to the coordinator, which stores it and logs it (under threshold keys, the data key of the
+ * commit's key epoch). Failures are logged, never fatal: a
  * later snapshot or replay from an earlier one serves joiners meanwhile. Failpoint
  * `agent.snapshot-offer` (round: the commit's) with `skip`: a writer that never hands in its
  * snapshot (the adversarial suite's hostile writer hands in its own instead).
@@ -19,7 +21,11 @@ export async function maybeWriteSnapshot(
   logSequence: number,
 ): Promise<void> {
   const every = core.ctx.config.history.snapshotEvery;
-  if (core.dataKey === null || snapshotWriter(decision, head.height, every) !== core.member) return;
+  const epoch = snapshotEpochOf(core.follower.history, head.height);
+  if (snapshotWriter(decision, head.height, every, epoch) !== core.member) return;
+  // Under the data key of the commit's key epoch (docs/threshold-ckks.md, "Re-sharing").
+  const dataKey = dataKeyAt(core, head.round);
+  if (dataKey === null) return;
   if (failpoint('agent.snapshot-offer', head.round) === 'skip') return;
   try {
     const parameters = core.store.readModel(head);
@@ -29,7 +35,7 @@ export async function maybeWriteSnapshot(
       logSequence,
       parameters,
       strategyState: core.store.loadStrategyState() ?? core.strategy.initialState(parameters.length),
-      dataKey: core.dataKey,
+      dataKey,
       signer: core.member,
       signing: core.ctx.signing,
     });

@@ -11,7 +11,7 @@ import {
 import type { TransportSubscription } from '../../transport/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import { updatePlan } from '../evaluation-plan.ts';
-import { snapshotWriter } from '../federation-log/index.ts';
+import { snapshotEpochOf, snapshotWriter } from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
 import {
   aggregateStore,
@@ -418,7 +418,12 @@ class Coordinator implements IntakeHost {
       const head = history.head;
       const due =
         head.decision !== null &&
-        snapshotWriter(head.decision, head.commit.height, cfg.history.snapshotEvery) !== undefined;
+        snapshotWriter(
+          head.decision,
+          head.commit.height,
+          cfg.history.snapshotEvery,
+          snapshotEpochOf(history, head.commit.height),
+        ) !== undefined;
       await this.until(
         () =>
           this.switches.allSwitched(lastCommit.round, (s) => this.membership.isLive(s)) &&

@@ -291,6 +291,9 @@ export class EpochChanges {
       ) {
         throw new BlockRejectedError('WRONG_CONTEXT', `the deal of ${site} is for another re-sharing`);
       }
+      if (!(deal.dataCommitment instanceof Uint8Array) || deal.dataCommitment.length !== 32) {
+        throw new BlockRejectedError('MALFORMED', `the deal of ${site} commits to no data contribution`);
+      }
       const lanes = ctx.ckks as ThresholdLaneContext;
       const key = ctx.keys(site);
       if (key === undefined) throw new BlockRejectedError('WRONG_SIGNER', `${site} has no signing key`);

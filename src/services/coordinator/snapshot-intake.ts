@@ -2,7 +2,7 @@ import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
 import { BlockRejectedError } from '../../errors/index.ts';
 import { bytesToHex, readSnapshotHeader, SnapshotError } from '../../versions/index.ts';
 import { maxSnapshotBytes, peekSnapshotHeader } from '../../versions/snapshot.ts';
-import { snapshotWriter } from '../federation-log/index.ts';
+import { snapshotEpochOf, snapshotWriter } from '../federation-log/index.ts';
 import { lazyWriteOnceStore, StoreError, snapshotStore, type WriteOnceObjects } from '../store/index.ts';
 import type { RoundHost } from './round-host.ts';
 
@@ -126,7 +126,7 @@ export class SnapshotIntake {
     const writer =
       chain.decision === null
         ? undefined
-        : snapshotWriter(chain.decision, h, ctx.config.history.snapshotEvery);
+        : snapshotWriter(chain.decision, h, ctx.config.history.snapshotEvery, snapshotEpochOf(log.history, h));
     if (writer !== site) {
       throw new SnapshotError(
         'SNAPSHOT_NOT_SCHEDULED',

@@ -39,4 +39,4 @@ export {
   RoundEvidence,
 } from './round-evidence.ts';
 export { SHARED_LOG_READS_SIZE, SharedLogReads } from './shared-log-reads.ts';
-export { snapshotWriter } from './snapshot-schedule.ts';
+export { type SnapshotEpoch, snapshotEpochOf, snapshotWriter } from './snapshot-schedule.ts';
