@@ -468,9 +468,10 @@ class Coordinator implements IntakeHost {
   }
 
   /**
-   * Threshold keys: re-shares the key epoch before `round` when a membership change or a rotation
-   * makes one due (`EpochChanges`). False when it failed: no round opens under an epoch that
-   * should be gone, and the loop asks again after a heartbeat.
+   * Threshold keys: re-shares the key epoch before `round` when a membership change, too few live
+   * roster sites or a rotation makes one due (`EpochChanges`). False when a revocation's re-sharing
+   * failed: no round opens under an epoch that should be gone, and the loop asks again after a
+   * heartbeat; any other failed re-sharing lets the round open under the epoch in force.
    */
   async #epochStands(round: number): Promise<boolean> {
     if (this.#genesisEpoch === undefined) return true;
@@ -478,7 +479,11 @@ class Coordinator implements IntakeHost {
     const outcome = await this.epochs.ensure(this, round);
     this.#throwIfFatal();
     if (outcome.kind !== 'failed') return true;
-    this.ctx.log.warn({ round, reason: outcome.reason, silent: outcome.silent }, 'key epoch not re-shared');
+    this.ctx.log.warn(
+      { round, reason: outcome.reason, silent: outcome.silent, waiting: outcome.mandatory },
+      'key epoch not re-shared',
+    );
+    if (!outcome.mandatory) return true;
     await this.until(() => this.#stopping, this.now() + this.ctx.config.round.heartbeatMs);
     return false;
   }

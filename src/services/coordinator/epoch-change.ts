@@ -44,11 +44,29 @@ interface Attempt {
   readonly fromRound: number;
 }
 
+/** A re-sharing due before a round: the sites wanted, why, and whether rounds must wait for it. */
+export interface EpochDue {
+  readonly sites: readonly string[];
+  readonly why: string;
+  /**
+   * A roster site left the registry (revoked): no round may open under the epoch it holds shares
+   * of. Otherwise (an enrollment, too few live sites, a rotation) rounds go on under the epoch in
+   * force while the re-sharing is tried again before each round.
+   */
+  readonly mandatory: boolean;
+}
+
 /** What {@link EpochChanges.ensure} did. */
 export type EpochOutcome =
   | { readonly kind: 'current' }
   | { readonly kind: 'changed'; readonly epoch: LoggedEpoch }
-  | { readonly kind: 'failed'; readonly reason: string; readonly silent: readonly string[] };
+  | {
+      readonly kind: 'failed';
+      readonly reason: string;
+      readonly silent: readonly string[];
+      /** Rounds wait for the re-sharing ({@link EpochDue.mandatory}). */
+      readonly mandatory: boolean;
+    };
 
 /**
  * Re-sharing of the threshold key epoch (docs/threshold-ckks.md, "Re-sharing"). Before a round
@@ -72,8 +90,9 @@ export type EpochOutcome =
  *
  * A phase that times out logs nothing; its silent sites are left out of the rosters for
  * {@link EXCLUDED_ROUNDS} rounds and the next attempt (a new generation) goes on without them. No
- * round opens while a re-sharing is due: after a revocation, nothing is encrypted under an epoch
- * whose shares the revoked site holds.
+ * round opens while a revocation's re-sharing is due: nothing is encrypted under an epoch whose
+ * shares the revoked site holds. An enrollment, a rotation, or a roster with fewer live sites than
+ * its threshold also re-shares; while that fails, rounds go on under the epoch in force.
  */
 export class EpochChanges {
   #attempt: Attempt | undefined;
@@ -90,10 +109,7 @@ export class EpochChanges {
    * The roster wanted from round `round` on, when it differs from the epoch in force or a rotation
    * is due; undefined when the epoch in force stands.
    */
-  due(
-    host: EpochChangeHost,
-    round: number,
-  ): { readonly sites: readonly string[]; readonly why: string } | undefined {
+  due(host: EpochChangeHost, round: number): EpochDue | undefined {
     const current = host.threshold;
     if (current === undefined) return undefined;
     const { ctx } = host;
@@ -107,24 +123,22 @@ export class EpochChanges {
     const wanted = ctx.members.sites
       .map((s) => s.id)
       .filter((id) => enrolled(id) && (inRoster.has(id) || host.membership.isLive(id)) && !excluded(id));
+    const sites = wanted.filter((id) => host.membership.isLive(id));
     const gone = [...inRoster].filter((id) => !enrolled(id));
-    if (gone.length > 0)
-      return {
-        sites: wanted.filter((id) => host.membership.isLive(id)),
-        why: `${gone.join(', ')} left the registry`,
-      };
+    if (gone.length > 0) return { sites, why: `${gone.join(', ')} left the registry`, mandatory: true };
     const joining = wanted.filter((id) => !inRoster.has(id));
-    if (joining.length > 0)
+    if (joining.length > 0) return { sites, why: `${joining.join(', ')} enrolled`, mandatory: false };
+    const live = current.roster.sites.filter((s) => host.membership.isLive(s.id)).length;
+    if (live < current.roster.threshold && sites.length > live) {
       return {
-        sites: wanted.filter((id) => host.membership.isLive(id)),
-        why: `${joining.join(', ')} enrolled`,
+        sites,
+        why: `${live} site(s) of the epoch are live, the threshold is ${current.roster.threshold}`,
+        mandatory: false,
       };
+    }
     const every = ctx.config.crypto.threshold.rotateEveryRounds;
     if (every > 0 && round - Math.max(1, current.fromRound) >= every)
-      return {
-        sites: wanted.filter((id) => host.membership.isLive(id)),
-        why: `rotation every ${every} rounds`,
-      };
+      return { sites, why: `rotation every ${every} rounds`, mandatory: false };
     return undefined;
   }
 
@@ -158,7 +172,15 @@ export class EpochChanges {
         generation,
       });
     } catch (err) {
-      return { kind: 'failed', reason: `no roster to re-share with: ${(err as Error).message}`, silent: [] };
+      // Sites left out after a failed attempt come back at once: the exclusion is for liveness,
+      // and too few sites without them would keep every round waiting.
+      this.#excluded.clear();
+      return {
+        kind: 'failed',
+        reason: `no roster to re-share with: ${(err as Error).message}`,
+        silent: [],
+        mandatory: wanted.mandatory,
+      };
     }
     this.#lastGeneration = generation;
     const attempt: Attempt = {
@@ -181,6 +203,7 @@ export class EpochChanges {
         attempt,
         'deal',
         () => attempt.deals.size === roster.sites.length,
+        wanted.mandatory,
       );
       if (dealt !== undefined) return dealt;
       const shares = new Map([...attempt.deals].map(([site, d]) => [site, d.publicShare]));
@@ -191,6 +214,7 @@ export class EpochChanges {
         attempt,
         'collect',
         () => attempt.readies.size === roster.sites.length,
+        wanted.mandatory,
       );
       if (collected !== undefined) return collected;
       const epoch: LoggedEpoch = { roster, epochId: attempt.epochId, fromRound: round };
@@ -222,6 +246,7 @@ export class EpochChanges {
     attempt: Attempt,
     phase: 'deal' | 'collect',
     done: () => boolean,
+    mandatory: boolean,
   ): Promise<EpochOutcome | undefined> {
     const { ctx } = host;
     const deadline = host.now() + ctx.config.crypto.threshold.reshareTimeoutMs;
@@ -243,14 +268,14 @@ export class EpochChanges {
       });
       await host.until(done, Math.min(deadline, host.now() + ctx.config.round.heartbeatMs));
     }
-    if (host.stopping()) return { kind: 'failed', reason: 'stopping', silent: [] };
+    if (host.stopping()) return { kind: 'failed', reason: 'stopping', silent: [], mandatory };
     if (done()) return undefined;
     const answered = phase === 'deal' ? attempt.deals : attempt.readies;
     const silent = attempt.roster.sites.map((s) => s.id).filter((id) => !answered.has(id));
     for (const id of silent) this.#excluded.set(id, attempt.fromRound);
     const reason = `re-sharing generation ${attempt.roster.generation}: ${silent.join(', ')} sent no ${phase === 'deal' ? 'deal' : 'ready'} in time`;
     ctx.log.warn({ silent, generation: attempt.roster.generation }, reason);
-    return { kind: 'failed', reason, silent };
+    return { kind: 'failed', reason, silent, mandatory };
   }
 
   /**

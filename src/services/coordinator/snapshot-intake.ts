@@ -126,7 +126,12 @@ export class SnapshotIntake {
     const writer =
       chain.decision === null
         ? undefined
-        : snapshotWriter(chain.decision, h, ctx.config.history.snapshotEvery, snapshotEpochOf(log.history, h));
+        : snapshotWriter(
+            chain.decision,
+            h,
+            ctx.config.history.snapshotEvery,
+            snapshotEpochOf(log.history, h),
+          );
     if (writer !== site) {
       throw new SnapshotError(
         'SNAPSHOT_NOT_SCHEDULED',
