@@ -26,6 +26,7 @@ export { getThresholdContext, ThresholdContext } from './threshold-context.ts';
 export {
   assertRoster,
   epochId,
+  epochIdOfDigests,
   epochSeed,
   publicShareCrp,
   publicShareFingerprint,

@@ -86,12 +86,23 @@ export function publicShareCrp(shape: RnsShape, roster: ThresholdRoster): RnsPol
  * to the roster and to the secrets the sites committed to.
  */
 export function epochId(roster: ThresholdRoster, publicShares: ReadonlyMap<string, Uint8Array>): Uint8Array {
-  const h = createHash('sha256').update(ID_DOMAIN).update(epochSeed(roster));
-  for (const s of roster.sites) {
-    const share = publicShares.get(s.id);
-    if (share === undefined) throw new InvalidArgumentError(`no public share of ${s.id}`);
-    h.update(createHash('sha256').update(share).digest());
+  return epochIdOfDigests(
+    roster,
+    roster.sites.map((s) => {
+      const share = publicShares.get(s.id);
+      if (share === undefined) throw new InvalidArgumentError(`no public share of ${s.id}`);
+      return new Uint8Array(createHash('sha256').update(share).digest());
+    }),
+  );
+}
+
+/** {@link epochId} from the SHA-256 of each public share, in roster order (what the log records). */
+export function epochIdOfDigests(roster: ThresholdRoster, digests: readonly Uint8Array[]): Uint8Array {
+  if (digests.length !== roster.sites.length) {
+    throw new InvalidArgumentError(`${digests.length} public share digests for ${roster.sites.length} sites`);
   }
+  const h = createHash('sha256').update(ID_DOMAIN).update(epochSeed(roster));
+  for (const d of digests) h.update(d);
   return new Uint8Array(h.digest());
 }
 

@@ -200,6 +200,8 @@ export interface ControlBodies {
     generation: number;
     site: string;
     epochId: Uint8Array;
+    /** The round the epoch applies from: a ready held back and logged later does not fit. */
+    fromRound: number;
   };
   switched: {
     federation: string;

@@ -49,7 +49,9 @@ export {
 } from './round-params.ts';
 export { blamedDecrypter, SHARES_INVALID_VOTE, sharesInvalidReason } from './shares-blame.ts';
 export {
+  dealMaxBytes,
   EPOCH_PHASES,
+  type EpochRegistry,
   epochAt,
   epochDealObjectName,
   epochRoster,

@@ -1,5 +1,5 @@
 import { bytesEqual } from '../../crypto/digest/index.ts';
-import { assertRoster, type ThresholdRoster } from '../../crypto/threshold/index.ts';
+import { assertRoster, epochIdOfDigests, type ThresholdRoster } from '../../crypto/threshold/index.ts';
 import {
   type ControlBodies,
   type EpochSiteBody,
@@ -20,6 +20,16 @@ export const EPOCH_PHASES = ['deal', 'collect'] as const;
 /** The object a site's deal of `generation` is stored as (aggregates store, write-once). */
 export function epochDealObjectName(generation: number, site: string): string {
   return `epoch-${generation}-deal-${site}`;
+}
+
+/**
+ * The largest deal of a roster of `sites` sites, in bytes: one sealed share (`polyBytes`, plus a
+ * data contribution, a KEM ciphertext and a signature: 16 KiB) per roster site, a public share and
+ * the control message around them (256 KiB). The coordinator refuses a larger deal; sites read
+ * stored deals with the same cap.
+ */
+export function dealMaxBytes(polyBytes: number, sites: number): number {
+  return sites * (polyBytes + 16 * 1024) + 256 * 1024;
 }
 
 /** A key epoch in force from a round on: its roster, its id, and the round. */
@@ -60,15 +70,25 @@ export function epochSites(roster: ThresholdRoster): EpochSiteBody[] {
   return roster.sites.map((s) => ({ id: s.id, point: s.point }));
 }
 
+/** What a reader that holds the registry checks a logged epoch's roster against. */
+export interface EpochRegistry {
+  /** The signing key of `id` in force (undefined: unknown or revoked). */
+  readonly keys: KeyLookup;
+  /** Whether `id` is an enrolled site not revoked at `round`. */
+  readonly enrolledSite: (id: string, round: number) => boolean;
+}
+
 /**
  * What is wrong with a logged epoch, or undefined: a generation ≥ 1, 32-byte ids, a valid roster,
- * one public share digest and one ready per roster site, and, with `keys`, each ready the site's
- * own signed `epoch-ready` for this federation, generation and epoch id.
+ * one public share digest and one ready per roster site, an epoch id that is the one the roster and
+ * the digests give, and, with `registry`, every roster site an enrolled site unrevoked at the
+ * epoch's first round whose ready is its own signed `epoch-ready` for this federation, generation,
+ * epoch id and first round.
  */
 export function thresholdEpochProblem(
   record: ThresholdEpochBody,
   federation: string,
-  keys: KeyLookup | undefined,
+  registry: EpochRegistry | undefined,
 ): string | undefined {
   if (!Number.isSafeInteger(record.generation) || record.generation < 1)
     return `threshold epoch of generation ${record.generation}, not ≥ 1`;
@@ -87,12 +107,16 @@ export function thresholdEpochProblem(
     return `threshold epoch ${record.generation}: ${record.publicShareDigests.length} public share digests for ${n} sites`;
   if (record.readies.length !== n)
     return `threshold epoch ${record.generation}: ${record.readies.length} readies for ${n} sites`;
-  if (keys === undefined) return undefined;
+  if (!bytesEqual(epochIdOfDigests(roster, record.publicShareDigests), record.epochId))
+    return `threshold epoch ${record.generation}: its id is not the one its roster and public share digests give`;
+  if (registry === undefined) return undefined;
   for (let k = 0; k < n; k++) {
     const site = roster.sites[k]!.id;
+    if (!registry.enrolledSite(site, record.fromRound))
+      return `threshold epoch ${record.generation}: ${site} is not an enrolled, unrevoked site at round ${record.fromRound}`;
     let ready: ControlBodies['epoch-ready'];
     try {
-      ready = openControl(record.readies[k]!, 'epoch-ready', keys, { signer: site }).body;
+      ready = openControl(record.readies[k]!, 'epoch-ready', registry.keys, { signer: site }).body;
     } catch (err) {
       return `threshold epoch ${record.generation}: the ready of ${site}: ${(err as Error).message}`;
     }
@@ -100,6 +124,7 @@ export function thresholdEpochProblem(
       ready.federation !== federation ||
       ready.generation !== record.generation ||
       ready.site !== site ||
+      ready.fromRound !== record.fromRound ||
       !bytesEqual(ready.epochId, record.epochId)
     ) {
       return `threshold epoch ${record.generation}: the ready of ${site} is for another epoch`;

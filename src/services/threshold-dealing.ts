@@ -607,6 +607,27 @@ export function maxShareBundleBytesFor(
 }
 
 /**
+ * The lowest threshold a key epoch of this federation may have: `crypto.threshold.sites` when
+ * set, else ⌈2n/3⌉ (at least `round.minContributors`, at most n) of the n configured sites the
+ * registry lists as enrolled and unrevoked — whether or not they are live. A re-sharing among
+ * fewer sites keeps this threshold (or is not made), so that no coordinator can lower it by
+ * leaving sites out of a roster.
+ */
+export function policyThreshold(input: {
+  /** The configuration's sites. */
+  readonly sites: readonly string[];
+  /** Whether the registry lists `id` as an enrolled, unrevoked site. */
+  readonly enrolled: (id: string) => boolean;
+  /** `crypto.threshold.sites`, when set. */
+  readonly threshold?: number;
+  readonly minContributors: number;
+}): number {
+  if (input.threshold !== undefined) return input.threshold;
+  const n = input.sites.filter((id) => input.enrolled(id)).length;
+  return defaultThreshold(Math.max(n, 1), input.minContributors);
+}
+
+/**
  * The key epoch's roster as every member computes it from the federation's configuration and its
  * registry, so that no roster file has to be trusted: the configuration's sites (`members.sites`,
  * in order) that the registry lists as unrevoked sites, each at point k + 1 by that order, and

@@ -256,7 +256,13 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
           'a ready in the deal phase',
           sealControl(
             'epoch-ready',
-            { federation: F, generation: r.generation, site: 'site-3', epochId: new Uint8Array(32) },
+            {
+              federation: F,
+              generation: r.generation,
+              site: 'site-3',
+              epochId: new Uint8Array(32),
+              fromRound: r.fromRound,
+            },
             'site-3',
             hostile.signing,
           ),
@@ -328,4 +334,48 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('a coordinator cannot lower the threshold or pack the roster: sites deal only to what the federation promises', async () => {
+    // The coordinator's own key signs requests that would weaken the key: t = 1 (every share a
+    // whole secret), and a roster naming a site that is not enrolled. No site deals to either; the
+    // same request with the federation's threshold is answered (the tap can see a deal).
+    await coordinator.stop();
+    const wire = (await f.member('coordinator')).transport.connection;
+    const heard: string[] = [];
+    const tap = wire.subscribe(`cohort.${F}.epoch.*`, {
+      callback: (_e, m) => {
+        heard.push(m.subject);
+      },
+    });
+    const lanes = f.coord.ckks as ThresholdLaneContext;
+    const all = await fresh();
+    const live = all.at(-1)!.sites.map((x) => ({ id: x.id, point: x.point }));
+    const ask = async (over: Partial<ControlBodies['epoch-request']>) => {
+      const body: ControlBodies['epoch-request'] = {
+        federation: F,
+        generation: Math.floor(Date.now() / 1000) + 100_000,
+        paramsId: lanes.tc.paramsId,
+        threshold: 3,
+        sites: live,
+        phase: 'deal',
+        fromRound: (await f.decisions()).at(-1)!.round + 1,
+        deadlineUnixMs: Date.now() + 10_000,
+        ...over,
+      };
+      heard.length = 0;
+      await f.coord.transport.publish(
+        f.coord.subjects.epochRequest,
+        sealControl('epoch-request', body, f.coord.member, f.coord.signing),
+      );
+      await new Promise((r) => setTimeout(r, 2500));
+      return [...new Set(heard)].sort();
+    };
+    try {
+      expect(await ask({ threshold: 1 })).toEqual([]);
+      expect(await ask({ sites: [...live, { id: 'site-9', point: 9 }] })).toEqual([]);
+      expect((await ask({})).length).toBeGreaterThan(0);
+    } finally {
+      tap.unsubscribe();
+    }
+  }, 60_000);
 });

@@ -14,11 +14,11 @@ import {
 } from '../../../crypto/threshold/index.ts';
 import { type ControlBodies, openControl, sealControl } from '../../protocol/index.ts';
 import { memberKeyDir } from '../../registry/index.ts';
-import { epochDealObjectName, epochRoster } from '../../round/index.ts';
+import { dealMaxBytes, epochDealObjectName, epochRoster } from '../../round/index.ts';
 import { failpoint } from '../failpoint.ts';
 import { saveEpochDataKey } from '../site-threshold.ts';
 import { aggregateStore } from '../store/index.ts';
-import { assembleEpoch, makeDeal, thresholdFiles } from '../threshold-dealing.ts';
+import { assembleEpoch, makeDeal, policyThreshold, thresholdFiles } from '../threshold-dealing.ts';
 import type { AgentCore } from './agent-core.ts';
 import { fetchObject } from './aggregate-fetch.ts';
 import { describe } from './voter.ts';
@@ -64,6 +64,28 @@ export async function onEpochRequest(
   }
   if (!roster.paramsId.every((b, i) => b === lanes.tc.paramsId[i]))
     return refuse('it names other threshold parameters');
+  // The coordinator picks the roster and t; neither may weaken the federation: every roster site
+  // is a configured site enrolled and unrevoked at the epoch's first round, and t is at least the
+  // threshold of the whole enrolled membership (a roster of accomplices, or t = 1, would open a
+  // site's update to fewer sites than the federation promises).
+  const view = ctx.registryView;
+  const enrolled = (id: string) =>
+    ctx.members.sites.some((s) => s.id === id) &&
+    view.role(id) === 'site' &&
+    !view.isRevoked(id, r.fromRound);
+  const stranger = roster.sites.find((s) => !enrolled(s.id));
+  if (stranger !== undefined) return refuse(`${stranger.id} is not a configured, enrolled, unrevoked site`);
+  const minimum = policyThreshold({
+    sites: ctx.members.sites.map((s) => s.id),
+    enrolled,
+    ...(ctx.config.crypto.threshold.sites === undefined
+      ? {}
+      : { threshold: ctx.config.crypto.threshold.sites }),
+    minContributors: ctx.config.round.minContributors,
+  });
+  if (roster.threshold < minimum) {
+    return refuse(`its threshold ${roster.threshold} is below the federation's ${minimum}`);
+  }
   const pending = join(
     ctx.config.paths.dataDir,
     member,
@@ -71,7 +93,8 @@ export async function onEpochRequest(
     `deal-${roster.generation}-${Buffer.from(epochSeed(roster)).toString('hex').slice(0, 32)}`,
   );
   try {
-    const answer = r.phase === 'deal' ? deal(core, roster, pending) : await collect(core, roster, pending);
+    const answer =
+      r.phase === 'deal' ? deal(core, roster, pending) : await collect(core, roster, pending, r.fromRound);
     await ctx.transport.request(ctx.subjects.epoch(member), answer);
     core.epochAnswers.add(asked);
     log.info('epoch request answered');
@@ -119,14 +142,19 @@ function deal(core: AgentCore, roster: ThresholdRoster, pending: string): Uint8A
 }
 
 /** The site's ready for `roster`: its key file assembled from the stored deals (once). */
-async function collect(core: AgentCore, roster: ThresholdRoster, pending: string): Promise<Uint8Array> {
+async function collect(
+  core: AgentCore,
+  roster: ThresholdRoster,
+  pending: string,
+  fromRound: number,
+): Promise<Uint8Array> {
   const { ctx, member } = core;
   const tc = (ctx.ckks as ThresholdLaneContext).tc;
   const keyFile = join(memberKeyDir(ctx.keysDir, member), thresholdFiles.key(member, roster.generation));
   const ready = (epochId: Uint8Array) =>
     sealControl(
       'epoch-ready',
-      { federation: roster.federation, generation: roster.generation, site: member, epochId },
+      { federation: roster.federation, generation: roster.generation, site: member, epochId, fromRound },
       member,
       ctx.signing,
     );
@@ -140,7 +168,7 @@ async function collect(core: AgentCore, roster: ThresholdRoster, pending: string
   }
   const store = aggregateStore(roster.federation);
   // One sealed share per roster site, a public share and signatures: what the coordinator caps a deal at.
-  const maxBytes = roster.sites.length * (tc.polyBytes + 16 * 1024) + 256 * 1024;
+  const maxBytes = dealMaxBytes(tc.polyBytes, roster.sites.length);
   const deals = new Map<string, ControlBodies['epoch-deal']>();
   for (const s of roster.sites) {
     const bytes = await fetchObject(core, store, epochDealObjectName(roster.generation, s.id), maxBytes);

@@ -1,4 +1,5 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
+import { ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
 import type { ControlBodies } from '../../protocol/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import type { AgentCore } from './agent-core.ts';
@@ -41,7 +42,9 @@ export async function onRoundOpen(
   }
   // Threshold keys: the round names the key epoch it encrypts under; a re-shared one is in the log.
   const epochProblem =
-    open.epochId !== undefined && open.epochId.length > 0 ? await useEpoch(core, open.epochId) : undefined;
+    core.ctx.ckks instanceof ThresholdLaneContext
+      ? await useEpoch(core, open.epochId ?? new Uint8Array(0), open.round)
+      : undefined;
   const assignment = open.assignments.find((a) => a.site === core.member);
   if (assignment === undefined) {
     log.debug('round opened without this site');

@@ -32,7 +32,7 @@ export async function onShareRequest(
   if (!r.decrypting.some((d) => d.site === core.member)) return false;
   if (failpoint('agent.share-request', r.round) === 'skip') return false; // a decrypter that never answers
   // A site that missed the RoundOpen naming a re-shared epoch switches now (from the log).
-  const switched = await useEpoch(core, r.epochId);
+  const switched = await useEpoch(core, r.epochId, r.round);
   if (switched !== undefined) {
     log.warn({ reason: switched }, 'share request refused');
     return false;

@@ -2,6 +2,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
 import { CohortError } from '../../errors/index.ts';
 import {
+  dealMaxBytes,
   epochAt,
   federationGenesis,
   type LoggedEpoch,
@@ -354,9 +355,8 @@ class Coordinator implements IntakeHost {
         epochMaxBytes:
           this.#genesisEpoch === undefined
             ? undefined
-            : // One packed share, a KEM ciphertext and a signature sealed to each configured site.
-              ctx.members.sites.length * ((this.ctx.ckks as ThresholdLaneContext).tc.polyBytes + 16 * 1024) +
-              256 * 1024,
+            : // A deal to every configured site (each attempt's roster caps it again).
+              dealMaxBytes((this.ctx.ckks as ThresholdLaneContext).tc.polyBytes, ctx.members.sites.length),
         epoch: (site, data) => this.epochs.receive(this, site, data),
         history: () => this.log.history,
         now: () => this.now(),

@@ -7,10 +7,10 @@ import {
 } from '../../../crypto/threshold/index.ts';
 import { BlockRejectedError, CohortError } from '../../errors/index.ts';
 import { type ControlBodies, openControl, sealControl } from '../../protocol/index.ts';
-import { epochDealObjectName, epochSites, type LoggedEpoch } from '../../round/index.ts';
+import { dealMaxBytes, epochDealObjectName, epochSites, type LoggedEpoch } from '../../round/index.ts';
 import type { MemberContext } from '../member-context.ts';
 import type { WriteOnceObjects } from '../store/index.ts';
-import { decodePublicShare, thresholdRosterOf } from '../threshold-dealing.ts';
+import { decodePublicShare, policyThreshold, thresholdRosterOf } from '../threshold-dealing.ts';
 import type { CoordinatorLog } from './coordinator-log.ts';
 import type { Membership } from './membership.ts';
 
@@ -160,14 +160,23 @@ export class EpochChanges {
     );
     let roster: ThresholdRoster;
     try {
+      const view = host.log.history.registry ?? ctx.registryView;
+      // The threshold of the whole enrolled membership, not of the sites live now: a roster of
+      // fewer sites keeps it, and sites refuse to deal to a lower one.
+      const threshold = policyThreshold({
+        sites: ctx.members.sites.map((s) => s.id),
+        enrolled: (id) => view.role(id) === 'site' && !view.isRevoked(id, round),
+        ...(ctx.config.crypto.threshold.sites === undefined
+          ? {}
+          : { threshold: ctx.config.crypto.threshold.sites }),
+        minContributors: ctx.config.round.minContributors,
+      });
       roster = thresholdRosterOf({
         federation: ctx.config.federation.id,
         paramsId: lanes.tc.paramsId,
         sites: wanted.sites,
         enrolled: () => true,
-        ...(ctx.config.crypto.threshold.sites === undefined
-          ? {}
-          : { threshold: ctx.config.crypto.threshold.sites }),
+        threshold,
         minContributors: ctx.config.round.minContributors,
         generation,
       });
@@ -308,6 +317,18 @@ export class EpochChanges {
           `${site} already dealt generation ${attempt.roster.generation}`,
         );
       }
+      // What every site reading the deal caps it at (one share, a KEM ciphertext and a signature per
+      // roster site): a padded deal the sites could not read is refused here, not stored.
+      const dealCap = dealMaxBytes(
+        (ctx.ckks as ThresholdLaneContext).tc.polyBytes,
+        attempt.roster.sites.length,
+      );
+      if (data.length > dealCap) {
+        throw new BlockRejectedError(
+          'OVERSIZE',
+          `the deal of ${site} is ${data.length} bytes, at most ${dealCap}`,
+        );
+      }
       const deal = openControl(data, 'epoch-deal', ctx.keys, { signer: site }).body;
       if (
         deal.federation !== federation ||
@@ -359,6 +380,12 @@ export class EpochChanges {
       ready.site !== site
     ) {
       throw new BlockRejectedError('WRONG_CONTEXT', `the ready of ${site} is for another re-sharing`);
+    }
+    if (ready.fromRound !== attempt.fromRound) {
+      throw new BlockRejectedError(
+        'WRONG_CONTEXT',
+        `the ready of ${site} is for round ${ready.fromRound}, not ${attempt.fromRound}`,
+      );
     }
     if (!bytesEqual(ready.epochId, attempt.epochId!)) {
       throw new BlockRejectedError(

@@ -463,7 +463,12 @@ export class LogHistory {
     const problem = thresholdEpochProblem(
       record,
       entry.record.federation,
-      view === undefined ? undefined : (id) => view.current(id),
+      view === undefined
+        ? undefined
+        : {
+            keys: (id) => view.current(id),
+            enrolledSite: (id, round) => view.role(id) === 'site' && !view.isRevoked(id, round),
+          },
     );
     if (problem !== undefined) throw this.#invalid(entry, problem);
     this.#thresholdEpochs.push({
