@@ -42,6 +42,8 @@ interface Attempt {
   /** Site → its signed ready. */
   readonly readies: Map<string, Uint8Array>;
   readonly fromRound: number;
+  /** Rounds wait for it ({@link EpochDue.mandatory}). */
+  readonly mandatory: boolean;
 }
 
 /** A re-sharing due before a round: the sites wanted, why, and whether rounds must wait for it. */
@@ -200,6 +202,7 @@ export class EpochChanges {
       epochId: undefined,
       readies: new Map(),
       fromRound: round,
+      mandatory: wanted.mandatory,
     };
     this.#attempt = attempt;
     ctx.log.info(
@@ -207,24 +210,12 @@ export class EpochChanges {
       're-sharing the key epoch',
     );
     try {
-      const dealt = await this.#phase(
-        host,
-        attempt,
-        'deal',
-        () => attempt.deals.size === roster.sites.length,
-        wanted.mandatory,
-      );
+      const dealt = await this.#phase(host, attempt);
       if (dealt !== undefined) return dealt;
       const shares = new Map([...attempt.deals].map(([site, d]) => [site, d.publicShare]));
       attempt.epochId = computeEpochId(roster, shares);
       attempt.phase = 'collect';
-      const collected = await this.#phase(
-        host,
-        attempt,
-        'collect',
-        () => attempt.readies.size === roster.sites.length,
-        wanted.mandatory,
-      );
+      const collected = await this.#phase(host, attempt);
       if (collected !== undefined) return collected;
       const epoch: LoggedEpoch = { roster, epochId: attempt.epochId, fromRound: round };
       await host.log.append({
@@ -249,15 +240,12 @@ export class EpochChanges {
     }
   }
 
-  /** Asks the roster for `phase` until `done` or the phase's deadline; a failure to report, else undefined. */
-  async #phase(
-    host: EpochChangeHost,
-    attempt: Attempt,
-    phase: 'deal' | 'collect',
-    done: () => boolean,
-    mandatory: boolean,
-  ): Promise<EpochOutcome | undefined> {
+  /** Asks the roster for the attempt's phase until every site answered or the phase's deadline; a failure to report, else undefined. */
+  async #phase(host: EpochChangeHost, attempt: Attempt): Promise<EpochOutcome | undefined> {
     const { ctx } = host;
+    const { phase, mandatory } = attempt;
+    const answered = phase === 'deal' ? attempt.deals : attempt.readies;
+    const done = () => answered.size === attempt.roster.sites.length;
     const deadline = host.now() + ctx.config.crypto.threshold.reshareTimeoutMs;
     const body: ControlBodies['epoch-request'] = {
       federation: ctx.config.federation.id,
@@ -279,7 +267,6 @@ export class EpochChanges {
     }
     if (host.stopping()) return { kind: 'failed', reason: 'stopping', silent: [], mandatory };
     if (done()) return undefined;
-    const answered = phase === 'deal' ? attempt.deals : attempt.readies;
     const silent = attempt.roster.sites.map((s) => s.id).filter((id) => !answered.has(id));
     for (const id of silent) this.#excluded.set(id, attempt.fromRound);
     const reason = `re-sharing generation ${attempt.roster.generation}: ${silent.join(', ')} sent no ${phase === 'deal' ? 'deal' : 'ready'} in time`;

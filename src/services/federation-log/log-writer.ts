@@ -10,7 +10,7 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
 import type { SigningKeyPair } from '../../../crypto/signature/index.ts';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
-import { type LogRecordBody, sealControl } from '../../protocol/index.ts';
+import { type LogRecordBody, type LogRecordKind, sealControl } from '../../protocol/index.ts';
 import { backoffDelay, sleep } from '../../retry/index.ts';
 import { federationSubjects } from '../../transport/index.ts';
 import { type LogEntry, type LogPosition, recordsHeld } from './log-entry.ts';
@@ -31,18 +31,7 @@ const APPEND_HEADER_BYTES = 1024;
 export const LOG_MAX_APPEND_BYTES = LOG_MAX_ENTRY_BYTES - APPEND_HEADER_BYTES;
 
 /** What {@link FederationLogWriter.append} is given: one record; the writer fills the rest. */
-export type LogRecordInput = Pick<
-  LogRecordBody,
-  | 'roundOpen'
-  | 'decision'
-  | 'snapshot'
-  | 'registryChange'
-  | 'adminAction'
-  | 'partial'
-  | 'vote'
-  | 'votes'
-  | 'thresholdEpoch'
->;
+export type LogRecordInput = Pick<LogRecordBody, LogRecordKind>;
 
 /** The single writer of a federation's log (the coordinator). */
 export interface FederationLogWriter {
