@@ -28,8 +28,11 @@ export {
   epochId,
   epochIdOfDigests,
   epochSeed,
+  fingerprintOfDigest,
+  holds,
   publicShareCrp,
   publicShareFingerprint,
+  rosterHolders,
   type ThresholdRoster,
 } from './threshold-epoch.ts';
 export {

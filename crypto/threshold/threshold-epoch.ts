@@ -6,8 +6,11 @@ import { assertPoints } from './shamir.ts';
 
 /**
  * A key epoch of threshold CKKS: the roster of sites (each with its Shamir evaluation point), the
- * threshold, and the parameters. Every site of the roster holds its own secret and one share of
- * every other site's; a membership change starts a new epoch with fresh secrets.
+ * threshold, the key holders and the parameters. Every site of the roster encrypts under its own
+ * secret and deals one Shamir share of it to every holder; any `threshold` holders decrypt an
+ * aggregate together. With every site a holder (the default), that is all-to-all dealing; a
+ * smaller set of holders (a decryption committee) keeps dealing linear in the number of sites. A
+ * membership change starts a new epoch with fresh secrets.
  */
 export interface ThresholdRoster {
   readonly federation: string;
@@ -23,6 +26,27 @@ export interface ThresholdRoster {
   readonly generation: number;
   /** The sites, each with its evaluation point (distinct, 1 … 65536), in a fixed order. */
   readonly sites: readonly { readonly id: string; readonly point: number }[];
+  /**
+   * The key holders (the decryption committee): roster sites in roster order, at least
+   * `threshold` of them. Undefined: every roster site holds.
+   */
+  readonly holders?: readonly string[];
+}
+
+/** Whether `site` holds shares in the epoch (every roster site when the roster names no holders). */
+export function holds(roster: ThresholdRoster, site: string): boolean {
+  return roster.holders === undefined
+    ? roster.sites.some((s) => s.id === site)
+    : roster.holders.includes(site);
+}
+
+/** The roster's holders with their points, in roster order. */
+export function rosterHolders(
+  roster: ThresholdRoster,
+): readonly { readonly id: string; readonly point: number }[] {
+  return roster.holders === undefined
+    ? roster.sites
+    : roster.sites.filter((s) => roster.holders!.includes(s.id));
 }
 
 const SEED_DOMAIN = 'cohort/v1/threshold-epoch-seed\0';
@@ -47,14 +71,30 @@ export function assertRoster(roster: ThresholdRoster): void {
   if (!Number.isSafeInteger(roster.generation) || roster.generation < 0 || roster.generation > 0xffff_ffff) {
     throw new InvalidArgumentError(`roster.generation ${roster.generation} must be an integer in [0, 2^32)`);
   }
-  if (!Number.isInteger(roster.threshold) || roster.threshold < 1 || roster.threshold > roster.sites.length) {
+  if (roster.holders !== undefined) {
+    const order = new Map(ids.map((id, k) => [id, k]));
+    let last = -1;
+    for (const h of roster.holders) {
+      const k = order.get(h);
+      if (k === undefined)
+        throw new InvalidArgumentError(`roster.holders: ${JSON.stringify(h)} is not a roster site`);
+      if (k <= last)
+        throw new InvalidArgumentError('roster.holders must be distinct roster sites in roster order');
+      last = k;
+    }
+  }
+  const holders = roster.holders?.length ?? roster.sites.length;
+  if (!Number.isInteger(roster.threshold) || roster.threshold < 1 || roster.threshold > holders) {
     throw new InvalidArgumentError(
-      `roster.threshold ${roster.threshold} must be in [1, ${roster.sites.length}]`,
+      `roster.threshold ${roster.threshold} must be in [1, ${holders}] (the holders)`,
     );
   }
 }
 
-/** Canonical bytes of a roster: federation, parameters, threshold, generation, then each site and point. */
+/**
+ * Canonical bytes of a roster: federation, parameters, threshold, generation, then each site, its
+ * point and whether it holds (so naming every site a holder and naming none are the same roster).
+ */
 function rosterBytes(roster: ThresholdRoster): Buffer {
   assertRoster(roster);
   const parts: Buffer[] = [Buffer.from(`${roster.federation}\0`), Buffer.from(roster.paramsId)];
@@ -63,8 +103,9 @@ function rosterBytes(roster: ThresholdRoster): Buffer {
   t.writeUInt32BE(roster.generation, 4);
   parts.push(t);
   for (const s of roster.sites) {
-    const p = Buffer.alloc(4);
+    const p = Buffer.alloc(5);
     p.writeUInt32BE(s.point);
+    p[4] = holds(roster, s.id) ? 1 : 0;
     parts.push(Buffer.from(`${s.id}\0`), p);
   }
   return Buffer.concat(parts);
@@ -108,5 +149,10 @@ export function epochIdOfDigests(roster: ThresholdRoster, digests: readonly Uint
 
 /** A public share's fingerprint: the first 16 hex digits of its SHA-256 (what ceremonies print). */
 export function publicShareFingerprint(share: Uint8Array): string {
-  return createHash('sha256').update(share).digest('hex').slice(0, 16);
+  return fingerprintOfDigest(createHash('sha256').update(share).digest());
+}
+
+/** {@link publicShareFingerprint} from the public share's SHA-256 (what a certificate carries). */
+export function fingerprintOfDigest(digest: Uint8Array): string {
+  return Buffer.from(digest).toString('hex').slice(0, 16);
 }

@@ -2,11 +2,12 @@ import { CryptoError, InvalidArgumentError } from '../../src/errors/index.ts';
 import { readKeyFile, writeKeyFile } from '../signature/key-file-io.ts';
 import { assertPoly, type RnsPoly, wipe } from './rns-poly.ts';
 import type { ThresholdContext } from './threshold-context.ts';
-import { assertRoster, type ThresholdRoster } from './threshold-epoch.ts';
+import { assertRoster, holds, type ThresholdRoster } from './threshold-epoch.ts';
 
 /**
- * What one site holds of a key epoch: its own secret and the share of every roster site's secret
- * dealt to it (its own included). Never anyone's whole secret but its own, never the sum.
+ * What one site holds of a key epoch: its own secret and, when it is a holder, the share of every
+ * roster site's secret dealt to it (its own included). Never anyone's whole secret but its own,
+ * never the sum.
  */
 export interface ThresholdKeyMaterial {
   readonly roster: ThresholdRoster;
@@ -15,17 +16,21 @@ export interface ThresholdKeyMaterial {
   readonly self: string;
   /** The site's own secret (NTT form). */
   readonly secret: RnsPoly;
-  /** Dealer id → the share of the dealer's secret held by {@link self}, for every roster site. */
+  /**
+   * Dealer id → the share of the dealer's secret held by {@link self}, for every roster site when
+   * it holds; empty when it does not.
+   */
   readonly shares: ReadonlyMap<string, RnsPoly>;
 }
 
-const MAGIC = new TextEncoder().encode('CTK1');
+const MAGIC = new TextEncoder().encode('CTK2');
 
 /**
- * The key file's bytes: 'CTK1' ‖ params id (32) ‖ epoch id (32) ‖ u8 federation length ‖ federation ‖
+ * The key file's bytes: 'CTK2' ‖ params id (32) ‖ epoch id (32) ‖ u8 federation length ‖ federation ‖
  * u32 threshold ‖ u32 generation ‖ u32 sites ‖
- * per site (u8 id length ‖ id ‖ u32 point) ‖ u8 self length ‖ self ‖ secret words ‖ one share's
- * words per site in roster order. Words are 64-bit little-endian. Wipe the result after use.
+ * per site (u8 id length ‖ id ‖ u32 point ‖ u8 holds) ‖ u8 self length ‖ self ‖ secret words ‖ when
+ * self holds, one share's words per site in roster order. Words are 64-bit little-endian. Wipe the
+ * result after use.
  */
 export function encodeThresholdKey(ctx: ThresholdContext, m: ThresholdKeyMaterial): Uint8Array {
   assertRoster(m.roster);
@@ -48,9 +53,12 @@ export function encodeThresholdKey(ctx: ThresholdContext, m: ThresholdKeyMateria
   for (const s of m.roster.sites) {
     str(s.id);
     u32(s.point);
+    head.push(holds(m.roster, s.id) ? 1 : 0);
   }
   str(m.self);
-  const polys = [m.secret, ...m.roster.sites.map((s) => m.shares.get(s.id))];
+  const holder = holds(m.roster, m.self);
+  if (!holder && m.shares.size > 0) throw new InvalidArgumentError(`${m.self} holds no shares in its roster`);
+  const polys = [m.secret, ...(holder ? m.roster.sites.map((s) => m.shares.get(s.id)) : [])];
   const out = new Uint8Array(MAGIC.length + 64 + head.length + polys.length * ctx.polyBytes);
   out.set(MAGIC, 0);
   out.set(m.roster.paramsId, 4);
@@ -77,7 +85,7 @@ export function decodeThresholdKey(
   federation: string,
 ): ThresholdKeyMaterial {
   const bad = (why: string) => new CryptoError('KEY_INVALID', `threshold key file: ${why}`);
-  if (bytes.length < 76 || !MAGIC.every((b, i) => bytes[i] === b)) throw bad('no CTK1 header');
+  if (bytes.length < 76 || !MAGIC.every((b, i) => bytes[i] === b)) throw bad('no CTK2 header');
   if (!bytes.subarray(4, 36).every((b, i) => b === ctx.paramsId[i])) {
     throw new CryptoError(
       'CKKS_PARAMS_MISMATCH',
@@ -111,7 +119,15 @@ export function decodeThresholdKey(
   const count = u32();
   if (count < 1 || count > 65_536) throw bad(`${count} sites`);
   const sites: { id: string; point: number }[] = [];
-  for (let k = 0; k < count; k++) sites.push({ id: str(), point: u32() });
+  const holders: string[] = [];
+  for (let k = 0; k < count; k++) {
+    const site = { id: str(), point: u32() };
+    need(1);
+    const flag = bytes[at++]!;
+    if (flag > 1) throw bad(`holder flag ${flag} of ${site.id}`);
+    if (flag === 1) holders.push(site.id);
+    sites.push(site);
+  }
   const self = str();
   const roster: ThresholdRoster = {
     federation,
@@ -119,6 +135,7 @@ export function decodeThresholdKey(
     threshold,
     generation,
     sites,
+    ...(holders.length === sites.length ? {} : { holders }),
   };
   try {
     assertRoster(roster);
@@ -126,7 +143,8 @@ export function decodeThresholdKey(
     throw new CryptoError('KEY_INVALID', `threshold key file: ${(cause as Error).message}`, { cause });
   }
   if (!sites.some((s) => s.id === self)) throw bad(`${self} is not in its roster`);
-  if (bytes.length - at !== (count + 1) * ctx.polyBytes)
+  const holder = holds(roster, self);
+  if (bytes.length - at !== (holder ? count + 1 : 1) * ctx.polyBytes)
     throw bad(`${bytes.length - at} bytes of keys for ${count} sites`);
   const poly = (name: string) => {
     const p = new BigUint64Array(
@@ -143,7 +161,7 @@ export function decodeThresholdKey(
   };
   const secret = poly('secret');
   const shares = new Map<string, RnsPoly>();
-  for (const s of sites) shares.set(s.id, poly(`share of ${s.id}`));
+  if (holder) for (const s of sites) shares.set(s.id, poly(`share of ${s.id}`));
   return { roster, epochId: bytes.slice(36, 68), self, secret, shares };
 }
 

@@ -97,6 +97,19 @@ const thresholdSchema = z.strictObject({
    */
   sites: z.int().min(1).max(1024).optional(),
   /**
+   * The key holders (a decryption committee): the sites every site deals a share of its secret to,
+   * `sites` (t) of which decrypt an aggregate together. Unset: every site holds, so dealing is
+   * all-to-all (n² shares a re-sharing); named holders keep it linear in the number of sites
+   * (n × holders). No coalition short of t holders can read an update; the holders must be among
+   * `members.sites` and at least t.
+   */
+  holders: z
+    .array(z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, { error: 'must be a site id' }))
+    .min(1)
+    .max(1024)
+    .refine((ids) => new Set(ids).size === ids.length, { error: 'lists a site twice' })
+    .optional(),
+  /**
    * Scheduled rotation: every this many rounds the coordinator re-shares the key epoch (every
    * roster site draws a fresh secret), so a share stolen now decrypts nothing encrypted after the
    * next rotation. 0 (default): only on enrollment and revocation.
@@ -578,6 +591,27 @@ export const bootstrapConfigSchema = z
  * keys folder.
  */
 export const cohortConfigSchema = bootstrapConfigSchema.superRefine((cfg, ctx) => {
+  const holders = cfg.crypto?.threshold?.holders;
+  const sites = cfg.members?.sites?.map((s) => s.id);
+  if (Array.isArray(holders) && Array.isArray(sites)) {
+    holders.forEach((id, k) => {
+      if (!sites.includes(id)) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['crypto', 'threshold', 'holders', k],
+          message: `${JSON.stringify(id)} is not one of members.sites`,
+        });
+      }
+    });
+    const t = cfg.crypto?.threshold?.sites;
+    if (Number.isInteger(t) && t! > holders.length) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['crypto', 'threshold', 'sites'],
+        message: `${t} holders must decrypt, but crypto.threshold.holders names ${holders.length}`,
+      });
+    }
+  }
   const members = cfg.members as { registry?: unknown } | undefined;
   if (typeof members === 'object' && members !== null && members.registry === undefined) {
     ctx.addIssue({

@@ -191,8 +191,6 @@ export interface ControlBodies {
     site: string;
     publicShare: Uint8Array;
     envelopes: { recipient: string; envelope: Uint8Array }[];
-    /** Commitment to the dealer's share of the epoch data key (32 bytes). */
-    dataCommitment: Uint8Array;
   };
   /** Threshold keys: a site holds its key material of the epoch (cohort.proto `EpochReady`). */
   'epoch-ready': {

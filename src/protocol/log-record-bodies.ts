@@ -179,6 +179,8 @@ export interface VoteBatchBody {
 export interface EpochSiteBody {
   id: string;
   point: number;
+  /** A key holder: every roster site deals it a share; `threshold` holders decrypt. */
+  holds: boolean;
 }
 
 /**

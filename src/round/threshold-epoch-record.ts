@@ -1,5 +1,5 @@
 import { bytesEqual } from '../../crypto/digest/index.ts';
-import { assertRoster, epochIdOfDigests, type ThresholdRoster } from '../../crypto/threshold/index.ts';
+import { assertRoster, epochIdOfDigests, holds, type ThresholdRoster } from '../../crypto/threshold/index.ts';
 import {
   type ControlBodies,
   type EpochSiteBody,
@@ -17,19 +17,42 @@ import {
 /** Phases of an `epoch-request`: sites deal, then (every deal stored) collect. */
 export const EPOCH_PHASES = ['deal', 'collect'] as const;
 
-/** The object a site's deal of `generation` is stored as (aggregates store, write-once). */
+/** The object a site's public share certificate of `generation` is stored as (aggregates store, write-once). */
 export function epochDealObjectName(generation: number, site: string): string {
   return `epoch-${generation}-deal-${site}`;
 }
 
+/** The object a site's public share polynomial (packed c0) of `generation` is stored as. */
+export function epochPublicObjectName(generation: number, site: string): string {
+  return `epoch-${generation}-public-${site}`;
+}
+
 /**
- * The largest deal of a roster of `sites` sites, in bytes: one sealed share (`polyBytes`, plus a
- * data contribution, a KEM ciphertext and a signature: 16 KiB) per roster site, a public share and
- * the control message around them (256 KiB). The coordinator refuses a larger deal; sites read
- * stored deals with the same cap.
+ * The object the envelope `dealer` sealed to `recipient` in `generation` is stored as. Member ids
+ * hold no `_`, so no two pairs share a name.
+ */
+export function epochShareObjectName(generation: number, dealer: string, recipient: string): string {
+  return `epoch-${generation}-share-${dealer}_${recipient}`;
+}
+
+/** The largest public share certificate: an id, a digest, a commitment and a signature. */
+export const PUBLIC_SHARE_CERT_MAX_BYTES = 8 * 1024;
+
+/**
+ * The largest envelope: one packed share and a data contribution, with a KEM ciphertext and a
+ * signature (16 KiB). Sites read stored envelopes with this cap.
+ */
+export function envelopeMaxBytes(polyBytes: number): number {
+  return polyBytes + 16 * 1024;
+}
+
+/**
+ * The largest deal of a roster of `sites` sites, in bytes: one envelope per roster site at most,
+ * a public share (certificate and c0) and the control message around them (256 KiB). The
+ * coordinator refuses a larger deal before decoding it.
  */
 export function dealMaxBytes(polyBytes: number, sites: number): number {
-  return sites * (polyBytes + 16 * 1024) + 256 * 1024;
+  return sites * envelopeMaxBytes(polyBytes) + polyBytes + 256 * 1024;
 }
 
 /** A key epoch in force from a round on: its roster, its id, and the round. */
@@ -54,12 +77,14 @@ export function epochRoster(
     readonly sites: readonly EpochSiteBody[];
   },
 ): ThresholdRoster {
+  const holders = body.sites.filter((s) => s.holds === true).map((s) => s.id);
   const roster: ThresholdRoster = {
     federation,
     paramsId: body.paramsId,
     threshold: body.threshold,
     generation: body.generation,
     sites: body.sites.map((s) => ({ id: s.id, point: s.point })),
+    ...(holders.length === body.sites.length ? {} : { holders }),
   };
   assertRoster(roster);
   return roster;
@@ -67,7 +92,7 @@ export function epochRoster(
 
 /** The roster's sites as a request or record carries them. */
 export function epochSites(roster: ThresholdRoster): EpochSiteBody[] {
-  return roster.sites.map((s) => ({ id: s.id, point: s.point }));
+  return roster.sites.map((s) => ({ id: s.id, point: s.point, holds: holds(roster, s.id) }));
 }
 
 /** What a reader that holds the registry checks a logged epoch's roster against. */

@@ -105,6 +105,9 @@ export async function createLocalDeployment(options: {
             ...(options.overrides.crypto.threshold?.sites === undefined
               ? {}
               : { sites: options.overrides.crypto.threshold.sites }),
+            ...(options.overrides.crypto.threshold?.holders === undefined
+              ? {}
+              : { holders: options.overrides.crypto.threshold.holders }),
             minContributors: options.overrides.round?.minContributors ?? 3,
           },
         }

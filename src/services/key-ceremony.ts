@@ -28,7 +28,7 @@ import {
   toPublicSigningKey,
   wipeSigningKeyPair,
 } from '../../crypto/signature/index.ts';
-import type { ThresholdContext } from '../../crypto/threshold/index.ts';
+import { holds, type ThresholdContext } from '../../crypto/threshold/index.ts';
 import { CryptoError, InvalidArgumentError } from '../errors/index.ts';
 import {
   assertMemberId,
@@ -104,11 +104,13 @@ export interface CeremonyInput {
   /**
    * Threshold keys (`crypto.keys: threshold`): no CKKS secret key is made; every enrolled site
    * draws its own secret and deals Shamir shares of it to the others (`threshold-dealing.ts`),
-   * `sites` of them (default ⌈2n/3⌉, at least `minContributors`) decrypt together.
+   * `sites` of them (default ⌈2n/3⌉ of the holders, at least `minContributors`) decrypt together.
    */
   readonly threshold?: {
     readonly ctx: ThresholdContext;
     readonly sites?: number;
+    /** `crypto.threshold.holders`: the key holders (default: every site). */
+    readonly holders?: readonly string[];
     readonly minContributors: number;
   };
   /**
@@ -160,6 +162,8 @@ export interface CeremonyResult {
       readonly site: string;
       readonly point: number;
       readonly fingerprint: string;
+      /** Whether the site is a key holder (every site when no holders are configured). */
+      readonly holds: boolean;
     }[];
   };
 }
@@ -298,6 +302,7 @@ export function runKeyCeremony(input: CeremonyInput): CeremonyResult {
       publicShares: epoch.publicShares.map((p) => ({
         ...p,
         point: epoch.roster.sites.find((s) => s.id === p.site)!.point,
+        holds: holds(epoch.roster, p.site),
       })),
     };
   }
@@ -388,7 +393,8 @@ function thresholdCeremony(
     paramsId: threshold.ctx.paramsId,
     sites,
     enrolled: () => true,
-    ...(threshold.sites === undefined ? {} : { threshold: threshold.sites }),
+    threshold: threshold.sites,
+    holders: threshold.holders,
     minContributors: threshold.minContributors,
   });
   const view = RegistryView.fromRegistry(registry);

@@ -9,13 +9,16 @@ import {
   assertPoly,
   assertRoster,
   defaultThreshold,
-  epochId,
+  epochIdOfDigests,
   epochSeed,
+  fingerprintOfDigest,
+  holds,
   packedBytes,
   packWords,
   publicShareCrp,
   publicShareFingerprint,
   type RnsPoly,
+  rosterHolders,
   SiteSecret,
   saveThresholdKey,
   type ThresholdContext,
@@ -61,28 +64,60 @@ export const thresholdFiles = {
     generation === 0 ? `${site}.threshold` : `${site}.g${generation}.threshold`,
 } as const;
 
-const PUB_MAGIC = new TextEncoder().encode('CTP1');
+const PUB_MAGIC = new TextEncoder().encode('CTP2');
 
-/** A public share file: 'CTP1' ‖ roster seed (32) ‖ u8 site length ‖ site ‖ packed c0 ‖ u16 signature length ‖ signature. */
-function encodePublicShare(seed: Uint8Array, site: string, c0: Uint8Array, key: SigningKeyPair): Uint8Array {
+/**
+ * A public share: its certificate, optionally followed by its packed c0. The certificate is
+ * 'CTP2' ‖ roster seed (32) ‖ u8 site length ‖ site ‖ SHA-256 of c0 (32) ‖ u8 commitment length (0
+ * or 32) ‖ data commitment ‖ u16 signature length ‖ signature, signed by the site
+ * ({@link PUBLIC_SHARE_DOMAIN}). The certificate alone (under a kilobyte) is what every site of a
+ * re-sharing reads of every other: the epoch id needs only the digests, so nobody downloads n
+ * polynomials.
+ */
+function encodePublicShare(
+  seed: Uint8Array,
+  site: string,
+  c0: Uint8Array,
+  commitment: Uint8Array | undefined,
+  key: SigningKeyPair,
+): Uint8Array {
   const id = new TextEncoder().encode(site);
-  const body = new Uint8Array(4 + 32 + 1 + id.length + c0.length);
+  const c = commitment ?? new Uint8Array(0);
+  const body = new Uint8Array(4 + 32 + 1 + id.length + 32 + 1 + c.length);
   body.set(PUB_MAGIC, 0);
   body.set(seed, 4);
   body[36] = id.length;
   body.set(id, 37);
-  body.set(c0, 37 + id.length);
+  body.set(createHash('sha256').update(c0).digest(), 37 + id.length);
+  body[69 + id.length] = c.length;
+  body.set(c, 70 + id.length);
   const signature = sign(key, PUBLIC_SHARE_DOMAIN, body);
-  const out = new Uint8Array(body.length + 2 + signature.length);
+  const out = new Uint8Array(body.length + 2 + signature.length + c0.length);
   out.set(body, 0);
   new DataView(out.buffer).setUint16(body.length, signature.length);
   out.set(signature, body.length + 2);
+  out.set(c0, body.length + 2 + signature.length);
   return out;
 }
 
+/** What a verified public share says. */
+export interface PublicShareCert {
+  /** The certificate's bytes (without c0). */
+  readonly cert: Uint8Array;
+  /** SHA-256 of the site's packed c0 (what the epoch id binds). */
+  readonly digest: Uint8Array;
+  /** Commitment to the site's data contribution; undefined when the site holds no shares. */
+  readonly commitment: Uint8Array | undefined;
+  /** The packed c0, when the bytes carried it (checked against the digest). */
+  readonly c0: Uint8Array | undefined;
+}
+
 /**
- * Parses and verifies a public share file for `site` and the roster's seed; returns its packed c0.
- * `keys`: the signing keys the site may have signed with (one verifying is enough).
+ * Parses and verifies a public share of `site` for the roster's seed: the certificate alone, or
+ * followed by its packed c0, whose digest must be the certified one. `keys`: the signing keys the
+ * site may have signed with (one verifying is enough).
+ *
+ * @throws CryptoError `PUBLIC_SHARE_INVALID` naming what is wrong.
  */
 export function decodePublicShare(
   ctx: ThresholdContext,
@@ -90,20 +125,64 @@ export function decodePublicShare(
   seed: Uint8Array,
   site: string,
   keys: readonly PublicSigningKey[],
-): Uint8Array {
+): PublicShareCert {
   const id = new TextEncoder().encode(site);
-  const bodyLength = 37 + id.length + packedBytes(ctx);
   const refuse = (why: string) =>
     new CryptoError('PUBLIC_SHARE_INVALID', `public share of ${site}: ${why}`, { details: { site } });
-  if (bytes.length < bodyLength + 2 || !PUB_MAGIC.every((b, i) => bytes[i] === b)) throw refuse('malformed');
+  const fixed = 70 + id.length;
+  if (bytes.length < fixed + 2 || !PUB_MAGIC.every((b, i) => bytes[i] === b)) throw refuse('malformed');
   if (!bytes.subarray(4, 36).every((b, i) => b === seed[i])) throw refuse('made for another roster');
   if (bytes[36] !== id.length || !id.every((b, i) => bytes[37 + i] === b)) throw refuse('names another site');
+  const commitmentLength = bytes[69 + id.length]!;
+  if (commitmentLength !== 0 && commitmentLength !== 32) throw refuse('malformed commitment');
+  const bodyLength = fixed + commitmentLength;
+  if (bytes.length < bodyLength + 2) throw refuse('malformed');
   const sigLength = new DataView(bytes.buffer, bytes.byteOffset).getUint16(bodyLength);
-  if (bytes.length !== bodyLength + 2 + sigLength) throw refuse('malformed');
+  const certLength = bodyLength + 2 + sigLength;
+  if (bytes.length !== certLength && bytes.length !== certLength + packedBytes(ctx))
+    throw refuse('malformed');
   const body = bytes.subarray(0, bodyLength);
-  const signature = bytes.subarray(bodyLength + 2);
-  if (!keys.some((key) => verify(key, PUBLIC_SHARE_DOMAIN, body, signature))) throw refuse('bad signature');
-  return bytes.slice(37 + id.length, bodyLength);
+  if (
+    !keys.some((key) => verify(key, PUBLIC_SHARE_DOMAIN, body, bytes.subarray(bodyLength + 2, certLength)))
+  ) {
+    throw refuse('bad signature');
+  }
+  const digest = bytes.slice(37 + id.length, 69 + id.length);
+  let c0: Uint8Array | undefined;
+  if (bytes.length > certLength) {
+    c0 = bytes.slice(certLength);
+    if (!bytesEqual(new Uint8Array(createHash('sha256').update(c0).digest()), digest)) {
+      throw refuse('its c0 is not the certified one');
+    }
+  }
+  return {
+    cert: bytes.slice(0, certLength),
+    digest,
+    commitment: commitmentLength === 0 ? undefined : bytes.slice(70 + id.length, bodyLength),
+    c0,
+  };
+}
+
+/**
+ * What the envelope from `dealer` to `recipient` seals: a Shamir share of the dealer's secret when
+ * the recipient holds, the dealer's data contribution when the dealer holds. Neither: no envelope.
+ */
+export function envelopeContents(
+  roster: ThresholdRoster,
+  dealer: string,
+  recipient: string,
+): { readonly share: boolean; readonly contribution: boolean } {
+  return { share: holds(roster, recipient), contribution: holds(roster, dealer) };
+}
+
+/** The roster sites `dealer` seals an envelope to, in roster order ({@link envelopeContents}). */
+export function dealRecipients(roster: ThresholdRoster, dealer: string): string[] {
+  return roster.sites
+    .map((s) => s.id)
+    .filter((r) => {
+      const c = envelopeContents(roster, dealer, r);
+      return c.share || c.contribution;
+    });
 }
 
 /** What one site needs to deal. */
@@ -121,17 +200,12 @@ export interface DealInput {
 export interface Deal {
   /** The site's fresh secret, NTT form: the caller keeps it owner-only, then wipes it. */
   readonly secret: RnsPoly;
-  /** The signed public share (the `.tpub` file's bytes). */
+  /** The signed public share: its certificate followed by its packed c0 (the `.tpub` file's bytes). */
   readonly publicShare: Uint8Array;
-  /** One envelope per roster site, in roster order, each sealing that site's Shamir share. */
+  /** One envelope per recipient of {@link dealRecipients}, in roster order. */
   readonly envelopes: readonly { readonly recipient: string; readonly envelope: Uint8Array }[];
   /** Fingerprint of the public share (what a ceremony prints). */
   readonly fingerprint: string;
-  /**
-   * Commitment to the dealer's share of the epoch data key (sealed in every envelope beside its
-   * Shamir share): published in the deal, so that every recipient checks it got the same one.
-   */
-  readonly dataCommitment: Uint8Array;
 }
 
 /** Bytes of a dealer's share of the epoch data key, sealed in each envelope after the Shamir share. */
@@ -140,7 +214,7 @@ export const DATA_CONTRIBUTION_BYTES = 32;
 const COMMITMENT_DOMAIN = 'cohort/v1/epoch-data-commitment\0';
 const EPOCH_DATA_KEY_INFO = 'cohort/v1/epoch-data-key';
 
-/** The commitment a deal publishes to its dealer's data contribution (SHA-256, domain-separated). */
+/** The commitment a holder's public share carries to its data contribution (SHA-256, domain-separated). */
 export function dataCommitment(
   roster: ThresholdRoster,
   dealer: string,
@@ -157,9 +231,10 @@ export function dataCommitment(
 }
 
 /**
- * The data key of a re-shared epoch: HKDF-SHA-256 over every roster site's data contribution in
- * roster order, salted with the epoch id. Only the roster's sites (each opened every dealer's
- * envelope to it) can compute it: a revoked site, the coordinator and the aggregators cannot.
+ * The data key of a re-shared epoch: HKDF-SHA-256 over every holder's data contribution in
+ * roster order, salted with the epoch id. Each holder seals its contribution to every roster site,
+ * so only the roster's sites can compute it: a revoked site, the coordinator and the aggregators
+ * cannot.
  */
 export function epochDataKey(epochId: Uint8Array, contributions: readonly Uint8Array[]): Uint8Array {
   return new Uint8Array(hkdfSync('sha256', Buffer.concat(contributions), epochId, EPOCH_DATA_KEY_INFO, 32));
@@ -167,9 +242,11 @@ export function epochDataKey(epochId: Uint8Array, contributions: readonly Uint8A
 
 /**
  * One site's deal for a roster: draws its secret, signs its public share and seals one Shamir
- * share of the secret to every roster site (its own included), each under the recipient's
- * registered ML-KEM-768 key, signed by the dealer and bound to the roster's seed (which binds
- * its generation). The shares are wiped once sealed.
+ * share of the secret to every holder (itself included when it holds) and, when it holds, its data
+ * contribution to every roster site ({@link envelopeContents}), each under the recipient's
+ * registered ML-KEM-768 key, signed by the dealer and bound to the roster's seed (which binds its
+ * generation). The shares are wiped once sealed. Dealing is linear in the roster: one share per
+ * holder, one contribution per site.
  */
 export function makeDeal(input: DealInput): Deal {
   const { site, roster, ctx } = input;
@@ -177,45 +254,61 @@ export function makeDeal(input: DealInput): Deal {
     throw new InvalidArgumentError(`${site} is not in the threshold roster`);
   const seed = epochSeed(roster);
   const secret = SiteSecret.generate(ctx);
+  const contributes = holds(roster, site);
   const contribution = new Uint8Array(randomBytes(DATA_CONTRIBUTION_BYTES));
+  const holderSites = rosterHolders(roster);
   try {
     const c0 = packWords(ctx, secret.publicShare(publicShareCrp(ctx, roster)));
-    const shares = secret.deal(
-      roster.threshold,
-      roster.sites.map((s) => s.point),
+    const shares = new Map(
+      secret
+        .deal(
+          roster.threshold,
+          holderSites.map((s) => s.point),
+        )
+        .map((share, k) => [holderSites[k]!.id, share] as const),
     );
     const maker = { id: site, key: input.signingKey };
-    const envelopes = roster.sites.map((r, k) => {
-      const share = shares[k]!;
-      try {
-        const kem = input.kemKeys(r.id);
-        if (kem === undefined) throw new InvalidArgumentError(`no ML-KEM-768 key registered for ${r.id}`);
-        const bytes = new Uint8Array(share.byteLength + DATA_CONTRIBUTION_BYTES);
-        bytes.set(new Uint8Array(share.buffer, share.byteOffset, share.byteLength), 0);
-        bytes.set(contribution, share.byteLength);
+    try {
+      const envelopes = dealRecipients(roster, site).map((recipient) => {
+        const kem = input.kemKeys(recipient);
+        if (kem === undefined)
+          throw new InvalidArgumentError(`no ML-KEM-768 key registered for ${recipient}`);
+        const share = shares.get(recipient);
+        const shareBytes =
+          share === undefined
+            ? new Uint8Array(0)
+            : new Uint8Array(share.buffer, share.byteOffset, share.byteLength);
+        const bytes = new Uint8Array(shareBytes.length + (contributes ? DATA_CONTRIBUTION_BYTES : 0));
+        bytes.set(shareBytes, 0);
+        if (contributes) bytes.set(contribution, shareBytes.length);
         try {
           return {
-            recipient: r.id,
+            recipient,
             envelope: sealEnvelope(maker, kem, bytes, {
               federation: roster.federation,
-              recipient: r.id,
+              recipient,
               purpose: sharePurpose(roster, site),
             }),
           };
         } finally {
           bytes.fill(0);
         }
-      } finally {
-        wipe(share);
-      }
-    });
-    return {
-      secret: secret.exportWords(),
-      publicShare: encodePublicShare(seed, site, c0, input.signingKey),
-      envelopes,
-      fingerprint: publicShareFingerprint(c0),
-      dataCommitment: dataCommitment(roster, site, contribution),
-    };
+      });
+      return {
+        secret: secret.exportWords(),
+        publicShare: encodePublicShare(
+          seed,
+          site,
+          c0,
+          contributes ? dataCommitment(roster, site, contribution) : undefined,
+          input.signingKey,
+        ),
+        envelopes,
+        fingerprint: publicShareFingerprint(c0),
+      };
+    } finally {
+      for (const share of shares.values()) wipe(share);
+    }
   } finally {
     secret.wipe();
     contribution.fill(0);
@@ -268,29 +361,34 @@ export interface AssembleInput {
   readonly secret: () => RnsPoly;
   /** The site's ML-KEM-768 secret key (not wiped here), read after the secret. */
   readonly kemSecretKey: () => Uint8Array;
-  /** A dealer's public share bytes, and what to call them in an error. */
-  readonly publicShareOf: (dealer: string) => { readonly bytes: Uint8Array; readonly name: string };
-  /** The envelope `dealer` sealed to this site, and what to call it in an error. */
-  readonly envelopeOf: (dealer: string) => { readonly bytes: Uint8Array; readonly name: string };
   /**
-   * The commitment `dealer` published to its data contribution (an online deal); without it the
-   * contributions are not checked (the key ceremony's epoch keeps the federation data key).
+   * A roster site's public share (its certificate, with or without c0), and what to call it in
+   * an error. Read for every roster site (the epoch id binds each digest).
    */
-  readonly dataCommitmentOf?: (dealer: string) => Uint8Array;
+  readonly publicShareOf: (dealer: string) => { readonly bytes: Uint8Array; readonly name: string };
+  /**
+   * The envelope `dealer` sealed to this site, and what to call it in an error: asked only of the
+   * dealers that seal one to it ({@link envelopeContents}).
+   */
+  readonly envelopeOf: (dealer: string) => { readonly bytes: Uint8Array; readonly name: string };
 }
 
 /**
  * Checks every roster site's public share against the registry (its current signing key), opens
- * the share each dealer sealed to `site` (only the dealer itself may have sealed a share of its
- * own secret, for this roster's seed) and returns the site's key material with the epoch id and
- * every public share. Wipe the material when done.
+ * the envelope each dealer sealed to `site` (only the dealer itself may have sealed a share of its
+ * own secret, for this roster's seed; each holder's data contribution must be the one its public
+ * share commits to) and returns the site's key material (shares only when it holds), the epoch
+ * id, every public share's digest and the epoch's data key. Wipe the material and key when done.
  *
  * @throws CryptoError `PUBLIC_SHARE_INVALID`, the envelope's refusals (`ENVELOPE_*`,
- *   `UNWRAP_FAILED`), `KEY_INVALID` for a share that is not a polynomial of the parameters.
+ *   `UNWRAP_FAILED`), `KEY_INVALID` for a share that is not a polynomial of the parameters or a
+ *   contribution that is not the committed one.
  */
 export function assembleEpoch(input: AssembleInput): {
   readonly material: ThresholdKeyMaterial;
-  readonly publicShares: ReadonlyMap<string, Uint8Array>;
+  readonly epochId: Uint8Array;
+  /** SHA-256 of each roster site's packed c0, in roster order. */
+  readonly digests: readonly Uint8Array[];
   /** The epoch's data key ({@link epochDataKey}); wipe it after use. */
   readonly dataKey: Uint8Array;
 } {
@@ -307,21 +405,30 @@ export function assembleEpoch(input: AssembleInput): {
     }
     return m.epochs[m.epochs.length - 1]!.signingKey;
   };
-  const publicShares = new Map<string, Uint8Array>();
+  const certs = new Map<string, PublicShareCert>();
   for (const s of roster.sites) {
-    publicShares.set(
-      s.id,
-      decodePublicShare(ctx, input.publicShareOf(s.id).bytes, seed, s.id, [keyOf(s.id)]),
-    );
+    const { bytes, name } = input.publicShareOf(s.id);
+    try {
+      certs.set(s.id, decodePublicShare(ctx, bytes, seed, s.id, [keyOf(s.id)]));
+    } catch (cause) {
+      throw new CryptoError('PUBLIC_SHARE_INVALID', `${name}: ${(cause as Error).message}`, {
+        cause,
+        details: { site: s.id },
+      });
+    }
   }
-  const id = epochId(roster, publicShares);
+  const digests = roster.sites.map((s) => certs.get(s.id)!.digest);
+  const id = epochIdOfDigests(roster, digests);
+  const holder = holds(roster, site);
   const shares = new Map<string, RnsPoly>();
   const contributions: Uint8Array[] = [];
+  let secret: RnsPoly | undefined;
   try {
-    const secret = input.secret().slice();
+    secret = input.secret().slice();
     const kemSecretKey = input.kemSecretKey();
-    shares.set('', secret); // wiped with the shares on failure
     for (const dealer of roster.sites) {
+      const expected = envelopeContents(roster, dealer.id, site);
+      if (!expected.share && !expected.contribution) continue;
       const { bytes, name } = input.envelopeOf(dealer.id);
       const opened = openSealedEnvelope(
         kemSecretKey,
@@ -337,38 +444,53 @@ export function assembleEpoch(input: AssembleInput): {
         },
       );
       try {
-        if (opened.secret.length !== ctx.polyBytes + DATA_CONTRIBUTION_BYTES) {
-          throw new CryptoError('KEY_INVALID', `${name}: a share of ${opened.secret.length} bytes`);
-        }
-        const contribution = opened.secret.slice(ctx.polyBytes);
-        const committed = input.dataCommitmentOf?.(dealer.id);
-        if (
-          committed !== undefined &&
-          !bytesEqual(committed, dataCommitment(roster, dealer.id, contribution))
-        ) {
-          contribution.fill(0);
+        const shareBytes = expected.share ? ctx.polyBytes : 0;
+        const want = shareBytes + (expected.contribution ? DATA_CONTRIBUTION_BYTES : 0);
+        if (opened.secret.length !== want) {
           throw new CryptoError(
             'KEY_INVALID',
-            `${name}: its data contribution is not the one ${dealer.id} committed to in its deal`,
+            `${name}: ${opened.secret.length} bytes sealed, ${want} expected`,
           );
         }
-        contributions.push(contribution);
-        const share = new BigUint64Array(opened.secret.slice(0, ctx.polyBytes).buffer);
-        shares.set(dealer.id, share);
-        try {
-          assertPoly(ctx, share, `share of ${dealer.id}`);
-        } catch (cause) {
-          throw new CryptoError('KEY_INVALID', `${name}: the share is out of range`, { cause });
+        if (expected.contribution) {
+          const contribution = opened.secret.slice(shareBytes);
+          const committed = certs.get(dealer.id)!.commitment;
+          if (
+            committed === undefined ||
+            !bytesEqual(committed, dataCommitment(roster, dealer.id, contribution))
+          ) {
+            contribution.fill(0);
+            throw new CryptoError(
+              'KEY_INVALID',
+              `${name}: its data contribution is not the one ${dealer.id} committed to in its public share`,
+            );
+          }
+          contributions.push(contribution);
+        }
+        if (expected.share) {
+          const share = new BigUint64Array(opened.secret.slice(0, shareBytes).buffer);
+          shares.set(dealer.id, share);
+          try {
+            assertPoly(ctx, share, `share of ${dealer.id}`);
+          } catch (cause) {
+            throw new CryptoError('KEY_INVALID', `${name}: the share is out of range`, { cause });
+          }
         }
       } finally {
         opened.secret.fill(0);
       }
     }
-    shares.delete('');
+    if (holder !== (shares.size === roster.sites.length)) {
+      throw new CryptoError(
+        'KEY_INVALID',
+        `${site} got ${shares.size} shares of ${roster.sites.length} sites`,
+      );
+    }
     const material: ThresholdKeyMaterial = { roster, epochId: id, self: site, secret, shares };
-    return { material, publicShares, dataKey: epochDataKey(id, contributions) };
+    return { material, epochId: id, digests, dataKey: epochDataKey(id, contributions) };
   } catch (err) {
     for (const s of shares.values()) wipe(s);
+    if (secret !== undefined) wipe(secret);
     throw err;
   } finally {
     for (const c of contributions) c.fill(0);
@@ -426,7 +548,7 @@ export function collectThresholdShares(input: CollectInput): CollectedEpoch {
       const path = join(publicKeyDir(dir), name);
       return { bytes: readFileSync(path), name: path };
     };
-    const { material, publicShares, dataKey } = assembleEpoch({
+    const { material, digests, dataKey } = assembleEpoch({
       ...input,
       secret: readSecret,
       kemSecretKey: () => {
@@ -447,9 +569,9 @@ export function collectThresholdShares(input: CollectInput): CollectedEpoch {
     erase(pendingPath, pending!.length);
     return {
       epochId: material.epochId,
-      publicShares: roster.sites.map((s) => ({
+      publicShares: roster.sites.map((s, k) => ({
         site: s.id,
-        fingerprint: publicShareFingerprint(publicShares.get(s.id)!),
+        fingerprint: fingerprintOfDigest(digests[k]!),
       })),
       keyFile,
     };
@@ -488,6 +610,7 @@ export function writeThresholdEpoch(dir: string, epoch: ThresholdEpoch): string 
     threshold: epoch.roster.threshold,
     generation: epoch.roster.generation,
     sites: epoch.roster.sites.map((s) => ({ id: s.id, point: s.point })),
+    ...(epoch.roster.holders === undefined ? {} : { holders: epoch.roster.holders }),
     epochId: Buffer.from(epoch.epochId).toString('hex'),
   };
   writeKeyFile(path, new TextEncoder().encode(`${JSON.stringify(body, null, 2)}\n`), false);
@@ -519,6 +642,7 @@ export function loadThresholdEpoch(input: {
     threshold?: unknown;
     generation?: unknown;
     sites?: unknown;
+    holders?: unknown;
     epochId?: unknown;
   };
   try {
@@ -545,6 +669,9 @@ export function loadThresholdEpoch(input: {
       id: String(s?.id),
       point: Number(s?.point),
     })),
+    ...(body.holders === undefined
+      ? {}
+      : { holders: Array.isArray(body.holders) ? body.holders.map(String) : [String(body.holders)] }),
   };
   try {
     assertRoster(roster);
@@ -554,7 +681,7 @@ export function loadThresholdEpoch(input: {
   if (!roster.paramsId.every((b, i) => b === ctx.paramsId[i]))
     throw refuse('is for other threshold parameters');
   const seed = epochSeed(roster);
-  const shares = new Map<string, Uint8Array>();
+  const digests: Uint8Array[] = [];
   for (const s of roster.sites) {
     const m = registry.member(s.id);
     if (m === undefined || m.role !== 'site') {
@@ -563,8 +690,7 @@ export function loadThresholdEpoch(input: {
       });
     }
     const file = join(publicKeyDir(dir), thresholdFiles.publicShare(s.id));
-    shares.set(
-      s.id,
+    digests.push(
       // Any key the site has held: a rotation after the ceremony does not unmake its public share,
       // which the epoch id (pinned in the configuration) binds anyway.
       decodePublicShare(
@@ -573,10 +699,10 @@ export function loadThresholdEpoch(input: {
         seed,
         s.id,
         m.epochs.map((e) => e.signingKey),
-      ),
+      ).digest,
     );
   }
-  const id = epochId(roster, shares);
+  const id = epochIdOfDigests(roster, digests);
   const stated = hex(body.epochId, 'epochId');
   if (!id.every((b, i) => b === stated[i]))
     throw refuse('its epoch id is not the one its public shares give');
@@ -608,23 +734,43 @@ export function maxShareBundleBytesFor(
 
 /**
  * The lowest threshold a key epoch of this federation may have: `crypto.threshold.sites` when
- * set, else ⌈2n/3⌉ (at least `round.minContributors`, at most n) of the n configured sites the
- * registry lists as enrolled and unrevoked — whether or not they are live. A re-sharing among
- * fewer sites keeps this threshold (or is not made), so that no coordinator can lower it by
- * leaving sites out of a roster.
+ * set, else ⌈2n/3⌉ (at least `round.minContributors`, at most n) of the n key holders
+ * (`crypto.threshold.holders`, else the configured sites) the registry lists as enrolled and
+ * unrevoked — whether or not they are live. A re-sharing among fewer sites keeps this threshold
+ * (or is not made), so that no coordinator can lower it by leaving sites out of a roster.
  */
 export function policyThreshold(input: {
   /** The configuration's sites. */
   readonly sites: readonly string[];
+  /** `crypto.threshold.holders`, when set. */
+  readonly holders?: readonly string[] | undefined;
   /** Whether the registry lists `id` as an enrolled, unrevoked site. */
   readonly enrolled: (id: string) => boolean;
   /** `crypto.threshold.sites`, when set. */
-  readonly threshold?: number;
+  readonly threshold?: number | undefined;
   readonly minContributors: number;
 }): number {
   if (input.threshold !== undefined) return input.threshold;
-  const n = input.sites.filter((id) => input.enrolled(id)).length;
+  const n = (input.holders ?? input.sites).filter((id) => input.enrolled(id)).length;
   return defaultThreshold(Math.max(n, 1), input.minContributors);
+}
+
+/**
+ * Whether a roster's holders are the ones the configuration allows: with `crypto.threshold.holders`
+ * set, exactly the configured holders among the roster's sites; unset, every roster site. A
+ * coordinator cannot move the decryption committee onto sites of its choosing.
+ */
+export function holdersProblem(
+  roster: ThresholdRoster,
+  configured: readonly string[] | undefined,
+): string | undefined {
+  const expected =
+    configured === undefined
+      ? roster.sites.map((s) => s.id)
+      : roster.sites.map((s) => s.id).filter((id) => configured.includes(id));
+  const actual = rosterHolders(roster).map((s) => s.id);
+  if (expected.length === actual.length && expected.every((id, k) => actual[k] === id)) return undefined;
+  return `its holders [${actual.join(', ')}] are not the configured ones among its sites [${expected.join(', ')}]`;
 }
 
 /**
@@ -643,17 +789,20 @@ export function thresholdRosterOf(input: {
   /** Whether the registry lists `id` as an unrevoked site. */
   readonly enrolled: (id: string) => boolean;
   /** `crypto.threshold.sites`, when set. */
-  readonly threshold?: number;
+  readonly threshold?: number | undefined;
+  /** `crypto.threshold.holders`, when set: the key holders among the sites (else every site holds). */
+  readonly holders?: readonly string[] | undefined;
   readonly minContributors: number;
   /** The epoch's generation (0 for the first ceremony; see {@link ThresholdRoster.generation}). */
   readonly generation?: number;
 }): ThresholdRoster {
   const sites = input.sites.filter((id) => input.enrolled(id));
   if (sites.length === 0) throw new InvalidArgumentError('no enrolled site to make a threshold roster of');
-  const threshold = input.threshold ?? defaultThreshold(sites.length, input.minContributors);
-  if (threshold > sites.length) {
+  const holders = input.holders === undefined ? sites : sites.filter((id) => input.holders!.includes(id));
+  const threshold = input.threshold ?? defaultThreshold(holders.length, input.minContributors);
+  if (threshold > holders.length) {
     throw new InvalidArgumentError(
-      `crypto.threshold.sites ${threshold} is more than the ${sites.length} enrolled site(s)`,
+      `crypto.threshold.sites ${threshold} is more than the ${holders.length} enrolled key holder(s)`,
     );
   }
   const roster: ThresholdRoster = {
@@ -662,6 +811,7 @@ export function thresholdRosterOf(input: {
     threshold,
     generation: input.generation ?? 0,
     sites: sites.map((id, k) => ({ id, point: k + 1 })),
+    ...(holders.length === sites.length ? {} : { holders }),
   };
   assertRoster(roster);
   return roster;

@@ -29,7 +29,7 @@ function record(over: { fromRound?: number; readyRound?: number; signer?: string
     epochId,
     paramsId: roster.paramsId,
     threshold: roster.threshold,
-    sites: roster.sites.map((s) => ({ ...s })),
+    sites: roster.sites.map((s) => ({ ...s, holds: true })),
     fromRound,
     publicShareDigests: digests,
     readies: SITES.map((id) =>

@@ -11,6 +11,7 @@ import { sealEnvelope } from '../../crypto/kem/index.ts';
 import { loadSigningKeyPair } from '../../crypto/signature/index.ts';
 import {
   addInto,
+  assertRoster,
   combineShares,
   commonRandomPoly,
   DEFAULT_THRESHOLD_PARAMS,
@@ -32,8 +33,10 @@ import {
   type CollectedEpoch,
   collectThresholdShares,
   dealThresholdShares,
+  holdersProblem,
   sharePurpose,
   thresholdFiles,
+  thresholdRosterOf,
 } from '../../src/services/threshold-dealing.ts';
 import { errorCode } from '../helpers/error-code.ts';
 
@@ -203,5 +206,109 @@ describe('threshold dealing', () => {
     } finally {
       writeFileSync(path, good);
     }
+  });
+});
+
+describe('a decryption committee: every site deals only to the key holders', () => {
+  const HOLDERS = ['site-a', 'site-c'];
+  const committeeDir = join(root, 'committee', 'keys');
+  let committee: ThresholdRoster;
+  let held: Map<string, ThresholdKeyMaterial>;
+
+  beforeAll(() => {
+    cpSync(dir, committeeDir, { recursive: true });
+    // The first ceremony's files out of the way: this one writes its own.
+    for (const f of readdirSync(join(committeeDir, 'public'))) {
+      if (f.endsWith('.tshare.env') || f.endsWith('.tpub')) rmSync(join(committeeDir, 'public', f));
+    }
+    committee = thresholdRosterOf({
+      federation: FED,
+      paramsId: thresholdParamsId(DEFAULT_THRESHOLD_PARAMS),
+      sites: SITES,
+      enrolled: () => true,
+      holders: HOLDERS,
+      minContributors: 2,
+      generation: 7,
+    });
+    for (const site of SITES) {
+      dealThresholdShares({
+        dir: committeeDir,
+        site,
+        roster: committee,
+        ctx,
+        signingKey: loadSigningKeyPair(join(dir, site, `${site}.key`)),
+        kemKeys: (id) => registry.currentKemKey(id),
+      });
+    }
+    held = new Map(
+      SITES.map((site) => [
+        site,
+        loadThresholdKey(
+          ctx,
+          collectThresholdShares({ dir: committeeDir, site, roster: committee, ctx, registry }).keyFile,
+          FED,
+        ),
+      ]),
+    );
+  });
+
+  it('the roster names the holders, t is ⌈2·2/3⌉ of them, and the seed binds who holds', () => {
+    expect(committee.holders).toEqual(HOLDERS);
+    expect(committee.threshold).toBe(2);
+    expect(epochSeed(committee)).not.toEqual(epochSeed({ ...committee, holders: ['site-a', 'site-b'] }));
+    // Naming every site a holder is the roster that names none.
+    expect(epochSeed({ ...committee, holders: SITES })).toEqual(
+      epochSeed({ ...committee, holders: undefined }),
+    );
+  });
+
+  it('envelopes go to each holder, and from each holder to every site: n·K + K·(n − K), not n²', () => {
+    const names = readdirSync(join(committeeDir, 'public')).filter(
+      (f) => f.includes('.g') || f.endsWith('.tshare.env'),
+    );
+    const pairs = SITES.flatMap((d) =>
+      SITES.filter((r) => HOLDERS.includes(r) || HOLDERS.includes(d)).map((r) => thresholdFiles.share(d, r)),
+    );
+    expect(pairs.length).toBe(4 * 2 + 2 * 2);
+    for (const p of pairs) expect(names).toContain(p);
+    // A non-holder deals nothing to a non-holder.
+    expect(() => statSync(join(committeeDir, 'public', thresholdFiles.share('site-b', 'site-d')))).toThrow();
+  });
+
+  it('holders hold a share of every site’s secret; the others hold only their own secret', () => {
+    for (const site of SITES) {
+      const k = held.get(site)!;
+      expect(k.epochId).toEqual(held.get('site-a')!.epochId);
+      expect([...k.shares.keys()].sort()).toEqual(HOLDERS.includes(site) ? [...SITES].sort() : []);
+    }
+  });
+
+  it('the t holders decrypt the sum of every site’s ciphertext exactly', () => {
+    const crp = commonRandomPoly(ctx, held.get('site-a')!.epochId, 'round:1', 0);
+    const values = Float64Array.from({ length: ctx.slots }, (_, k) => k % 1000);
+    const c0 = zeroPoly(ctx);
+    for (const site of SITES)
+      addInto(ctx, c0, SiteSecret.fromWords(ctx, held.get(site)!.secret).encrypt(values, crp));
+    const points = HOLDERS.map((s) => committee.sites.find((r) => r.id === s)!.point);
+    const shares = HOLDERS.map((s, k) => {
+      const sum = zeroPoly(ctx);
+      for (const dealer of SITES) addInto(ctx, sum, held.get(s)!.shares.get(dealer)!);
+      return decryptionShare(ctx, roundDecryptionKey(ctx, sum, points, points[k]!), crp);
+    });
+    const got = combineShares(ctx, c0, shares);
+    for (let k = 0; k < 200; k++) expect(Math.round(got[k]!) + 0).toBe(4 * (k % 1000));
+  });
+
+  it('a roster whose holders are not its sites, out of order, or fewer than t is refused', () => {
+    expect(errorCode(() => assertRoster({ ...committee, holders: ['site-x'] }))).toBe('INVALID_ARGUMENT');
+    expect(errorCode(() => assertRoster({ ...committee, holders: ['site-c', 'site-a'] }))).toBe(
+      'INVALID_ARGUMENT',
+    );
+    expect(errorCode(() => assertRoster({ ...committee, holders: ['site-a'] }))).toBe('INVALID_ARGUMENT');
+    expect(holdersProblem(committee, HOLDERS)).toBeUndefined();
+    expect(holdersProblem(committee, undefined)).toMatch(/not the configured ones/);
+    expect(holdersProblem({ ...committee, holders: ['site-a', 'site-b'] }, HOLDERS)).toMatch(
+      /not the configured/,
+    );
   });
 });

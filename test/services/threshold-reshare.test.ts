@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type ThresholdLaneContext, wipe } from '../../crypto/threshold/index.ts';
+import { packedBytes, type ThresholdLaneContext, wipe } from '../../crypto/threshold/index.ts';
 import type { AuditReport } from '../../src/audit/index.ts';
 import {
   type ControlBodies,
@@ -223,7 +223,6 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
         site: 'site-3',
         publicShare: deal.publicShare,
         envelopes: deal.envelopes.map((e) => ({ recipient: e.recipient, envelope: e.envelope })),
-        dataCommitment: deal.dataCommitment,
       };
       const seal = (b: ControlBodies['epoch-deal']) =>
         sealControl('epoch-deal', b, 'site-3', hostile.signing);
@@ -244,7 +243,13 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
         ['a public share of another roster', seal({ ...body, publicShare: other.publicShare })],
         ['envelopes out of roster order', seal({ ...body, envelopes: [...body.envelopes].reverse() })],
         ['an envelope missing', seal({ ...body, envelopes: body.envelopes.slice(1) })],
-        ['no commitment to its data contribution', seal({ ...body, dataCommitment: new Uint8Array(0) })],
+        [
+          'a public share without its polynomial',
+          seal({
+            ...body,
+            publicShare: deal.publicShare.subarray(0, deal.publicShare.length - packedBytes(tc)),
+          }),
+        ],
         [
           'an oversized envelope',
           seal({
@@ -305,9 +310,9 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
         'a deal of another generation': 'BLOCK_WRONG_CONTEXT',
         'a deal of another federation': 'BLOCK_WRONG_CONTEXT',
         'a public share of another roster': 'PUBLIC_SHARE_INVALID',
+        'a public share without its polynomial': 'BLOCK_MALFORMED',
         'envelopes out of roster order': 'BLOCK_MALFORMED',
         'an envelope missing': 'BLOCK_MALFORMED',
-        'no commitment to its data contribution': 'BLOCK_MALFORMED',
         'an oversized envelope': 'BLOCK_MALFORMED',
         'a ready in the deal phase': 'BLOCK_MALFORMED',
       });
@@ -349,7 +354,7 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
     });
     const lanes = f.coord.ckks as ThresholdLaneContext;
     const all = await fresh();
-    const live = all.at(-1)!.sites.map((x) => ({ id: x.id, point: x.point }));
+    const live = all.at(-1)!.sites.map((x) => ({ id: x.id, point: x.point, holds: true }));
     const ask = async (over: Partial<ControlBodies['epoch-request']>) => {
       const body: ControlBodies['epoch-request'] = {
         federation: F,
@@ -372,7 +377,9 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
     };
     try {
       expect(await ask({ threshold: 1 })).toEqual([]);
-      expect(await ask({ sites: [...live, { id: 'site-9', point: 9 }] })).toEqual([]);
+      expect(await ask({ sites: [...live, { id: 'site-9', point: 9, holds: true }] })).toEqual([]);
+      // A committee the configuration does not name (every site holds here): no deal either.
+      expect(await ask({ sites: live.map((x, k) => ({ ...x, holds: k > 0 })) })).toEqual([]);
       expect((await ask({})).length).toBeGreaterThan(0);
     } finally {
       tap.unsubscribe();

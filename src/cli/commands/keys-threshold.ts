@@ -54,7 +54,8 @@ async function setup(flags: ThresholdFlags, ctx: CliContext) {
       const m = registry.member(id);
       return m !== undefined && m.role === 'site' && m.revokedFrom === undefined;
     },
-    ...(config.crypto.threshold.sites === undefined ? {} : { threshold: config.crypto.threshold.sites }),
+    threshold: config.crypto.threshold.sites,
+    holders: config.crypto.threshold.holders,
     minContributors: config.round.minContributors,
   });
   if (!roster.sites.some((s) => s.id === flags.member)) {

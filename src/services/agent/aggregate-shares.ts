@@ -1,6 +1,6 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
 import type { LaneKeyset } from '../../../crypto/lanes/index.ts';
-import { type RnsPoly, ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
+import { type RnsPoly, rosterHolders, ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
 import { type AggregateInfo, openControl } from '../../protocol/index.ts';
 import {
   aggregateDigest,
@@ -105,9 +105,9 @@ export async function aggregateDecryptor(
                 : request.decrypting.length < roster.threshold
                   ? `a decrypting set of ${request.decrypting.length}, the threshold is ${roster.threshold}`
                   : request.decrypting.some(
-                        (d) => roster.sites.find((s) => s.id === d.site)?.point !== d.point,
+                        (d) => rosterHolders(roster).find((s) => s.id === d.site)?.point !== d.point,
                       )
-                    ? 'a decrypting site or point the roster does not give'
+                    ? 'a decrypting site or point the roster does not give a key holder'
                     : bundles.length !== request.decrypting.length
                       ? `${bundles.length} bundles for ${request.decrypting.length} decrypting sites`
                       : undefined;

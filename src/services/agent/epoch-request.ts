@@ -12,13 +12,26 @@ import {
   wipe,
   wipeThresholdKey,
 } from '../../../crypto/threshold/index.ts';
-import { type ControlBodies, openControl, sealControl } from '../../protocol/index.ts';
+import { type ControlBodies, sealControl } from '../../protocol/index.ts';
 import { memberKeyDir } from '../../registry/index.ts';
-import { dealMaxBytes, epochDealObjectName, epochRoster } from '../../round/index.ts';
+import {
+  envelopeMaxBytes,
+  epochDealObjectName,
+  epochRoster,
+  epochShareObjectName,
+  PUBLIC_SHARE_CERT_MAX_BYTES,
+} from '../../round/index.ts';
 import { failpoint } from '../failpoint.ts';
 import { saveEpochDataKey } from '../site-threshold.ts';
 import { aggregateStore } from '../store/index.ts';
-import { assembleEpoch, makeDeal, policyThreshold, thresholdFiles } from '../threshold-dealing.ts';
+import {
+  assembleEpoch,
+  envelopeContents,
+  holdersProblem,
+  makeDeal,
+  policyThreshold,
+  thresholdFiles,
+} from '../threshold-dealing.ts';
 import type { AgentCore } from './agent-core.ts';
 import { fetchObject } from './aggregate-fetch.ts';
 import { describe } from './voter.ts';
@@ -31,8 +44,9 @@ import { describe } from './voter.ts';
  * - `deal`: it draws a fresh secret, keeps it owner-only in its store
  *   (`<dataDir>/<site>/threshold/deal-<seed>/`, with the deal's bytes, so that a request asked
  *   again is answered with the same deal) and sends its deal.
- * - `collect`: it reads every roster site's stored deal, opens the shares dealt to it (each sealed
- *   by its dealer, for this roster), writes its key file of the generation
+ * - `collect`: it reads every roster site's stored public share certificate and the envelopes sealed
+ *   to it (each by its dealer, for this roster: a share from every dealer when it holds, a data
+ *   contribution from every holder), writes its key file of the generation
  *   (`<site>.g<generation>.threshold`, 0600), erases the pending secret and sends its signed ready
  *   for the epoch id. Asked again, it sends the same ready.
  *
@@ -64,10 +78,11 @@ export async function onEpochRequest(
   }
   if (!roster.paramsId.every((b, i) => b === lanes.tc.paramsId[i]))
     return refuse('it names other threshold parameters');
-  // The coordinator picks the roster and t; neither may weaken the federation: every roster site
-  // is a configured site enrolled and unrevoked at the epoch's first round, and t is at least the
-  // threshold of the whole enrolled membership (a roster of accomplices, or t = 1, would open a
-  // site's update to fewer sites than the federation promises).
+  // The coordinator picks the roster, its holders and t; none may weaken the federation: every
+  // roster site is a configured site enrolled and unrevoked at the epoch's first round, the holders
+  // are the configured ones (a committee of accomplices would read everything), and t is at least
+  // the threshold of the whole enrolled membership (t = 1 would open a site's update to fewer
+  // sites than the federation promises).
   const view = ctx.registryView;
   const enrolled = (id: string) =>
     ctx.members.sites.some((s) => s.id === id) &&
@@ -75,12 +90,14 @@ export async function onEpochRequest(
     !view.isRevoked(id, r.fromRound);
   const stranger = roster.sites.find((s) => !enrolled(s.id));
   if (stranger !== undefined) return refuse(`${stranger.id} is not a configured, enrolled, unrevoked site`);
+  const configuredHolders = ctx.config.crypto.threshold.holders;
+  const wrongHolders = holdersProblem(roster, configuredHolders);
+  if (wrongHolders !== undefined) return refuse(wrongHolders);
   const minimum = policyThreshold({
     sites: ctx.members.sites.map((s) => s.id),
+    holders: configuredHolders,
     enrolled,
-    ...(ctx.config.crypto.threshold.sites === undefined
-      ? {}
-      : { threshold: ctx.config.crypto.threshold.sites }),
+    threshold: ctx.config.crypto.threshold.sites,
     minContributors: ctx.config.round.minContributors,
   });
   if (roster.threshold < minimum) {
@@ -124,7 +141,6 @@ function deal(core: AgentCore, roster: ThresholdRoster, pending: string): Uint8A
       site: member,
       publicShare: made.publicShare,
       envelopes: made.envelopes.map((e) => ({ recipient: e.recipient, envelope: e.envelope })),
-      dataCommitment: made.dataCommitment,
     };
     const bytes = sealControl('epoch-deal', body, member, ctx.signing);
     mkdirSync(pending, { recursive: true, mode: 0o700 });
@@ -167,20 +183,17 @@ async function collect(
     }
   }
   const store = aggregateStore(roster.federation);
-  // One sealed share per roster site, a public share and signatures: what the coordinator caps a deal at.
-  const maxBytes = dealMaxBytes(tc.polyBytes, roster.sites.length);
-  const deals = new Map<string, ControlBodies['epoch-deal']>();
+  // Every site's certificate (under a kilobyte: the epoch id needs each digest) and only the
+  // envelopes sealed to this site: linear in the roster, whatever the number of holders.
+  const certs = new Map<string, Uint8Array>();
+  const envelopes = new Map<string, Uint8Array>();
   for (const s of roster.sites) {
-    const bytes = await fetchObject(core, store, epochDealObjectName(roster.generation, s.id), maxBytes);
-    const body = openControl(bytes, 'epoch-deal', ctx.keys, { signer: s.id }).body;
-    if (
-      body.federation !== roster.federation ||
-      body.generation !== roster.generation ||
-      body.site !== s.id
-    ) {
-      throw new Error(`the stored deal of ${s.id} is for another re-sharing`);
-    }
-    deals.set(s.id, body);
+    const name = epochDealObjectName(roster.generation, s.id);
+    certs.set(s.id, await fetchObject(core, store, name, PUBLIC_SHARE_CERT_MAX_BYTES));
+    const c = envelopeContents(roster, s.id, member);
+    if (!c.share && !c.contribution) continue;
+    const shareName = epochShareObjectName(roster.generation, s.id, member);
+    envelopes.set(s.id, await fetchObject(core, store, shareName, envelopeMaxBytes(tc.polyBytes)));
   }
   const secretPath = join(pending, 'secret');
   let secret: RnsPoly | undefined;
@@ -201,13 +214,14 @@ async function collect(
         kem = loadKemKeyPair(join(memberKeyDir(ctx.keysDir, member), `${member}.kem`));
         return kem.secretKey;
       },
-      publicShareOf: (dealer) => ({ bytes: deals.get(dealer)!.publicShare, name: `the deal of ${dealer}` }),
-      dataCommitmentOf: (dealer) => deals.get(dealer)!.dataCommitment,
-      envelopeOf: (dealer) => {
-        const e = deals.get(dealer)!.envelopes.find((x) => x.recipient === member);
-        if (e === undefined) throw new Error(`the deal of ${dealer} seals no share to ${member}`);
-        return { bytes: e.envelope, name: `the deal of ${dealer}` };
-      },
+      publicShareOf: (dealer) => ({
+        bytes: certs.get(dealer)!,
+        name: `object ${epochDealObjectName(roster.generation, dealer)}`,
+      }),
+      envelopeOf: (dealer) => ({
+        bytes: envelopes.get(dealer)!,
+        name: `object ${epochShareObjectName(roster.generation, dealer, member)}`,
+      }),
     });
     try {
       // The epoch's data key first: a key file without it could not open the epoch's shares.

@@ -1,5 +1,5 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
-import type { ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
+import { holds, type ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
 import { CONTROL_MAX_BYTES, type ControlBodies } from '../../protocol/index.ts';
 import { makeShareBundle, shareContextOf, shareRequestObjectName } from '../../round/index.ts';
 import { failpoint } from '../failpoint.ts';
@@ -44,6 +44,10 @@ export async function onShareRequest(
       { reason: core.keysetError },
       'asked for decryption shares without threshold keys or a data key',
     );
+    return false;
+  }
+  if (!holds(threshold.material.roster, core.member)) {
+    log.warn('share request refused: this site holds no shares in its key epoch');
     return false;
   }
   const replay = await replayProblem(core, 'share-request', r.round, r.attempt);

@@ -1,16 +1,31 @@
-import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
+import { bytesEqual } from '../../../crypto/digest/index.ts';
 import {
-  epochId as computeEpochId,
+  epochIdOfDigests,
   epochSeed,
+  holds,
+  rosterHolders,
   type ThresholdLaneContext,
   type ThresholdRoster,
 } from '../../../crypto/threshold/index.ts';
 import { BlockRejectedError, CohortError } from '../../errors/index.ts';
 import { type ControlBodies, openControl, sealControl } from '../../protocol/index.ts';
-import { dealMaxBytes, epochDealObjectName, epochSites, type LoggedEpoch } from '../../round/index.ts';
+import {
+  dealMaxBytes,
+  envelopeMaxBytes,
+  epochDealObjectName,
+  epochPublicObjectName,
+  epochShareObjectName,
+  epochSites,
+  type LoggedEpoch,
+} from '../../round/index.ts';
 import type { MemberContext } from '../member-context.ts';
 import type { WriteOnceObjects } from '../store/index.ts';
-import { decodePublicShare, policyThreshold, thresholdRosterOf } from '../threshold-dealing.ts';
+import {
+  dealRecipients,
+  decodePublicShare,
+  policyThreshold,
+  thresholdRosterOf,
+} from '../threshold-dealing.ts';
 import type { CoordinatorLog } from './coordinator-log.ts';
 import type { Membership } from './membership.ts';
 
@@ -35,8 +50,8 @@ interface Attempt {
   readonly roster: ThresholdRoster;
   readonly seed: Uint8Array;
   phase: 'deal' | 'collect';
-  /** Site → its stored deal (signed bytes) and its public share's packed c0. */
-  readonly deals: Map<string, { readonly bytes: Uint8Array; readonly publicShare: Uint8Array }>;
+  /** Site → its deal (signed bytes, to answer a deal sent again) and its public share's digest. */
+  readonly deals: Map<string, { readonly bytes: Uint8Array; readonly digest: Uint8Array }>;
   /** The epoch id the stored public shares give (set when every deal is in). */
   epochId: Uint8Array | undefined;
   /** Site → its signed ready. */
@@ -115,6 +130,7 @@ export class EpochChanges {
     const current = host.threshold;
     if (current === undefined) return undefined;
     const { ctx } = host;
+    const holders = ctx.config.crypto.threshold.holders;
     const view = host.log.history.registry ?? ctx.registryView;
     const enrolled = (id: string) => view.role(id) === 'site' && !view.isRevoked(id, round);
     const excluded = (id: string) => {
@@ -130,11 +146,12 @@ export class EpochChanges {
     if (gone.length > 0) return { sites, why: `${gone.join(', ')} left the registry`, mandatory: true };
     const joining = wanted.filter((id) => !inRoster.has(id));
     if (joining.length > 0) return { sites, why: `${joining.join(', ')} enrolled`, mandatory: false };
-    const live = current.roster.sites.filter((s) => host.membership.isLive(s.id)).length;
-    if (live < current.roster.threshold && sites.length > live) {
+    const live = rosterHolders(current.roster).filter((s) => host.membership.isLive(s.id)).length;
+    const liveHolders = sites.filter((id) => holders === undefined || holders.includes(id)).length;
+    if (live < current.roster.threshold && liveHolders > live) {
       return {
         sites,
-        why: `${live} site(s) of the epoch are live, the threshold is ${current.roster.threshold}`,
+        why: `${live} key holder(s) of the epoch are live, the threshold is ${current.roster.threshold}`,
         mandatory: false,
       };
     }
@@ -167,10 +184,9 @@ export class EpochChanges {
       // fewer sites keeps it, and sites refuse to deal to a lower one.
       const threshold = policyThreshold({
         sites: ctx.members.sites.map((s) => s.id),
+        holders: ctx.config.crypto.threshold.holders,
         enrolled: (id) => view.role(id) === 'site' && !view.isRevoked(id, round),
-        ...(ctx.config.crypto.threshold.sites === undefined
-          ? {}
-          : { threshold: ctx.config.crypto.threshold.sites }),
+        threshold: ctx.config.crypto.threshold.sites,
         minContributors: ctx.config.round.minContributors,
       });
       roster = thresholdRosterOf({
@@ -179,6 +195,7 @@ export class EpochChanges {
         sites: wanted.sites,
         enrolled: () => true,
         threshold,
+        holders: ctx.config.crypto.threshold.holders,
         minContributors: ctx.config.round.minContributors,
         generation,
       });
@@ -212,8 +229,8 @@ export class EpochChanges {
     try {
       const dealt = await this.#phase(host, attempt);
       if (dealt !== undefined) return dealt;
-      const shares = new Map([...attempt.deals].map(([site, d]) => [site, d.publicShare]));
-      attempt.epochId = computeEpochId(roster, shares);
+      const digests = roster.sites.map((s) => attempt.deals.get(s.id)!.digest);
+      attempt.epochId = epochIdOfDigests(roster, digests);
       attempt.phase = 'collect';
       const collected = await this.#phase(host, attempt);
       if (collected !== undefined) return collected;
@@ -227,7 +244,7 @@ export class EpochChanges {
           sites: epochSites(roster),
           fromRound: round,
           readies: roster.sites.map((s) => attempt.readies.get(s.id)!),
-          publicShareDigests: roster.sites.map((s) => sha256(attempt.deals.get(s.id)!.publicShare)),
+          publicShareDigests: digests,
         },
       });
       ctx.log.info(
@@ -324,32 +341,42 @@ export class EpochChanges {
       ) {
         throw new BlockRejectedError('WRONG_CONTEXT', `the deal of ${site} is for another re-sharing`);
       }
-      if (!(deal.dataCommitment instanceof Uint8Array) || deal.dataCommitment.length !== 32) {
-        throw new BlockRejectedError('MALFORMED', `the deal of ${site} commits to no data contribution`);
-      }
       const lanes = ctx.ckks as ThresholdLaneContext;
       const key = ctx.keys(site);
       if (key === undefined) throw new BlockRejectedError('WRONG_SIGNER', `${site} has no signing key`);
-      const publicShare = decodePublicShare(lanes.tc, deal.publicShare, attempt.seed, site, [key]);
-      const recipients = deal.envelopes.map((e) => e.recipient);
-      if (
-        recipients.length !== attempt.roster.sites.length ||
-        attempt.roster.sites.some((s, k) => recipients[k] !== s.id)
-      ) {
+      const share = decodePublicShare(lanes.tc, deal.publicShare, attempt.seed, site, [key]);
+      if (share.c0 === undefined) {
+        throw new BlockRejectedError('MALFORMED', `the deal of ${site} carries no public share polynomial`);
+      }
+      if ((share.commitment !== undefined) !== holds(attempt.roster, site)) {
         throw new BlockRejectedError(
           'MALFORMED',
-          `the deal of ${site} does not seal one share to each roster site, in order`,
+          `the public share of ${site} ${share.commitment === undefined ? 'commits to no' : 'commits to a'} data contribution, as a ${holds(attempt.roster, site) ? '' : 'non-'}holder ${share.commitment === undefined ? 'must' : 'may not'}`,
         );
       }
-      // Each envelope holds one packed share and a signature: anything much larger is not one.
-      const cap = lanes.tc.polyBytes + 16 * 1024;
+      const recipients = deal.envelopes.map((e) => e.recipient);
+      const expected = dealRecipients(attempt.roster, site);
+      if (recipients.length !== expected.length || expected.some((id, k) => recipients[k] !== id)) {
+        throw new BlockRejectedError(
+          'MALFORMED',
+          `the deal of ${site} does not seal one envelope to each of [${expected.join(', ')}], in order`,
+        );
+      }
+      // Each envelope holds at most one packed share, a contribution and a signature.
+      const cap = envelopeMaxBytes(lanes.tc.polyBytes);
       if (deal.envelopes.some((e) => e.envelope.length > cap)) {
         throw new BlockRejectedError('MALFORMED', `the deal of ${site} holds an envelope over ${cap} bytes`);
       }
-      await (await host.aggregates()).put(epochDealObjectName(attempt.roster.generation, site), data);
+      const store = await host.aggregates();
+      const generation = attempt.roster.generation;
+      // Envelopes and c0 first, the certificate last: a site that finds the certificate finds the rest.
+      for (const e of deal.envelopes)
+        await store.put(epochShareObjectName(generation, site, e.recipient), e.envelope);
+      await store.put(epochPublicObjectName(generation, site), share.c0);
+      await store.put(epochDealObjectName(generation, site), share.cert);
       // The attempt may have ended while the deal was stored.
       if (this.#attempt !== attempt || attempt.phase !== 'deal') return;
-      attempt.deals.set(site, { bytes: data.slice(), publicShare });
+      attempt.deals.set(site, { bytes: data.slice(), digest: share.digest });
       return;
     }
     const earlier = attempt.readies.get(site);

@@ -1,3 +1,4 @@
+import { rosterHolders } from '../../../crypto/threshold/index.ts';
 import {
   type AggregateInfo,
   type ControlBodies,
@@ -50,7 +51,9 @@ export async function collectShares(
   // after its upload sends no heartbeat after this point and is not asked (every live site
   // heartbeats within round.heartbeatMs).
   const since = host.now();
-  const roster = new Set(epoch.roster.sites.map((s) => s.id));
+  // Only the epoch's key holders hold shares of the contributors' secrets.
+  const holderSites = rosterHolders(epoch.roster);
+  const roster = new Set(holderSites.map((s) => s.id));
   const fresh = (id: string) => (host.membership.view(id)?.lastSeen ?? 0) > since;
   const live = () => host.membership.eligibleSites(headRef).filter((id) => roster.has(id));
   await host.until(() => live().every(fresh), since + 2 * ctx.config.round.heartbeatMs);
@@ -61,13 +64,13 @@ export async function collectShares(
     return r !== undefined && state.round - r <= SILENCE_ROUNDS;
   };
   const rank = (site: string) => (silentSince(site) ? 2 : contributed.has(site) ? 0 : 1);
-  const candidates = epoch.roster.sites
+  const candidates = holderSites
     .filter((s) => eligible.has(s.id))
     .sort((a, b) => rank(a.id) - rank(b.id) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const t = epoch.roster.threshold;
   if (candidates.length < t) {
     return {
-      failed: `only ${candidates.length} site(s) of the key epoch can decrypt now, the threshold is ${t}`,
+      failed: `only ${candidates.length} key holder(s) of the epoch can decrypt now, the threshold is ${t}`,
       silent: [],
     };
   }
