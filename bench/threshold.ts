@@ -15,7 +15,11 @@
 //   keys        one site's key generation and dealing to n = 10 and 100 sites, beside creating
 //               the shared key; a re-sharing (enrollment, revocation, rotation) is a new dealing:
 //               one site's whole deal (its secret, signed public share and n shares sealed to
-//               the sites' ML-KEM keys, `makeDeal`) and the bytes one re-sharing moves (n deals)
+//               the sites' ML-KEM keys, `makeDeal`) and the bytes one re-sharing moves (n deals);
+//               with a decryption committee of K = 16 holders at n = 100 and 1,000 sites: a
+//               holder's deal and another site's, the bytes one re-sharing moves and the most one
+//               site downloads, beside the all-to-all dealing at the same n (computed from one
+//               deal's size where running it would take hours)
 //   round       the he round with the real services, 4 site processes and 2 aggregators (the round
 //               bench's federation, bench/round-he-plain.ts), under threshold keys beside the
 //               shared key, mean of rounds 2..R (COHORT_BENCH_ROUNDS, default 4; rows shared by the
@@ -93,6 +97,9 @@ const steadyMean = (xs: readonly number[]) => {
   return s.reduce((a, b) => a + b, 0) / s.length;
 };
 const DEALING_COUNTS = [10, 100];
+/** Sites of the committee benches, and the committee's size. */
+const COMMITTEE_COUNTS = [100, 1000];
+const COMMITTEE = 16;
 
 export async function runThresholdBench(): Promise<void> {
   const d = parameterCount(MNIST_2NN);
@@ -310,6 +317,92 @@ export async function runThresholdBench(): Promise<void> {
           floor: {
             metric: `the round's uplink (${n} 8-bit updates)`,
             value: (n * blocksAt8 * packedBytes(tc)) / 1e6,
+          },
+        },
+      );
+    }
+    // A decryption committee: K holders, every site deals to them, each holder seals its data
+    // contribution to every site. One holder's deal and one other site's are made for real.
+    for (const n of COMMITTEE_COUNTS) {
+      const ids = Array.from({ length: n }, (_, k) => `site-${k + 1}`);
+      const holders = ids.slice(0, COMMITTEE);
+      const roster = {
+        federation: 'bench',
+        paramsId: tc.paramsId,
+        threshold: defaultThreshold(COMMITTEE, 2),
+        generation: 1,
+        sites: ids.map((id, k) => ({ id, point: k + 1 })),
+        holders,
+      };
+      const kem = Array.from({ length: n }, () => generateKemKeyPair().publicKey);
+      const deal = (site: string) => {
+        let bytes = 0;
+        let envelopes = 0;
+        let certBytes = 0;
+        const ms = timeIt(
+          () => {
+            const d = makeDeal({
+              site,
+              roster,
+              ctx: tc,
+              signingKey: dealer,
+              kemKeys: (id) => kem[Number(id.slice(5)) - 1],
+            });
+            bytes = d.publicShare.length + d.envelopes.reduce((a, e) => a + e.envelope.length, 0);
+            envelopes = d.envelopes.length;
+            certBytes = d.publicShare.length - packedBytes(tc);
+            wipe(d.secret);
+          },
+          0,
+          1,
+        );
+        return { ms, bytes, envelopes, certBytes };
+      };
+      const holder = deal(ids[0]!);
+      const other = deal(ids[n - 1]!);
+      // Each envelope to a holder carries a share; from a holder to another site, 32 bytes.
+      const shareEnvelope = (other.bytes - packedBytes(tc) - other.certBytes) / other.envelopes;
+      const smallEnvelope =
+        (holder.bytes - packedBytes(tc) - holder.certBytes - COMMITTEE * shareEnvelope) / (n - COMMITTEE);
+      const moved = COMMITTEE * holder.bytes + (n - COMMITTEE) * other.bytes;
+      // All-to-all at the same n: every site deals n share envelopes.
+      const allToAll = n * (n * shareEnvelope + packedBytes(tc) + other.certBytes);
+      const holderDownload = n * (shareEnvelope + holder.certBytes);
+      const otherDownload = COMMITTEE * smallEnvelope + n * holder.certBytes;
+      rows.push(
+        {
+          section: 'keys',
+          metric: `n = ${n}, ${COMMITTEE} holders: a holder's whole deal (${COMMITTEE} shares, ${n - COMMITTEE} contributions)`,
+          value: holder.ms,
+          unit: 'ms',
+          compare: '',
+          floor: { metric: 'creating the shared key', value: sharedKeygenMs },
+        },
+        {
+          section: 'keys',
+          metric: `n = ${n}, ${COMMITTEE} holders: another site's whole deal (${COMMITTEE} shares)`,
+          value: other.ms,
+          unit: 'ms',
+          compare: '',
+          floor: { metric: 'creating the shared key', value: sharedKeygenMs },
+        },
+        {
+          section: 'keys',
+          metric: `n = ${n}, ${COMMITTEE} holders: re-sharing, bytes moved`,
+          value: moved / 1e6,
+          unit: 'MB',
+          compare: '',
+          floor: { metric: `all-to-all dealing at n = ${n}`, value: allToAll / 1e6 },
+        },
+        {
+          section: 'keys',
+          metric: `n = ${n}, ${COMMITTEE} holders: re-sharing, the most one site downloads (a holder: ${n} envelopes and certificates; another site: ${(otherDownload / 1e3).toFixed(0)} kB)`,
+          value: holderDownload / 1e6,
+          unit: 'MB',
+          compare: '',
+          floor: {
+            metric: `the round's uplink of one site (an 8-bit update)`,
+            value: (blocksAt8 * packedBytes(tc)) / 1e6,
           },
         },
       );

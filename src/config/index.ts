@@ -33,6 +33,7 @@ export {
   type CohortConfigData,
   type CohortConfigInput,
   cohortConfigSchema,
+  DEFAULT_KEY_SCHEME,
   type DeepReadonly,
   FEDERATION_ID_PATTERN,
   KEY_SCHEMES,

@@ -90,6 +90,9 @@ const signatureSchema = z
  */
 export const KEY_SCHEMES = ['shared', 'threshold'] as const;
 
+/** What `crypto.keys` is when a configuration does not say. */
+export const DEFAULT_KEY_SCHEME: (typeof KEY_SCHEMES)[number] = 'shared';
+
 const thresholdSchema = z.strictObject({
   /**
    * Sites needed to decrypt an aggregate (t); default ⌈2n/3⌉ of the n sites, at least
@@ -122,7 +125,7 @@ const thresholdSchema = z.strictObject({
 const cryptoSchema = z.strictObject({
   ckks: ckksSchema.prefault({}),
   signature: signatureSchema.prefault({}),
-  keys: z.enum(KEY_SCHEMES).default('shared'),
+  keys: z.enum(KEY_SCHEMES).default(DEFAULT_KEY_SCHEME),
   threshold: thresholdSchema.prefault({}),
 });
 

@@ -4,7 +4,12 @@ import type { NodeConnectionOptions } from '@nats-io/transport-node';
 import { stringify } from 'yaml';
 import { type CkksParams, DEFAULT_CKKS_PARAMS, getCkksContext } from '../../crypto/ckks/index.ts';
 import { DEFAULT_THRESHOLD_PARAMS, getThresholdContext } from '../../crypto/threshold/index.ts';
-import { type CohortConfig, type CohortConfigInput, parseConfig } from '../config/index.ts';
+import {
+  type CohortConfig,
+  type CohortConfigInput,
+  DEFAULT_KEY_SCHEME,
+  parseConfig,
+} from '../config/index.ts';
 import {
   type NatsServerHandle,
   type NatsUser,
@@ -98,17 +103,19 @@ export async function createLocalDeployment(options: {
     auditors,
     algorithm: 'falcon-512',
     ckks,
-    ...(options.overrides?.crypto?.keys === 'threshold'
+    // A plain federation encrypts nothing, so it gets no threshold ceremony.
+    ...((options.overrides?.crypto?.keys ?? DEFAULT_KEY_SCHEME) === 'threshold' &&
+    (options.overrides?.federation?.mode ?? 'he') === 'he'
       ? {
           threshold: {
             ctx: await getThresholdContext(DEFAULT_THRESHOLD_PARAMS),
-            ...(options.overrides.crypto.threshold?.sites === undefined
+            ...(options.overrides?.crypto?.threshold?.sites === undefined
               ? {}
               : { sites: options.overrides.crypto.threshold.sites }),
-            ...(options.overrides.crypto.threshold?.holders === undefined
+            ...(options.overrides?.crypto?.threshold?.holders === undefined
               ? {}
               : { holders: options.overrides.crypto.threshold.holders }),
-            minContributors: options.overrides.round?.minContributors ?? 3,
+            minContributors: options.overrides?.round?.minContributors ?? 3,
           },
         }
       : {}),
