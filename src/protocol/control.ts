@@ -201,6 +201,15 @@ export interface ControlBodies {
     /** The round the epoch applies from: a ready held back and logged later does not fit. */
     fromRound: number;
   };
+  /** Threshold keys: a site cannot collect because of a dealer's envelope (cohort.proto `EpochComplaint`). */
+  'epoch-complaint': {
+    federation: string;
+    generation: number;
+    site: string;
+    dealer: string;
+    reason: string;
+    fromRound: number;
+  };
   switched: {
     federation: string;
     round: number;
@@ -225,6 +234,7 @@ const TYPE_NAMES: Record<ControlType, string> = {
   'epoch-request': 'cohort.v1.EpochRequest',
   'epoch-deal': 'cohort.v1.EpochDeal',
   'epoch-ready': 'cohort.v1.EpochReady',
+  'epoch-complaint': 'cohort.v1.EpochComplaint',
   'log-record': 'cohort.v1.LogRecord',
   'rollback-request': 'cohort.v1.RollbackRequest',
 };
@@ -250,6 +260,7 @@ export const CONTROL_MAX_BYTES: Readonly<Record<ControlType, number>> = Object.f
   'share-request': 4 * 1024 * 1024,
   'epoch-request': 4 * 1024 * 1024,
   'epoch-ready': 8 * 1024,
+  'epoch-complaint': 8 * 1024,
   // One sealed share (about 123 KiB at N = 8192) per roster site: up to 1,024 sites.
   'epoch-deal': 160 * 1024 * 1024,
   'round-open': 4 * 1024 * 1024,
@@ -378,6 +389,20 @@ export function readControl<T extends ControlType>(bytes: Uint8Array, expected: 
     signatureAlgorithm: env.signatureAlgorithm,
     body: decodeBody(expected, env.body),
   };
+}
+
+/**
+ * The type a framed control message of at most `maxBytes` says it is, unverified (undefined when
+ * larger, or not a control message): for a subject that takes more than one type. Open it with
+ * {@link openControl} for that type before trusting anything in it.
+ */
+export function controlTypeOf(bytes: Uint8Array, maxBytes: number): string | undefined {
+  if (!(bytes instanceof Uint8Array) || bytes.length > maxBytes) return undefined;
+  try {
+    return (decode(Envelope, unframe(bytes, FRAME_KIND.control)) as unknown as DecodedEnvelope).type;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A decoded `SignedEnvelope`: its fields as protobufjs gives them. */

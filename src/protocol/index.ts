@@ -34,6 +34,7 @@ export {
   type ControlBodies,
   type ControlType,
   controlDomain,
+  controlTypeOf,
   type OpenControlOptions,
   type OpenedControl,
   openControl,

@@ -208,6 +208,13 @@ export interface Deal {
   readonly fingerprint: string;
 }
 
+/**
+ * Refusals of an envelope whose dealer's signature verified: its KEM ciphertext does not open, its
+ * secret is not the stated one, or what it seals is not a share and a contribution of the roster.
+ * A store (or coordinator) that alters an envelope breaks the signature instead.
+ */
+const DEALER_FAULTS = new Set(['UNWRAP_FAILED', 'KEY_FINGERPRINT_MISMATCH', 'KEY_INVALID']);
+
 /** Bytes of a dealer's share of the epoch data key, sealed in each envelope after the Shamir share. */
 export const DATA_CONTRIBUTION_BYTES = 32;
 
@@ -430,54 +437,66 @@ export function assembleEpoch(input: AssembleInput): {
       const expected = envelopeContents(roster, dealer.id, site);
       if (!expected.share && !expected.contribution) continue;
       const { bytes, name } = input.envelopeOf(dealer.id);
-      const opened = openSealedEnvelope(
-        kemSecretKey,
-        bytes,
-        { federation: roster.federation, recipient: site, purpose: sharePurpose(roster, dealer.id) },
-        {
-          // Only the dealer itself may seal a share of its own secret.
-          makers: (maker, keyId) => {
-            if (maker !== dealer.id) return `a share of ${dealer.id}'s secret sealed by ${maker}`;
-            const key = keyOf(maker);
-            return key.keyId === keyId ? key : `key ${keyId} is not ${maker}'s current signing key`;
-          },
-        },
-      );
       try {
-        const shareBytes = expected.share ? ctx.polyBytes : 0;
-        const want = shareBytes + (expected.contribution ? DATA_CONTRIBUTION_BYTES : 0);
-        if (opened.secret.length !== want) {
-          throw new CryptoError(
-            'KEY_INVALID',
-            `${name}: ${opened.secret.length} bytes sealed, ${want} expected`,
-          );
-        }
-        if (expected.contribution) {
-          const contribution = opened.secret.slice(shareBytes);
-          const committed = certs.get(dealer.id)!.commitment;
-          if (
-            committed === undefined ||
-            !bytesEqual(committed, dataCommitment(roster, dealer.id, contribution))
-          ) {
-            contribution.fill(0);
+        const opened = openSealedEnvelope(
+          kemSecretKey,
+          bytes,
+          { federation: roster.federation, recipient: site, purpose: sharePurpose(roster, dealer.id) },
+          {
+            // Only the dealer itself may seal a share of its own secret.
+            makers: (maker, keyId) => {
+              if (maker !== dealer.id) return `a share of ${dealer.id}'s secret sealed by ${maker}`;
+              const key = keyOf(maker);
+              return key.keyId === keyId ? key : `key ${keyId} is not ${maker}'s current signing key`;
+            },
+          },
+        );
+        try {
+          const shareBytes = expected.share ? ctx.polyBytes : 0;
+          const want = shareBytes + (expected.contribution ? DATA_CONTRIBUTION_BYTES : 0);
+          if (opened.secret.length !== want) {
             throw new CryptoError(
               'KEY_INVALID',
-              `${name}: its data contribution is not the one ${dealer.id} committed to in its public share`,
+              `${name}: ${opened.secret.length} bytes sealed, ${want} expected`,
             );
           }
-          contributions.push(contribution);
-        }
-        if (expected.share) {
-          const share = new BigUint64Array(opened.secret.slice(0, shareBytes).buffer);
-          shares.set(dealer.id, share);
-          try {
-            assertPoly(ctx, share, `share of ${dealer.id}`);
-          } catch (cause) {
-            throw new CryptoError('KEY_INVALID', `${name}: the share is out of range`, { cause });
+          if (expected.contribution) {
+            const contribution = opened.secret.slice(shareBytes);
+            const committed = certs.get(dealer.id)!.commitment;
+            if (
+              committed === undefined ||
+              !bytesEqual(committed, dataCommitment(roster, dealer.id, contribution))
+            ) {
+              contribution.fill(0);
+              throw new CryptoError(
+                'KEY_INVALID',
+                `${name}: its data contribution is not the one ${dealer.id} committed to in its public share`,
+              );
+            }
+            contributions.push(contribution);
           }
+          if (expected.share) {
+            const share = new BigUint64Array(opened.secret.slice(0, shareBytes).buffer);
+            shares.set(dealer.id, share);
+            try {
+              assertPoly(ctx, share, `share of ${dealer.id}`);
+            } catch (cause) {
+              throw new CryptoError('KEY_INVALID', `${name}: the share is out of range`, { cause });
+            }
+          }
+        } finally {
+          opened.secret.fill(0);
         }
-      } finally {
-        opened.secret.fill(0);
+      } catch (err) {
+        // Past the dealer's signature, what the envelope holds is the dealer's doing: named, so
+        // that the site can complain about that dealer rather than be left out for it.
+        if (err instanceof CryptoError && DEALER_FAULTS.has(err.code)) {
+          throw new CryptoError('DEAL_INVALID', `the deal of ${dealer.id}: ${err.message}`, {
+            cause: err,
+            details: { dealer: dealer.id },
+          });
+        }
+        throw err;
       }
     }
     if (holder !== (shares.size === roster.sites.length)) {

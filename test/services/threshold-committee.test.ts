@@ -3,8 +3,9 @@
 // site, so dealing is linear in the number of sites. Real coordinator, aggregator and site agents
 // over a real nats-server: rounds commit with every site's update, only holders are asked for
 // decryption shares, a non-holder's key file holds its own secret and nothing else, an online
-// rotation stores one envelope per (dealer, holder) and (holder, site) pair and nothing else, and
-// a coordinator that moves the committee gets no deal.
+// rotation stores one envelope per (dealer, holder) and (holder, site) pair and nothing else, a
+// coordinator that moves the committee gets no deal, and a dealer that seals garbage to a holder
+// is named by that holder's complaint and left out with it.
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -180,4 +181,39 @@ describe('a decryption committee (real nats-server, real members)', () => {
       tap.unsubscribe();
     }
   }, 60_000);
+
+  it('a dealer that seals garbage to a holder draws its complaint: the next epoch leaves out both, and rounds go on', async () => {
+    // site-5 runs as a process that seals 64 signed bytes, not a share, to site-1 in every deal.
+    await f.agents.get('site-5')!.stop();
+    f.agents.delete('site-5');
+    const garbage = f.spawn('agent', 'site-5', ['--set', 'log.level=info'], {
+      COHORT_FAILPOINT: 'agent.epoch-deal-garbage:skip',
+    });
+    try {
+      const before = (await epochs()).length;
+      await waitFor(
+        'an epoch without site-1 and site-5',
+        async () =>
+          (await epochs())
+            .slice(before)
+            .some((e) => !e.sites.some((s) => s.id === 'site-1' || s.id === 'site-5')),
+        180_000,
+      );
+      const epoch = (await epochs()).slice(before).find((e) => !e.sites.some((s) => s.id === 'site-1'))!;
+      // The remaining holders still make the threshold the configuration promises.
+      expect(epoch.sites.filter((s) => s.holds).map((s) => s.id)).toEqual(['site-2', 'site-3']);
+      expect(epoch.threshold).toBe(2);
+      // Without the complaint, site-1 alone would have been left out (it could not collect), and
+      // site-5 would have sealed garbage to the next holder in the next attempt.
+      await waitFor(
+        'a commit under it',
+        () => decided.some((d) => d.commit && d.round >= epoch.fromRound),
+        120_000,
+      );
+      expectSingleChain(await f.decisions(), f.genesis);
+    } finally {
+      garbage.child.kill('SIGKILL');
+      await garbage.exited;
+    }
+  }, 300_000);
 });

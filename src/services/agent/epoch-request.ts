@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadKemKeyPair, wipeKemKeyPair } from '../../../crypto/kem/index.ts';
+import { loadKemKeyPair, sealEnvelope, wipeKemKeyPair } from '../../../crypto/kem/index.ts';
 import { readKeyFile, writeKeyFile } from '../../../crypto/signature/key-file-io.ts';
 import {
   epochSeed,
@@ -12,6 +12,7 @@ import {
   wipe,
   wipeThresholdKey,
 } from '../../../crypto/threshold/index.ts';
+import { CryptoError } from '../../errors/index.ts';
 import { type ControlBodies, sealControl } from '../../protocol/index.ts';
 import { memberKeyDir } from '../../registry/index.ts';
 import {
@@ -30,6 +31,7 @@ import {
   holdersProblem,
   makeDeal,
   policyThreshold,
+  sharePurpose,
   thresholdFiles,
 } from '../threshold-dealing.ts';
 import type { AgentCore } from './agent-core.ts';
@@ -109,9 +111,31 @@ export async function onEpochRequest(
     'threshold',
     `deal-${roster.generation}-${Buffer.from(epochSeed(roster)).toString('hex').slice(0, 32)}`,
   );
+  let answer: Uint8Array;
   try {
-    const answer =
+    answer =
       r.phase === 'deal' ? deal(core, roster, pending) : await collect(core, roster, pending, r.fromRound);
+  } catch (err) {
+    const dealer = dealerAtFault(err);
+    if (dealer === undefined) return refuse(describe(err));
+    // What the dealer signed does not open: say so, naming it, rather than only stay silent and
+    // be left out in its place.
+    log.warn({ err, dealer }, 'complaining about a dealer');
+    answer = sealControl(
+      'epoch-complaint',
+      {
+        federation: roster.federation,
+        generation: roster.generation,
+        site: member,
+        dealer,
+        reason: describe(err).slice(0, 512),
+        fromRound: r.fromRound,
+      },
+      member,
+      ctx.signing,
+    );
+  }
+  try {
     await ctx.transport.request(ctx.subjects.epoch(member), answer);
     core.epochAnswers.add(asked);
     log.info('epoch request answered');
@@ -119,6 +143,13 @@ export async function onEpochRequest(
   } catch (err) {
     return refuse(describe(err));
   }
+}
+
+/** The dealer an `assembleEpoch` refusal blames (`DEAL_INVALID`), if any. */
+function dealerAtFault(err: unknown): string | undefined {
+  if (!(err instanceof CryptoError) || err.code !== 'DEAL_INVALID') return undefined;
+  const dealer = err.details?.['dealer'];
+  return typeof dealer === 'string' ? dealer : undefined;
 }
 
 /** The site's deal for `roster`, drawn once and kept with its secret in `pending`. */
@@ -134,6 +165,24 @@ function deal(core: AgentCore, roster: ThresholdRoster, pending: string): Uint8A
     signingKey: ctx.signing,
     kemKeys: (id) => view.currentKemKey(id),
   });
+  if (failpoint('agent.epoch-deal-garbage') === 'skip') {
+    // A dealer that seals garbage, signed, to the first other recipient (the complaint tests).
+    const k = made.envelopes.findIndex((e) => e.recipient !== member);
+    const victim = made.envelopes[k]!.recipient;
+    (made.envelopes as { recipient: string; envelope: Uint8Array }[])[k] = {
+      recipient: victim,
+      envelope: sealEnvelope(
+        { id: member, key: ctx.signing },
+        view.currentKemKey(victim)!,
+        new Uint8Array(64),
+        {
+          federation: roster.federation,
+          recipient: victim,
+          purpose: sharePurpose(roster, member),
+        },
+      ),
+    };
+  }
   try {
     const body: ControlBodies['epoch-deal'] = {
       federation: roster.federation,

@@ -8,7 +8,7 @@ import {
   type ThresholdRoster,
 } from '../../../crypto/threshold/index.ts';
 import { BlockRejectedError, CohortError } from '../../errors/index.ts';
-import { type ControlBodies, openControl, sealControl } from '../../protocol/index.ts';
+import { type ControlBodies, controlTypeOf, openControl, sealControl } from '../../protocol/index.ts';
 import {
   dealMaxBytes,
   envelopeMaxBytes,
@@ -56,6 +56,8 @@ interface Attempt {
   epochId: Uint8Array | undefined;
   /** Site → its signed ready. */
   readonly readies: Map<string, Uint8Array>;
+  /** Site → the dealer it complained about (phase collect), instead of a ready. */
+  readonly complaints: Map<string, string>;
   readonly fromRound: number;
   /** Rounds wait for it ({@link EpochDue.mandatory}). */
   readonly mandatory: boolean;
@@ -218,6 +220,7 @@ export class EpochChanges {
       deals: new Map(),
       epochId: undefined,
       readies: new Map(),
+      complaints: new Map(),
       fromRound: round,
       mandatory: wanted.mandatory,
     };
@@ -261,8 +264,9 @@ export class EpochChanges {
   async #phase(host: EpochChangeHost, attempt: Attempt): Promise<EpochOutcome | undefined> {
     const { ctx } = host;
     const { phase, mandatory } = attempt;
-    const answered = phase === 'deal' ? attempt.deals : attempt.readies;
-    const done = () => answered.size === attempt.roster.sites.length;
+    const answered = (id: string) =>
+      phase === 'deal' ? attempt.deals.has(id) : attempt.readies.has(id) || attempt.complaints.has(id);
+    const done = () => attempt.roster.sites.every((s) => answered(s.id));
     const deadline = host.now() + ctx.config.crypto.threshold.reshareTimeoutMs;
     const body: ControlBodies['epoch-request'] = {
       federation: ctx.config.federation.id,
@@ -283,8 +287,22 @@ export class EpochChanges {
       await host.until(done, Math.min(deadline, host.now() + ctx.config.round.heartbeatMs));
     }
     if (host.stopping()) return { kind: 'failed', reason: 'stopping', silent: [], mandatory };
+    if (attempt.complaints.size > 0) {
+      // Accused and accuser both sit the next attempts out: a dealer that sealed garbage cannot
+      // have its victim left out in its place, and a false complaint costs its sender as much.
+      const out = new Set<string>();
+      for (const [site, dealer] of attempt.complaints) out.add(site).add(dealer);
+      for (const id of out) this.#excluded.set(id, attempt.fromRound);
+      const named = [...attempt.complaints].map(([site, dealer]) => `${site} against ${dealer}`);
+      const reason = `re-sharing generation ${attempt.roster.generation}: complaints (${named.join(', ')})`;
+      ctx.log.warn(
+        { complaints: Object.fromEntries(attempt.complaints), generation: attempt.roster.generation },
+        reason,
+      );
+      return { kind: 'failed', reason, silent: [...out], mandatory };
+    }
     if (done()) return undefined;
-    const silent = attempt.roster.sites.map((s) => s.id).filter((id) => !answered.has(id));
+    const silent = attempt.roster.sites.map((s) => s.id).filter((id) => !answered(id));
     for (const id of silent) this.#excluded.set(id, attempt.fromRound);
     const reason = `re-sharing generation ${attempt.roster.generation}: ${silent.join(', ')} sent no ${phase === 'deal' ? 'deal' : 'ready'} in time`;
     ctx.log.warn({ silent, generation: attempt.roster.generation }, reason);
@@ -378,6 +396,38 @@ export class EpochChanges {
       if (this.#attempt !== attempt || attempt.phase !== 'deal') return;
       attempt.deals.set(site, { bytes: data.slice(), digest: share.digest });
       return;
+    }
+    if (controlTypeOf(data, 8 * 1024) === 'epoch-complaint') {
+      const complaint = openControl(data, 'epoch-complaint', ctx.keys, { signer: site }).body;
+      if (
+        complaint.federation !== federation ||
+        complaint.generation !== attempt.roster.generation ||
+        complaint.site !== site ||
+        complaint.fromRound !== attempt.fromRound
+      ) {
+        throw new BlockRejectedError('WRONG_CONTEXT', `the complaint of ${site} is for another re-sharing`);
+      }
+      if (complaint.dealer === site || !attempt.roster.sites.some((s) => s.id === complaint.dealer)) {
+        throw new BlockRejectedError(
+          'MALFORMED',
+          `${site} complains about ${JSON.stringify(complaint.dealer)}, not another roster site`,
+        );
+      }
+      if (attempt.readies.has(site)) {
+        throw new BlockRejectedError(
+          'DUPLICATE',
+          `${site} already sent its ready for generation ${attempt.roster.generation}`,
+        );
+      }
+      if (!attempt.complaints.has(site)) attempt.complaints.set(site, complaint.dealer);
+      ctx.log.warn({ site, dealer: complaint.dealer, reason: complaint.reason }, 'complaint about a dealer');
+      return;
+    }
+    if (attempt.complaints.has(site)) {
+      throw new BlockRejectedError(
+        'DUPLICATE',
+        `${site} complained in generation ${attempt.roster.generation}`,
+      );
     }
     const earlier = attempt.readies.get(site);
     if (earlier !== undefined) {
