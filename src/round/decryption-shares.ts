@@ -8,6 +8,7 @@ import {
   packedBytes,
   packWords,
   type RnsPoly,
+  rosterHolders,
   roundDecryptionKey,
   SharesDecryptor,
   type ThresholdKeyMaterial,
@@ -151,7 +152,7 @@ export interface MakeSharesInput {
  * aggregate at the same positions) it refuses, since two share sets at one position open a·S_x.
  *
  * @throws InvalidArgumentError when the site is not in the decrypting set, the set is smaller than
- *   the threshold or names a point the roster does not, the epoch is not its material's, or a
+ *   the threshold or names a site that holds no shares or a point the roster does not, the epoch is not its material's, or a
  *   contributor has no share in it; CryptoError `SHARES_CONTEXT_CHANGED` from the ledger.
  */
 export function makeShareBundle(input: MakeSharesInput): Uint8Array {
@@ -168,10 +169,17 @@ export function makeShareBundle(input: MakeSharesInput): Uint8Array {
       `a decrypting set of ${context.decrypting.length} is short of the threshold ${material.roster.threshold}`,
     );
   }
+  // Only holders count toward t: a set padded with a site that holds no share could never
+  // decrypt, and would spend the honest holders' one bundle at this position for nothing.
+  const holders = rosterHolders(material.roster);
   for (const d of context.decrypting) {
-    const point = material.roster.sites.find((s) => s.id === d.site)?.point;
+    const point = holders.find((s) => s.id === d.site)?.point;
     if (point !== d.point) {
-      throw new InvalidArgumentError(`the roster gives ${d.site} point ${point}, not ${d.point}`);
+      throw new InvalidArgumentError(
+        point === undefined
+          ? `${d.site} holds no shares in the epoch`
+          : `the roster gives ${d.site} point ${point}, not ${d.point}`,
+      );
     }
   }
   for (const c of context.contributors) {

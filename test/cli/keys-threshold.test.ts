@@ -38,7 +38,8 @@ describe('cohort keys threshold deal | collect', () => {
     for (const site of dep.sites.slice(0, 3)) {
       const r = await deal(site);
       expect(r.status, r.stderr).toBe(0);
-      expect(r.stdout).toMatch(/any 3 of 4 decrypt/);
+      expect(r.stdout).toMatch(/any 3 of the 4 key holders decrypt/);
+      expect(r.stdout).toMatch(/\(4 files\)/);
       expect(r.stdout).toMatch(/public share: .*\.tpub \(fingerprint [0-9a-f]{16}\)/);
     }
     // site-4 has not dealt: collecting now fails and says what is missing.

@@ -233,6 +233,24 @@ describe('decryption share bundles', () => {
         }),
       ),
     ).toThrow(/the roster gives site-2 point/);
+    // Under a committee that leaves site-4 out, a set that counts it toward t is refused.
+    const m = material.get('site-1')!;
+    const committee = { ...m, roster: { ...m.roster, holders: ['site-1', 'site-2', 'site-3'] } };
+    const l = ledger('site-1');
+    try {
+      expect(() =>
+        makeShareBundle({
+          lanes,
+          context: context({ attempt: a }),
+          material: committee,
+          signer: { id: 'site-1', key: signers.get('site-1')! },
+          dataKey,
+          ledger: l,
+        }),
+      ).toThrow(/site-4 holds no shares in the epoch/);
+    } finally {
+      l.close();
+    }
     // None of these refusals claimed the position: the proper context still gets its shares.
     expect(bundle('site-1', context({ attempt: a })).length).toBeGreaterThan(0);
   });

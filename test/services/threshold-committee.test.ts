@@ -170,11 +170,15 @@ describe('a decryption committee (real nats-server, real members)', () => {
       await new Promise((r) => setTimeout(r, 2500));
       return [...new Set(heard)].sort();
     };
+    const refused = () => SITES.reduce((n, s) => n + f.agents.get(s)!.stats().epochRequestsRefused, 0);
+    const refusedBefore = refused();
     try {
       // The committee moved onto site-4 and site-5 (a coalition could then read every update).
       expect(await ask((s) => s !== 'site-1')).toEqual([]);
       // Every site a holder: all-to-all, not what the configuration names.
       expect(await ask(() => true)).toEqual([]);
+      // Each site counted both refusals.
+      expect(refused() - refusedBefore).toBeGreaterThanOrEqual(2 * SITES.length);
       // The configured committee: every site deals.
       expect((await ask((s) => HOLDERS.includes(s))).length).toBe(SITES.length);
     } finally {
@@ -200,6 +204,7 @@ describe('a decryption committee (real nats-server, real members)', () => {
         180_000,
       );
       const epoch = (await epochs()).slice(before).find((e) => !e.sites.some((s) => s.id === 'site-1'))!;
+      expect(f.agents.get('site-1')!.stats().complaintsSent).toBeGreaterThanOrEqual(1);
       // The remaining holders still make the threshold the configuration promises.
       expect(epoch.sites.filter((s) => s.holds).map((s) => s.id)).toEqual(['site-2', 'site-3']);
       expect(epoch.threshold).toBe(2);

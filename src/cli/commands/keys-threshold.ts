@@ -1,11 +1,17 @@
 import type { Command } from 'commander';
 import { loadSigningKeyPair, wipeSigningKeyPair } from '../../../crypto/signature/index.ts';
-import { DEFAULT_THRESHOLD_PARAMS, getThresholdContext } from '../../../crypto/threshold/index.ts';
+import {
+  DEFAULT_THRESHOLD_PARAMS,
+  getThresholdContext,
+  holds,
+  rosterHolders,
+} from '../../../crypto/threshold/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import { memberSigningKeyFile, publicKeyDir, RegistryView } from '../../registry/index.ts';
 import { loadPinnedRegistry } from '../../services/member-context.ts';
 import {
   collectThresholdShares,
+  dealRecipients,
   dealThresholdShares,
   thresholdFiles,
   thresholdRosterOf,
@@ -103,9 +109,9 @@ export function registerKeysThresholdCommand(keys: Command, ctx: CliContext): vo
     }
     const shared = publicKeyDir(keysDir);
     ctx.stdout.write(
-      `roster: ${roster.sites.map((s) => `${s.id}@${s.point}`).join(', ')}; any ${roster.threshold} of ${roster.sites.length} decrypt\n` +
+      `roster: ${roster.sites.map((s) => `${s.id}@${s.point}${holds(roster, s.id) ? '' : ' (not a holder)'}`).join(', ')}; any ${roster.threshold} of the ${rosterHolders(roster).length} key holders decrypt\n` +
         `public share: ${shared}/${thresholdFiles.publicShare(flags.member)} (fingerprint ${fingerprint})\n` +
-        `shares sealed to each site: ${shared}/${thresholdFiles.share(flags.member, '<site>')} (${roster.sites.length} files)\n` +
+        `envelopes sealed: ${shared}/${thresholdFiles.share(flags.member, '<site>')} (${dealRecipients(roster, flags.member).length} files)\n` +
         `pending secret: its own folder, ${thresholdFiles.pendingSecret(flags.member)} (0600; erased by collect)\n` +
         'hand the public share and the sealed shares to every site; each runs `cohort keys threshold collect` once all have dealt\n',
     );

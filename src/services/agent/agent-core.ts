@@ -81,6 +81,13 @@ export interface AgentStats {
   readonly roundsSkipped: number;
   /** RoundOpens and PREPAREs refused as replays (a decided round, another attempt). */
   readonly replaysRefused: number;
+  /**
+   * Threshold keys: re-sharing requests refused (a roster, committee or threshold the federation
+   * does not allow, a deadline passed, a deal that could not be made or collected).
+   */
+  readonly epochRequestsRefused: number;
+  /** Threshold keys: complaints sent about a dealer whose envelope did not open. */
+  readonly complaintsSent: number;
   readonly votesYes: number;
   readonly votesNo: number;
   readonly commits: number;

@@ -77,6 +77,8 @@ class SiteAgent implements AgentService {
     blocksSent: 0,
     roundsSkipped: 0,
     replaysRefused: 0,
+    epochRequestsRefused: 0,
+    complaintsSent: 0,
     votesYes: 0,
     votesNo: 0,
     commits: 0,

@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { bytesEqual } from '../../../crypto/digest/index.ts';
 import { loadKemKeyPair, sealEnvelope, wipeKemKeyPair } from '../../../crypto/kem/index.ts';
 import { readKeyFile, writeKeyFile } from '../../../crypto/signature/key-file-io.ts';
 import {
@@ -62,6 +63,7 @@ export async function onEpochRequest(
   const { ctx, member } = core;
   const log = ctx.log.child({ generation: r.generation, phase: r.phase });
   const refuse = (reason: string) => {
+    core.counters.epochRequestsRefused++;
     log.warn({ reason }, 'epoch request refused');
     return reason;
   };
@@ -120,6 +122,7 @@ export async function onEpochRequest(
     if (dealer === undefined) return refuse(describe(err));
     // What the dealer signed does not open: say so, naming it, rather than only stay silent and
     // be left out in its place.
+    core.counters.complaintsSent++;
     log.warn({ err, dealer }, 'complaining about a dealer');
     answer = sealControl(
       'epoch-complaint',
@@ -226,6 +229,10 @@ async function collect(
   if (existsSync(keyFile)) {
     const held = loadThresholdKey(tc, keyFile, roster.federation);
     try {
+      // A key file of this generation answers only the roster it was made for.
+      if (!bytesEqual(epochSeed(held.roster), epochSeed(roster))) {
+        throw new Error(`${keyFile} holds another roster of generation ${roster.generation}`);
+      }
       return ready(held.epochId);
     } finally {
       wipeThresholdKey(held);

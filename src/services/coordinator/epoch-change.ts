@@ -17,20 +17,20 @@ import {
   epochShareObjectName,
   epochSites,
   type LoggedEpoch,
+  PUBLIC_SHARE_CERT_MAX_BYTES,
 } from '../../round/index.ts';
 import type { MemberContext } from '../member-context.ts';
 import type { WriteOnceObjects } from '../store/index.ts';
 import {
   dealRecipients,
   decodePublicShare,
+  holdersProblem,
   policyThreshold,
   thresholdRosterOf,
 } from '../threshold-dealing.ts';
 import type { CoordinatorLog } from './coordinator-log.ts';
 import type { Membership } from './membership.ts';
-
-/** Rounds a site that failed a re-sharing stays out of the next rosters (it may rejoin after). */
-const EXCLUDED_ROUNDS = 10;
+import { EXCLUDED_ROUNDS, ReshareExclusions } from './reshare-exclusions.ts';
 
 /** What a re-sharing needs of the coordinator. */
 export interface EpochChangeHost {
@@ -116,7 +116,7 @@ export type EpochOutcome =
 export class EpochChanges {
   #attempt: Attempt | undefined;
   #lastGeneration = 0;
-  readonly #excluded = new Map<string, number>();
+  readonly #out = new ReshareExclusions();
 
   /** The attempt in progress (tests, metrics). */
   get attempt(): { readonly generation: number; readonly phase: string } | undefined {
@@ -135,10 +135,7 @@ export class EpochChanges {
     const holders = ctx.config.crypto.threshold.holders;
     const view = host.log.history.registry ?? ctx.registryView;
     const enrolled = (id: string) => view.role(id) === 'site' && !view.isRevoked(id, round);
-    const excluded = (id: string) => {
-      const r = this.#excluded.get(id);
-      return r !== undefined && round - r <= EXCLUDED_ROUNDS;
-    };
+    const excluded = (id: string) => this.#out.isOut(id, round);
     const inRoster = new Set(current.roster.sites.map((s) => s.id));
     const wanted = ctx.members.sites
       .map((s) => s.id)
@@ -146,8 +143,30 @@ export class EpochChanges {
     const sites = wanted.filter((id) => host.membership.isLive(id));
     const gone = [...inRoster].filter((id) => !enrolled(id));
     if (gone.length > 0) return { sites, why: `${gone.join(', ')} left the registry`, mandatory: true };
+    // A site the configuration no longer names a holder must hold no share of what is encrypted
+    // next; other changes of the committee or of t re-share without holding rounds back.
+    const unnamed = rosterHolders(current.roster)
+      .map((s) => s.id)
+      .filter((id) => holders !== undefined && !holders.includes(id));
+    if (unnamed.length > 0)
+      return { sites, why: `${unnamed.join(', ')} no longer configured as key holders`, mandatory: true };
     const joining = wanted.filter((id) => !inRoster.has(id));
     if (joining.length > 0) return { sites, why: `${joining.join(', ')} enrolled`, mandatory: false };
+    const policy = policyThreshold({
+      sites: ctx.members.sites.map((s) => s.id),
+      holders,
+      enrolled,
+      threshold: ctx.config.crypto.threshold.sites,
+      minContributors: ctx.config.round.minContributors,
+    });
+    const committee = holdersProblem(current.roster, holders);
+    if (committee !== undefined || current.roster.threshold < policy) {
+      return {
+        sites,
+        why: `the configuration changed: ${committee ?? `threshold ${current.roster.threshold} below ${policy}`}`,
+        mandatory: false,
+      };
+    }
     const live = rosterHolders(current.roster).filter((s) => host.membership.isLive(s.id)).length;
     const liveHolders = sites.filter((id) => holders === undefined || holders.includes(id)).length;
     if (live < current.roster.threshold && liveHolders > live) {
@@ -203,8 +222,9 @@ export class EpochChanges {
       });
     } catch (err) {
       // Sites left out after a failed attempt come back at once: the exclusion is for liveness,
-      // and too few sites without them would keep every round waiting.
-      this.#excluded.clear();
+      // and too few sites without them would keep every round waiting. Accused dealers come back
+      // last, only when no one else is left to bring back.
+      this.#out.release();
       return {
         kind: 'failed',
         reason: `no roster to re-share with: ${(err as Error).message}`,
@@ -288,22 +308,18 @@ export class EpochChanges {
     }
     if (host.stopping()) return { kind: 'failed', reason: 'stopping', silent: [], mandatory };
     if (attempt.complaints.size > 0) {
-      // Accused and accuser both sit the next attempts out: a dealer that sealed garbage cannot
-      // have its victim left out in its place, and a false complaint costs its sender as much.
-      const out = new Set<string>();
-      for (const [site, dealer] of attempt.complaints) out.add(site).add(dealer);
-      for (const id of out) this.#excluded.set(id, attempt.fromRound);
+      const out = this.#out.complaints(attempt.complaints, attempt.fromRound);
       const named = [...attempt.complaints].map(([site, dealer]) => `${site} against ${dealer}`);
       const reason = `re-sharing generation ${attempt.roster.generation}: complaints (${named.join(', ')})`;
       ctx.log.warn(
-        { complaints: Object.fromEntries(attempt.complaints), generation: attempt.roster.generation },
+        { complaints: Object.fromEntries(attempt.complaints), generation: attempt.roster.generation, out },
         reason,
       );
-      return { kind: 'failed', reason, silent: [...out], mandatory };
+      return { kind: 'failed', reason, silent: out, mandatory };
     }
     if (done()) return undefined;
     const silent = attempt.roster.sites.map((s) => s.id).filter((id) => !answered(id));
-    for (const id of silent) this.#excluded.set(id, attempt.fromRound);
+    this.#out.silent(silent, attempt.fromRound);
     const reason = `re-sharing generation ${attempt.roster.generation}: ${silent.join(', ')} sent no ${phase === 'deal' ? 'deal' : 'ready'} in time`;
     ctx.log.warn({ silent, generation: attempt.roster.generation }, reason);
     return { kind: 'failed', reason, silent, mandatory };
@@ -363,6 +379,12 @@ export class EpochChanges {
       const key = ctx.keys(site);
       if (key === undefined) throw new BlockRejectedError('WRONG_SIGNER', `${site} has no signing key`);
       const share = decodePublicShare(lanes.tc, deal.publicShare, attempt.seed, site, [key]);
+      if (share.cert.length > PUBLIC_SHARE_CERT_MAX_BYTES) {
+        throw new BlockRejectedError(
+          'OVERSIZE',
+          `the public share certificate of ${site} is ${share.cert.length} bytes, at most ${PUBLIC_SHARE_CERT_MAX_BYTES}`,
+        );
+      }
       if (share.c0 === undefined) {
         throw new BlockRejectedError('MALFORMED', `the deal of ${site} carries no public share polynomial`);
       }
