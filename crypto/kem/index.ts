@@ -23,6 +23,7 @@ export {
   SEALED_ENVELOPE_MAGIC,
   type SealedEnvelopeParts,
   sealEnvelope,
+  verifySealedEnvelope,
 } from './sealed-envelope.ts';
 export { SECRET_FINGERPRINT_DOMAIN, secretFingerprint } from './secret-fingerprint.ts';
 export { MIN_ENVELOPE_BYTES, unwrapSecret, wrapSecret } from './wrap.ts';

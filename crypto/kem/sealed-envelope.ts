@@ -151,23 +151,22 @@ function sameFingerprint(a: string, b: string): boolean {
 }
 
 /**
- * Opens a sealed envelope ({@link sealEnvelope}) for `ctx`, cheapest check first: the statement
- * names `ctx`'s federation, recipient and purpose (`ENVELOPE_CONTEXT_MISMATCH`); `check.makers`
- * accepts its maker and key (`ENVELOPE_MAKER_REFUSED`, with the lookup's reason); the pinned
- * fingerprint, if any, is the stated one (`KEY_FINGERPRINT_MISMATCH`); the maker's signature
- * verifies over the statement and the wrapped bytes hash to it (`ENVELOPE_SIGNATURE_INVALID`);
- * the KEM envelope opens under the recipient's key and `ctx` (`UNWRAP_FAILED`); and the secret's
- * fingerprint is the stated one (`KEY_FINGERPRINT_MISMATCH`).
+ * Checks a sealed envelope ({@link sealEnvelope}) for `ctx` without opening it, cheapest check
+ * first: the statement names `ctx`'s federation, recipient and purpose
+ * (`ENVELOPE_CONTEXT_MISMATCH`); `check.makers` accepts its maker and key
+ * (`ENVELOPE_MAKER_REFUSED`, with the lookup's reason); the pinned fingerprint, if any, is the
+ * stated one (`KEY_FINGERPRINT_MISMATCH`); the maker's signature verifies over the statement and
+ * the wrapped bytes hash to it (`ENVELOPE_SIGNATURE_INVALID`). Anyone can run it (no secret key):
+ * a store that checks envelopes on intake leaves a recipient only the faults of the maker itself.
  *
- * @returns the secret (the caller wipes it), its maker and fingerprint.
+ * @returns the envelope's parts, verified.
  * @throws CryptoError as listed, `ENVELOPE_UNSIGNED` or `ENVELOPE_MALFORMED` ({@link readSealedEnvelope}).
  */
-export function openSealedEnvelope(
-  recipientSecretKey: Uint8Array,
+export function verifySealedEnvelope(
   bytes: Uint8Array,
   ctx: WrapContext,
   check: EnvelopeCheck,
-): OpenedEnvelope {
+): SealedEnvelopeParts {
   if (typeof check?.makers !== 'function') {
     throw new InvalidArgumentError('check.makers must be a function', { details: { name: 'check.makers' } });
   }
@@ -204,6 +203,25 @@ export function openSealedEnvelope(
       { details: { maker: s.maker, makerKeyId: s.makerKeyId } },
     );
   }
+  return parts;
+}
+
+/**
+ * Opens a sealed envelope ({@link sealEnvelope}) for `ctx`: {@link verifySealedEnvelope}, then the
+ * KEM envelope opens under the recipient's key and `ctx` (`UNWRAP_FAILED`), and the secret's
+ * fingerprint is the stated one (`KEY_FINGERPRINT_MISMATCH`).
+ *
+ * @returns the secret (the caller wipes it), its maker and fingerprint.
+ * @throws CryptoError as listed and as {@link verifySealedEnvelope}.
+ */
+export function openSealedEnvelope(
+  recipientSecretKey: Uint8Array,
+  bytes: Uint8Array,
+  ctx: WrapContext,
+  check: EnvelopeCheck,
+): OpenedEnvelope {
+  const parts = verifySealedEnvelope(bytes, ctx, check);
+  const s = parts.statement;
   const secret = unwrapSecret(recipientSecretKey, parts.inner, ctx);
   const fingerprint = secretFingerprint(ctx.purpose, secret);
   if (!sameFingerprint(fingerprint, s.fingerprint)) {

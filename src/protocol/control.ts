@@ -200,6 +200,8 @@ export interface ControlBodies {
     epochId: Uint8Array;
     /** The round the epoch applies from: a ready held back and logged later does not fit. */
     fromRound: number;
+    /** HMAC-SHA-256 of the epoch id under the epoch's data key (`dataKeyConfirmation`): the same for every roster site. */
+    keyConfirmation: Uint8Array;
   };
   /** Threshold keys: a site cannot collect because of a dealer's envelope (cohort.proto `EpochComplaint`). */
   'epoch-complaint': {

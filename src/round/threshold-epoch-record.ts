@@ -1,5 +1,11 @@
 import { bytesEqual } from '../../crypto/digest/index.ts';
-import { assertRoster, epochIdOfDigests, holds, type ThresholdRoster } from '../../crypto/threshold/index.ts';
+import {
+  assertRoster,
+  epochIdOfDigests,
+  epochSeed,
+  holds,
+  type ThresholdRoster,
+} from '../../crypto/threshold/index.ts';
 import {
   type ControlBodies,
   type EpochSiteBody,
@@ -17,22 +23,31 @@ import {
 /** Phases of an `epoch-request`: sites deal, then (every deal stored) collect. */
 export const EPOCH_PHASES = ['deal', 'collect'] as const;
 
-/** The object a site's public share certificate of `generation` is stored as (aggregates store, write-once). */
-export function epochDealObjectName(generation: number, site: string): string {
-  return `epoch-${generation}-deal-${site}`;
+/**
+ * What names one re-sharing attempt's objects: its generation and the first 16 hex digits of its
+ * roster's seed. A generation tried again (a coordinator restarted within the second, a clock
+ * stepped back) with another roster names other objects, not the first attempt's.
+ */
+function attemptTag(roster: ThresholdRoster): string {
+  return `${roster.generation}-${Buffer.from(epochSeed(roster)).toString('hex').slice(0, 16)}`;
 }
 
-/** The object a site's public share polynomial (packed c0) of `generation` is stored as. */
-export function epochPublicObjectName(generation: number, site: string): string {
-  return `epoch-${generation}-public-${site}`;
+/** The object a site's public share certificate is stored as (aggregates store, write-once). */
+export function epochDealObjectName(roster: ThresholdRoster, site: string): string {
+  return `epoch-${attemptTag(roster)}-deal-${site}`;
+}
+
+/** The object a site's public share polynomial (packed c0) is stored as. */
+export function epochPublicObjectName(roster: ThresholdRoster, site: string): string {
+  return `epoch-${attemptTag(roster)}-public-${site}`;
 }
 
 /**
- * The object the envelope `dealer` sealed to `recipient` in `generation` is stored as. Member ids
- * hold no `_`, so no two pairs share a name.
+ * The object the envelope `dealer` sealed to `recipient` is stored as. Member ids hold no `_`, so
+ * no two pairs share a name.
  */
-export function epochShareObjectName(generation: number, dealer: string, recipient: string): string {
-  return `epoch-${generation}-share-${dealer}_${recipient}`;
+export function epochShareObjectName(roster: ThresholdRoster, dealer: string, recipient: string): string {
+  return `epoch-${attemptTag(roster)}-share-${dealer}_${recipient}`;
 }
 
 /** The largest public share certificate: an id, a digest, a commitment and a signature. */
@@ -108,7 +123,7 @@ export interface EpochRegistry {
  * one public share digest and one ready per roster site, an epoch id that is the one the roster and
  * the digests give, and, with `registry`, every roster site an enrolled site unrevoked at the
  * epoch's first round whose ready is its own signed `epoch-ready` for this federation, generation,
- * epoch id and first round.
+ * epoch id and first round, all of them confirming one data key.
  */
 export function thresholdEpochProblem(
   record: ThresholdEpochBody,
@@ -135,6 +150,7 @@ export function thresholdEpochProblem(
   if (!bytesEqual(epochIdOfDigests(roster, record.publicShareDigests), record.epochId))
     return `threshold epoch ${record.generation}: its id is not the one its roster and public share digests give`;
   if (registry === undefined) return undefined;
+  let confirmation: Uint8Array | undefined;
   for (let k = 0; k < n; k++) {
     const site = roster.sites[k]!.id;
     if (!registry.enrolledSite(site, record.fromRound))
@@ -154,6 +170,11 @@ export function thresholdEpochProblem(
     ) {
       return `threshold epoch ${record.generation}: the ready of ${site} is for another epoch`;
     }
+    if (!(ready.keyConfirmation instanceof Uint8Array) || ready.keyConfirmation.length !== 32)
+      return `threshold epoch ${record.generation}: the ready of ${site} confirms no data key`;
+    confirmation ??= ready.keyConfirmation;
+    if (!bytesEqual(confirmation, ready.keyConfirmation))
+      return `threshold epoch ${record.generation}: the ready of ${site} confirms another data key than ${roster.sites[0]!.id}'s`;
   }
   return undefined;
 }

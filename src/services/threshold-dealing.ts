@@ -1,4 +1,4 @@
-import { createHash, hkdfSync, randomBytes } from 'node:crypto';
+import { createHash, createHmac, hkdfSync, randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { bytesEqual } from '../../crypto/digest/index.ts';
@@ -245,6 +245,20 @@ export function dataCommitment(
  */
 export function epochDataKey(epochId: Uint8Array, contributions: readonly Uint8Array[]): Uint8Array {
   return new Uint8Array(hkdfSync('sha256', Buffer.concat(contributions), epochId, EPOCH_DATA_KEY_INFO, 32));
+}
+
+const KEY_CONFIRMATION_DOMAIN = 'cohort/v1/epoch-key-confirmation\0';
+
+/**
+ * The key confirmation a ready carries: HMAC-SHA-256 of the epoch id under the epoch's data key.
+ * Every roster site's must be the same, so that no site switches to an epoch whose sites derived
+ * different data keys (found at the ready, not later as share bundles that do not open). It says
+ * nothing of the key.
+ */
+export function dataKeyConfirmation(dataKey: Uint8Array, epochId: Uint8Array): Uint8Array {
+  return new Uint8Array(
+    createHmac('sha256', dataKey).update(KEY_CONFIRMATION_DOMAIN).update(epochId).digest(),
+  );
 }
 
 /**

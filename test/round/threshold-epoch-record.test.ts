@@ -22,7 +22,16 @@ const roster: ThresholdRoster = {
 const digests = SITES.map((id) => new Uint8Array(createHash('sha256').update(id).digest()));
 const epochId = epochIdOfDigests(roster, digests);
 
-function record(over: { fromRound?: number; readyRound?: number; signer?: string } = {}): ThresholdEpochBody {
+const confirmation = new Uint8Array(32).fill(5);
+
+function record(
+  over: {
+    fromRound?: number;
+    readyRound?: number;
+    signer?: string;
+    confirm?: (site: string) => Uint8Array;
+  } = {},
+): ThresholdEpochBody {
   const fromRound = over.fromRound ?? 9;
   return {
     generation: roster.generation,
@@ -41,6 +50,7 @@ function record(over: { fromRound?: number; readyRound?: number; signer?: string
           site: id,
           epochId,
           fromRound: over.readyRound ?? fromRound,
+          keyConfirmation: over.confirm?.(id) ?? confirmation,
         },
         over.signer ?? id,
         keys.get(over.signer ?? id)!,
@@ -80,6 +90,16 @@ describe('thresholdEpochProblem', () => {
 
   it('refuses a ready another site signed', () => {
     expect(thresholdEpochProblem(record({ signer: 'site-3' }), F, registry())).toMatch(/the ready of site-1/);
+  });
+
+  it('refuses readies that confirm different data keys, or none', () => {
+    const other = (site: string) => (site === 'site-2' ? new Uint8Array(32).fill(6) : confirmation);
+    expect(thresholdEpochProblem(record({ confirm: other }), F, registry())).toMatch(
+      /the ready of site-2 confirms another data key than site-1's/,
+    );
+    expect(thresholdEpochProblem(record({ confirm: () => new Uint8Array(0) }), F, registry())).toMatch(
+      /the ready of site-1 confirms no data key/,
+    );
   });
 
   it('refuses generation 0 (the key ceremony’s, never logged) and a short ready list', () => {

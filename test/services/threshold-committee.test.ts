@@ -20,6 +20,7 @@ import {
   decodeSharesObject,
   epochDealObjectName,
   epochPublicObjectName,
+  epochRoster,
   epochShareObjectName,
   sharesObjectName,
 } from '../../src/round/index.ts';
@@ -109,7 +110,7 @@ describe('a decryption committee (real nats-server, real members)', () => {
     await waitFor('a rotation', async () => (await epochs()).length >= 1, 120_000);
     const [epoch] = await epochs();
     expect(epoch!.sites.map((s) => [s.id, s.holds])).toEqual(SITES.map((s) => [s, HOLDERS.includes(s)]));
-    const g = epoch!.generation;
+    const g = epochRoster(F, epoch!);
     for (const dealer of SITES) {
       expect(await stored(epochDealObjectName(g, dealer))).toBeDefined();
       expect(await stored(epochPublicObjectName(g, dealer))).toBeDefined();

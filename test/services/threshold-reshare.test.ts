@@ -251,6 +251,18 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
           }),
         ],
         [
+          'an envelope whose signature does not verify',
+          seal({
+            ...body,
+            envelopes: body.envelopes.map((e, k) => {
+              if (k !== 0) return e;
+              const bad = e.envelope.slice();
+              bad[bad.length - 1]! ^= 1;
+              return { ...e, envelope: bad };
+            }),
+          }),
+        ],
+        [
           'an oversized envelope',
           seal({
             ...body,
@@ -267,6 +279,7 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
               site: 'site-3',
               epochId: new Uint8Array(32),
               fromRound: r.fromRound,
+              keyConfirmation: new Uint8Array(32),
             },
             'site-3',
             hostile.signing,
@@ -313,6 +326,7 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
         'a public share without its polynomial': 'BLOCK_MALFORMED',
         'envelopes out of roster order': 'BLOCK_MALFORMED',
         'an envelope missing': 'BLOCK_MALFORMED',
+        'an envelope whose signature does not verify': 'BLOCK_MALFORMED',
         'an oversized envelope': 'BLOCK_MALFORMED',
         'a ready in the deal phase': 'BLOCK_MALFORMED',
       });

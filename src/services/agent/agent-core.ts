@@ -164,7 +164,7 @@ export interface AgentCore {
    * a re-sharing; null with a shared key or when it cannot be read.
    */
   readonly thresholdGenesis: LoggedEpoch | null;
-  /** Threshold keys: re-sharing requests answered and acknowledged (`<generation>:<phase>`). */
+  /** Threshold keys: re-sharing requests answered and acknowledged (`<generation>:<roster seed>:<phase>`). */
   readonly epochAnswers: Set<string>;
   /**
    * Threshold keys: the data key of every re-shared epoch this site was in, by epoch id (hex); the

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { bytesEqual } from '../../../crypto/digest/index.ts';
 import { loadKemKeyPair, sealEnvelope, wipeKemKeyPair } from '../../../crypto/kem/index.ts';
@@ -24,10 +24,11 @@ import {
   PUBLIC_SHARE_CERT_MAX_BYTES,
 } from '../../round/index.ts';
 import { failpoint } from '../failpoint.ts';
-import { saveEpochDataKey } from '../site-threshold.ts';
+import { loadEpochDataKeys, saveEpochDataKey } from '../site-threshold.ts';
 import { aggregateStore } from '../store/index.ts';
 import {
   assembleEpoch,
+  dataKeyConfirmation,
   envelopeContents,
   holdersProblem,
   makeDeal,
@@ -70,9 +71,6 @@ export async function onEpochRequest(
   if (!r.sites.some((s) => s.id === member)) return undefined;
   if (failpoint('agent.epoch-request') === 'skip') return undefined; // a site that never re-shares
   if (Date.now() > r.deadlineUnixMs) return refuse('its deadline passed');
-  // The coordinator asks every heartbeat until it has the answer: one acknowledged answer is enough.
-  const asked = `${r.generation}:${r.phase}`;
-  if (core.epochAnswers.has(asked)) return undefined;
   const lanes = ctx.ckks as ThresholdLaneContext;
   let roster: ThresholdRoster;
   try {
@@ -80,6 +78,10 @@ export async function onEpochRequest(
   } catch (err) {
     return refuse(`its roster: ${describe(err)}`);
   }
+  // The coordinator asks every heartbeat until it has the answer: one acknowledged answer is
+  // enough (per roster: a generation tried again with another roster is another request).
+  const asked = `${r.generation}:${Buffer.from(epochSeed(roster)).toString('hex')}:${r.phase}`;
+  if (core.epochAnswers.has(asked)) return undefined;
   if (!roster.paramsId.every((b, i) => b === lanes.tc.paramsId[i]))
     return refuse('it names other threshold parameters');
   // The coordinator picks the roster, its holders and t; none may weaken the federation: every
@@ -219,23 +221,47 @@ async function collect(
   const { ctx, member } = core;
   const tc = (ctx.ckks as ThresholdLaneContext).tc;
   const keyFile = join(memberKeyDir(ctx.keysDir, member), thresholdFiles.key(member, roster.generation));
-  const ready = (epochId: Uint8Array) =>
+  const ready = (epochId: Uint8Array, dataKey: Uint8Array) =>
     sealControl(
       'epoch-ready',
-      { federation: roster.federation, generation: roster.generation, site: member, epochId, fromRound },
+      {
+        federation: roster.federation,
+        generation: roster.generation,
+        site: member,
+        epochId,
+        fromRound,
+        keyConfirmation: dataKeyConfirmation(dataKey, epochId),
+      },
       member,
       ctx.signing,
     );
   if (existsSync(keyFile)) {
     const held = loadThresholdKey(tc, keyFile, roster.federation);
-    try {
-      // A key file of this generation answers only the roster it was made for.
-      if (!bytesEqual(epochSeed(held.roster), epochSeed(roster))) {
-        throw new Error(`${keyFile} holds another roster of generation ${roster.generation}`);
+    // A key file of this generation made for another roster: an attempt the coordinator tried
+    // again after a restart, never logged (a logged generation is never asked again), so never
+    // used. It is erased and this roster's collected instead.
+    if (!bytesEqual(epochSeed(held.roster), epochSeed(roster))) {
+      const logged = [core.thresholdGenesis, ...core.follower.history.thresholdEpochs].some(
+        (e) => e !== null && e !== undefined && bytesEqual(e.epochId, held.epochId),
+      );
+      if (logged) {
+        wipeThresholdKey(held);
+        throw new Error(
+          `${keyFile} holds a logged epoch of generation ${roster.generation}, not this roster`,
+        );
       }
-      return ready(held.epochId);
-    } finally {
       wipeThresholdKey(held);
+      writeKeyFile(keyFile, new Uint8Array(statSync(keyFile).size), true);
+      rmSync(keyFile);
+    } else {
+      try {
+        const id = Buffer.from(held.epochId).toString('hex');
+        const dataKey = core.epochDataKeys.get(id) ?? loadEpochDataKeys(ctx.keysDir, member).get(id);
+        if (dataKey === undefined) throw new Error(`no data key of epoch ${id} beside ${keyFile}`);
+        return ready(held.epochId, dataKey);
+      } finally {
+        wipeThresholdKey(held);
+      }
     }
   }
   const store = aggregateStore(roster.federation);
@@ -244,11 +270,11 @@ async function collect(
   const certs = new Map<string, Uint8Array>();
   const envelopes = new Map<string, Uint8Array>();
   for (const s of roster.sites) {
-    const name = epochDealObjectName(roster.generation, s.id);
+    const name = epochDealObjectName(roster, s.id);
     certs.set(s.id, await fetchObject(core, store, name, PUBLIC_SHARE_CERT_MAX_BYTES));
     const c = envelopeContents(roster, s.id, member);
     if (!c.share && !c.contribution) continue;
-    const shareName = epochShareObjectName(roster.generation, s.id, member);
+    const shareName = epochShareObjectName(roster, s.id, member);
     envelopes.set(s.id, await fetchObject(core, store, shareName, envelopeMaxBytes(tc.polyBytes)));
   }
   const secretPath = join(pending, 'secret');
@@ -272,11 +298,11 @@ async function collect(
       },
       publicShareOf: (dealer) => ({
         bytes: certs.get(dealer)!,
-        name: `object ${epochDealObjectName(roster.generation, dealer)}`,
+        name: `object ${epochDealObjectName(roster, dealer)}`,
       }),
       envelopeOf: (dealer) => ({
         bytes: envelopes.get(dealer)!,
-        name: `object ${epochShareObjectName(roster.generation, dealer, member)}`,
+        name: `object ${epochShareObjectName(roster, dealer, member)}`,
       }),
     });
     try {
@@ -287,7 +313,7 @@ async function collect(
       // The key file holds the secret now: the pending copy goes.
       writeKeyFile(secretPath, new Uint8Array(tc.polyBytes), true);
       rmSync(pending, { recursive: true, force: true });
-      return ready(material.epochId);
+      return ready(material.epochId, dataKey);
     } finally {
       wipeThresholdKey(material);
       dataKey.fill(0);

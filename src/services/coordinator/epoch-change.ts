@@ -1,4 +1,5 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
+import { verifySealedEnvelope } from '../../../crypto/kem/index.ts';
 import {
   epochIdOfDigests,
   epochSeed,
@@ -24,13 +25,15 @@ import type { WriteOnceObjects } from '../store/index.ts';
 import {
   dealRecipients,
   decodePublicShare,
+  envelopeContents,
   holdersProblem,
   policyThreshold,
+  sharePurpose,
   thresholdRosterOf,
 } from '../threshold-dealing.ts';
 import type { CoordinatorLog } from './coordinator-log.ts';
 import type { Membership } from './membership.ts';
-import { EXCLUDED_ROUNDS, ReshareExclusions } from './reshare-exclusions.ts';
+import { EXCLUDED_ROUNDS, outvotedConfirmations, ReshareExclusions } from './reshare-exclusions.ts';
 
 /** What a re-sharing needs of the coordinator. */
 export interface EpochChangeHost {
@@ -98,7 +101,7 @@ export type EpochOutcome =
  *    heartbeat until answered); each site draws a fresh secret and sends its deal (its signed
  *    public share and one share sealed to each roster site, `epoch.<site>`). The coordinator
  *    checks the public share against the site's registered key and the recipients against the
- *    roster, and stores the deal write-once (`epoch-<g>-deal-<site>`).
+ *    roster, and stores the deal write-once (`epoch-<g>-<seed>-deal-<site>`).
  * 2. `collect`: once every deal is stored, each site reads them, opens the shares dealt to it,
  *    writes its key file and sends its signed ready for the epoch id (which binds the roster's seed
  *    and every public share).
@@ -257,6 +260,8 @@ export class EpochChanges {
       attempt.phase = 'collect';
       const collected = await this.#phase(host, attempt);
       if (collected !== undefined) return collected;
+      const split = this.#splitKeys(host, attempt);
+      if (split !== undefined) return split;
       const epoch: LoggedEpoch = { roster, epochId: attempt.epochId, fromRound: round };
       await host.log.append({
         thresholdEpoch: {
@@ -286,7 +291,8 @@ export class EpochChanges {
     const { phase, mandatory } = attempt;
     const answered = (id: string) =>
       phase === 'deal' ? attempt.deals.has(id) : attempt.readies.has(id) || attempt.complaints.has(id);
-    const done = () => attempt.roster.sites.every((s) => answered(s.id));
+    // A complaint ends the attempt at once: it will not be logged.
+    const done = () => attempt.complaints.size > 0 || attempt.roster.sites.every((s) => answered(s.id));
     const deadline = host.now() + ctx.config.crypto.threshold.reshareTimeoutMs;
     const body: ControlBodies['epoch-request'] = {
       federation: ctx.config.federation.id,
@@ -323,6 +329,26 @@ export class EpochChanges {
     const reason = `re-sharing generation ${attempt.roster.generation}: ${silent.join(', ')} sent no ${phase === 'deal' ? 'deal' : 'ready'} in time`;
     ctx.log.warn({ silent, generation: attempt.roster.generation }, reason);
     return { kind: 'failed', reason, silent, mandatory };
+  }
+
+  /**
+   * One data key for the whole roster: when the readies confirm more than one, the sites outside
+   * the largest group sit the next attempts out (as silent sites do) and nothing is logged. Which
+   * ready came first decides nothing, so a hostile site cannot leave the honest ones out by racing.
+   */
+  #splitKeys(host: EpochChangeHost, attempt: Attempt): EpochOutcome | undefined {
+    const confirmations = new Map(
+      [...attempt.readies].map(([site, bytes]) => [
+        site,
+        Buffer.from(openControl(bytes, 'epoch-ready', host.ctx.keys).body.keyConfirmation).toString('hex'),
+      ]),
+    );
+    const out = outvotedConfirmations(confirmations);
+    if (out.length === 0) return undefined;
+    this.#out.silent(out, attempt.fromRound);
+    const reason = `re-sharing generation ${attempt.roster.generation}: the readies confirm more than one data key; ${out.join(', ')} confirmed another than the most`;
+    host.ctx.log.warn({ generation: attempt.roster.generation, out }, reason);
+    return { kind: 'failed', reason, silent: out, mandatory: attempt.mandatory };
   }
 
   /**
@@ -407,13 +433,32 @@ export class EpochChanges {
       if (deal.envelopes.some((e) => e.envelope.length > cap)) {
         throw new BlockRejectedError('MALFORMED', `the deal of ${site} holds an envelope over ${cap} bytes`);
       }
+      // Each envelope is the dealer's, for its recipient and this roster, signed: what a
+      // recipient then cannot open is the dealer's doing alone, and draws a complaint.
+      for (const e of deal.envelopes) {
+        try {
+          verifySealedEnvelope(
+            e.envelope,
+            { federation, recipient: e.recipient, purpose: sharePurpose(attempt.roster, site) },
+            {
+              makers: (maker, keyId) =>
+                maker === site && keyId === key.keyId ? key : `not ${site}'s current key`,
+            },
+          );
+        } catch (cause) {
+          throw new BlockRejectedError(
+            'MALFORMED',
+            `the deal of ${site}: its envelope to ${e.recipient}: ${(cause as Error).message}`,
+            { cause },
+          );
+        }
+      }
       const store = await host.aggregates();
-      const generation = attempt.roster.generation;
       // Envelopes and c0 first, the certificate last: a site that finds the certificate finds the rest.
       for (const e of deal.envelopes)
-        await store.put(epochShareObjectName(generation, site, e.recipient), e.envelope);
-      await store.put(epochPublicObjectName(generation, site), share.c0);
-      await store.put(epochDealObjectName(generation, site), share.cert);
+        await store.put(epochShareObjectName(attempt.roster, site, e.recipient), e.envelope);
+      await store.put(epochPublicObjectName(attempt.roster, site), share.c0);
+      await store.put(epochDealObjectName(attempt.roster, site), share.cert);
       // The attempt may have ended while the deal was stored.
       if (this.#attempt !== attempt || attempt.phase !== 'deal') return;
       attempt.deals.set(site, { bytes: data.slice(), digest: share.digest });
@@ -429,10 +474,13 @@ export class EpochChanges {
       ) {
         throw new BlockRejectedError('WRONG_CONTEXT', `the complaint of ${site} is for another re-sharing`);
       }
-      if (complaint.dealer === site || !attempt.roster.sites.some((s) => s.id === complaint.dealer)) {
+      const sealed =
+        attempt.roster.sites.some((s) => s.id === complaint.dealer) &&
+        Object.values(envelopeContents(attempt.roster, complaint.dealer, site)).some(Boolean);
+      if (complaint.dealer === site || !sealed) {
         throw new BlockRejectedError(
           'MALFORMED',
-          `${site} complains about ${JSON.stringify(complaint.dealer)}, not another roster site`,
+          `${site} complains about ${JSON.stringify(complaint.dealer)}, which sealed nothing to it`,
         );
       }
       if (attempt.readies.has(site)) {
@@ -441,8 +489,16 @@ export class EpochChanges {
           `${site} already sent its ready for generation ${attempt.roster.generation}`,
         );
       }
-      if (!attempt.complaints.has(site)) attempt.complaints.set(site, complaint.dealer);
-      ctx.log.warn({ site, dealer: complaint.dealer, reason: complaint.reason }, 'complaint about a dealer');
+      const earlier = attempt.complaints.get(site);
+      if (earlier === complaint.dealer) return;
+      if (earlier !== undefined) {
+        throw new BlockRejectedError('DUPLICATE', `${site} already complained about ${earlier}`);
+      }
+      attempt.complaints.set(site, complaint.dealer);
+      ctx.log.warn(
+        { site, dealer: complaint.dealer, reason: complaint.reason.slice(0, 512) },
+        'complaint about a dealer',
+      );
       return;
     }
     if (attempt.complaints.has(site)) {
@@ -478,6 +534,9 @@ export class EpochChanges {
         'WRONG_CONTEXT',
         `${site} is ready for another epoch id than the stored public shares give`,
       );
+    }
+    if (!(ready.keyConfirmation instanceof Uint8Array) || ready.keyConfirmation.length !== 32) {
+      throw new BlockRejectedError('MALFORMED', `the ready of ${site} confirms no data key`);
     }
     // A site asked again signs its ready again (signatures are randomized): the first is kept.
     if (!attempt.readies.has(site)) attempt.readies.set(site, data.slice());

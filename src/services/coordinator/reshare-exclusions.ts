@@ -12,6 +12,11 @@ export const EXCLUDED_ROUNDS = 10;
  * - A site that accuses a second dealer within {@link EXCLUDED_ROUNDS} is taken for the liar (one
  *   hostile member cannot be the dealer of both): it is left out as an accused is, and the dealer
  *   it accused before comes back.
+ * - A dealer accused by two sites is taken for the culprit (one hostile member cannot be both
+ *   accusers): its accusers are not left out.
+ * - An accuser that is then silent, or outvoted on the data key, is taken for the liar and
+ *   forfeits its accusations: the dealers it accused come back (so a hostile accuser cannot keep
+ *   an honest site out by accusing it, going quiet, and accusing it again).
  *
  * Kept in the coordinator's memory: a restarted coordinator starts with no one left out.
  */
@@ -22,13 +27,26 @@ export class ReshareExclusions {
 
   /** Whether `site` sits out a re-sharing before round `round`. */
   isOut(site: string, round: number): boolean {
-    const r = this.#excluded.get(site) ?? this.#accused.get(site)?.round;
-    return r !== undefined && round - r <= EXCLUDED_ROUNDS;
+    const r = Math.max(this.#excluded.get(site) ?? -Infinity, this.#accused.get(site)?.round ?? -Infinity);
+    return round - r <= EXCLUDED_ROUNDS;
   }
 
-  /** Sites that did not answer an attempt for round `round`. */
+  /** Sites that did not answer an attempt for round `round` (or were outvoted on its data key). */
   silent(sites: readonly string[], round: number): void {
-    for (const id of sites) this.#excluded.set(id, round);
+    for (const id of sites) {
+      this.#excluded.set(id, round);
+      // An accuser that goes quiet after accusing is taken for the liar: otherwise accusing, then
+      // staying silent, then accusing again would keep an honest dealer out for ever.
+      const accused = this.#accusations.has(id);
+      this.#forfeit(id);
+      if (accused) this.#accused.set(id, { round, by: id });
+    }
+  }
+
+  /** The dealers `accuser` accused come back, unless another site accused them too. */
+  #forfeit(accuser: string): void {
+    for (const [dealer, a] of this.#accused) if (a.by === accuser) this.#accused.delete(dealer);
+    this.#accusations.delete(accuser);
   }
 
   /** An attempt's complaints (accuser → accused dealer) for round `round`; returns who sits out. */
@@ -43,7 +61,16 @@ export class ReshareExclusions {
         out.add(accuser);
         continue;
       }
+      const earlier = this.#accused.get(dealer);
       this.#accusations.set(accuser, { dealer, round });
+      if (earlier !== undefined && earlier.by !== accuser && round - earlier.round <= EXCLUDED_ROUNDS) {
+        // A second accuser of the same dealer: the dealer is the culprit, neither accuser is.
+        this.#accused.set(dealer, { round, by: '' });
+        this.#excluded.delete(earlier.by);
+        out.delete(earlier.by);
+        out.add(dealer);
+        continue;
+      }
       this.#accused.set(dealer, { round, by: accuser });
       this.#excluded.set(accuser, round);
       out.add(accuser).add(dealer);
@@ -56,4 +83,18 @@ export class ReshareExclusions {
     if (this.#excluded.size > 0) this.#excluded.clear();
     else this.#accused.clear();
   }
+}
+
+/**
+ * The sites whose ready confirms another data key than the largest group's (every site when two
+ * groups tie for largest); none when all confirm one. Which ready came first decides nothing, so
+ * a hostile site cannot leave the honest ones out by answering first.
+ */
+export function outvotedConfirmations(confirmations: ReadonlyMap<string, string>): string[] {
+  const groups = new Map<string, string[]>();
+  for (const [site, key] of confirmations) groups.set(key, [...(groups.get(key) ?? []), site]);
+  if (groups.size <= 1) return [];
+  const sorted = [...groups.values()].sort((a, b) => b.length - a.length);
+  const tie = sorted[0]!.length === sorted[1]!.length;
+  return (tie ? sorted : sorted.slice(1)).flat().sort();
 }
