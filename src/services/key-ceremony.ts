@@ -28,7 +28,7 @@ import {
   toPublicSigningKey,
   wipeSigningKeyPair,
 } from '../../crypto/signature/index.ts';
-import { holds, type ThresholdContext } from '../../crypto/threshold/index.ts';
+import { holds, type ThresholdContext, ThresholdLaneContext } from '../../crypto/threshold/index.ts';
 import { CryptoError, InvalidArgumentError } from '../errors/index.ts';
 import {
   assertMemberId,
@@ -61,6 +61,7 @@ import {
   issueMemberCertificate,
   memberNatsPaths,
 } from './nats-credentials.ts';
+import { openSiteThreshold } from './site-threshold.ts';
 import {
   type CollectedEpoch,
   collectThresholdShares,
@@ -525,18 +526,43 @@ export function loadSiteCkks(
 }
 
 /**
- * The keyset a site encodes and reads slot payloads with: in `he` mode its CKKS keyset
- * ({@link loadSiteCkks}, checked against `trust`); in `plain` mode there is no secret, and no
- * envelope is read.
+ * The keyset a site encodes and reads slot payloads with: in `he` mode with a shared key its CKKS
+ * keyset ({@link loadSiteCkks}, checked against `trust`); under threshold keys its own secret of
+ * the key ceremony's epoch, with its position ledger in `options.dataDir` (`openSiteThreshold`;
+ * it encrypts, and decrypts nothing alone); in `plain` mode there is no secret, and no envelope is
+ * read. `delete()` frees the keys (and closes the ledger).
  */
 export function loadSiteKeyset(
   lanes: LaneContext,
   dir: string,
   site: string,
   trust: EnvelopeTrust | string,
+  options: { readonly dataDir?: string } = {},
 ): LaneKeyset {
   if (lanes instanceof PlainLaneContext) return new PlainLaneKeyset(lanes);
   if (lanes instanceof CkksContext) return loadSiteCkks(lanes, dir, site, trust);
+  if (lanes instanceof ThresholdLaneContext) {
+    if (options.dataDir === undefined) {
+      throw new InvalidArgumentError('threshold keys need the site’s data folder (its position ledger)', {
+        details: { name: 'options.dataDir' },
+      });
+    }
+    const pin = typeof trust === 'string' ? undefined : trust.fingerprints['threshold'];
+    const t = openSiteThreshold({
+      lanes,
+      keysDir: dir,
+      dataDir: options.dataDir,
+      site,
+      federation: typeof trust === 'string' ? trust : trust.federation,
+      ...(pin === undefined ? {} : { pin }),
+    });
+    return {
+      ctx: lanes,
+      encrypt: (values, position) => t.keyset.encrypt(values, position),
+      decrypt: () => t.keyset.decrypt(),
+      delete: () => t.close(),
+    };
+  }
   throw new InvalidArgumentError(`unknown slot cipher of mode ${String(lanes.mode)}`);
 }
 

@@ -404,7 +404,9 @@ describe('a hostile site against a live federation', () => {
     await waitFor('a RoundOpen assigning the hostile site', () => opens.slice(since).some(shared), 60_000);
     const open = opens.slice(since).find(shared)!;
     const aggregator = open.assignments.find((a) => a.site === HOSTILE)!.aggregator;
-    const keyset = loadSiteKeyset(hostile.ckks, hostile.keysDir, HOSTILE, F);
+    const keyset = loadSiteKeyset(hostile.ckks, hostile.keysDir, HOSTILE, F, {
+      dataDir: hostile.config.paths.dataDir,
+    });
     const macKey = siteMacKey(hostile);
     const context = { federation: F, round: open.round, baseCommit: open.baseCommit, version: open.version };
     const options = {

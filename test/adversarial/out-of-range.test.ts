@@ -66,7 +66,9 @@ describe('a site that sends values out of every honest range', () => {
     for (const site of f.dep.sites.filter((s) => s !== HOSTILE)) await f.startAgent(site);
     hostile = await f.member(HOSTILE);
     const s = hostile.subjects;
-    const keyset = loadSiteKeyset(hostile.ckks, hostile.keysDir, HOSTILE, F);
+    const keyset = loadSiteKeyset(hostile.ckks, hostile.keysDir, HOSTILE, F, {
+      dataDir: hostile.config.paths.dataDir,
+    });
     const macKey = siteMacKey(hostile);
     const heartbeat = () =>
       sealControl(
