@@ -94,11 +94,14 @@ describe('federation end to end (real services, real nats-server)', () => {
     beforeAll(async () => {
       f = await create('e2eno');
       for (const a of f.dep.aggregators) await f.startAggregator(a);
-      // site-4's wrapped CKKS key is garbage: it starts, but cannot encrypt or decrypt.
-      writeFileSync(
-        join(f.dep.config.members!.keysDir, 'public', 'site-4.ckks.env'),
-        new Uint8Array(64).fill(7),
-      );
+      // site-4's key is garbage: it starts, but cannot encrypt or decrypt (its wrapped CKKS key;
+      // under threshold keys, its key file, and the data key that opens the decryption shares).
+      const keys = f.dep.config.members!.keysDir;
+      const garbage = (path: string) => writeFileSync(path, new Uint8Array(64).fill(7), { mode: 0o600 });
+      if (f.dep.config.crypto.keys === 'threshold') {
+        garbage(join(keys, 'site-4', 'site-4.threshold'));
+        garbage(join(keys, 'public', 'site-4.data.env'));
+      } else garbage(join(keys, 'public', 'site-4.ckks.env'));
       for (const s of f.dep.sites) await f.startAgent(s);
     });
     afterAll(async () => {

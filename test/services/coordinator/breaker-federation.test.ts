@@ -31,6 +31,9 @@ const OVERRIDES: Partial<CohortConfigInput> = {
       coolDownMs: COOL_DOWN_MS,
     },
   },
+  // Under threshold keys the two sites left at the end must be able to decrypt (the cases stop two
+  // sites, then three): t = 2 of 5, a test federation's choice, not a deployment's.
+  crypto: { threshold: { sites: 2 } },
   // Federated evaluation is the optional work level 2 drops (sites without validation rows send zeros).
   learning: {
     model: 'logreg',
