@@ -7,6 +7,9 @@
 // it must commit. The rows of docs/security.md's table are rendered from those assertions
 // (attack-ledger.ts): run with COHORT_WRITE_ATTACKS=1 to rewrite the section; otherwise it must be
 // the one observed.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { connect } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -404,9 +407,12 @@ describe('a hostile site against a live federation', () => {
     await waitFor('a RoundOpen assigning the hostile site', () => opens.slice(since).some(shared), 60_000);
     const open = opens.slice(since).find(shared)!;
     const aggregator = open.assignments.find((a) => a.site === HOSTILE)!.aggregator;
-    const keyset = loadSiteKeyset(hostile.ckks, hostile.keysDir, HOSTILE, F, {
-      dataDir: hostile.config.paths.dataDir,
-    });
+    // A hostile site keeps no position ledger: each send starts a fresh one (under threshold keys
+    // the honest ledger would refuse the second message at a position before it left).
+    const keysetOf = () =>
+      loadSiteKeyset(hostile.ckks, hostile.keysDir, HOSTILE, F, {
+        dataDir: mkdtempSync(join(tmpdir(), 'cohort-hostile-ledger-')),
+      });
     const macKey = siteMacKey(hostile);
     const context = { federation: F, round: open.round, baseCommit: open.baseCommit, version: open.version };
     const options = {
@@ -416,14 +422,20 @@ describe('a hostile site against a live federation', () => {
       crcChunkBytes: open.crcChunkBytes,
     };
     const send = (update: Float32Array, exampleWeight: number) => {
-      const e = encodeUpdate({
-        update,
-        residual: null,
-        credentials: { signer: HOSTILE, ckks: keyset, signing: hostile.signing, mac: macOf(macKey, open) },
-        context,
-        options,
-        exampleWeight,
-      });
+      const keyset = keysetOf();
+      let e: ReturnType<typeof encodeUpdate>;
+      try {
+        e = encodeUpdate({
+          update,
+          residual: null,
+          credentials: { signer: HOSTILE, ckks: keyset, signing: hostile.signing, mac: macOf(macKey, open) },
+          context,
+          options,
+          exampleWeight,
+        });
+      } finally {
+        keyset.delete();
+      }
       return requestOutcome(
         hostile.transport.request(s().update(aggregator, HOSTILE), e.blocks[0]!, { maxRetry: 0 }),
       );
@@ -432,7 +444,6 @@ describe('a hostile site against a live federation', () => {
     const small = await send(new Float32Array(10).fill(0.01), 500);
     const heavy = await send(new Float32Array(open.totalParams).fill(0.01), 1e12);
     const notPinnedAfter = aggregatorRejections(aggregator, 'NOT_PINNED');
-    keyset.delete();
     macKey.delete();
 
     // The hostile site votes NO on the round's PREPARE: the round aborts.
