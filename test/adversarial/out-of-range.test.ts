@@ -35,6 +35,9 @@ const OVERRIDES: Partial<CohortConfigInput> = {
   // Item 5 reads the model of every commit with the hostile update; its sit-outs double each time
   // it is struck (it never votes), so under load those commits can lie more than the default 50 back.
   history: { keepModels: 1_000_000 },
+  // Under threshold keys the hostile site, which answers no share request, holds no key share:
+  // these attacks are on the values it sends, not on decryption.
+  crypto: { threshold: { holders: ['site-1', 'site-2', 'site-3', 'site-4'] } },
   log: { level: 'error' },
 };
 /** The hostile site's claimed example count: the others have 800 (`learning.trainLimit`). */
