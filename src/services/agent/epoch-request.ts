@@ -170,24 +170,28 @@ function deal(core: AgentCore, roster: ThresholdRoster, pending: string): Uint8A
     signingKey: ctx.signing,
     kemKeys: (id) => view.currentKemKey(id),
   });
-  if (failpoint('agent.epoch-deal-garbage') === 'skip') {
-    // A dealer that seals garbage, signed, to the first other recipient (the complaint tests).
-    const k = made.envelopes.findIndex((e) => e.recipient !== member);
-    const victim = made.envelopes[k]!.recipient;
-    (made.envelopes as { recipient: string; envelope: Uint8Array }[])[k] = {
-      recipient: victim,
+  // A dealer that seals garbage, signed, to the first other recipient (the complaint tests).
+  const victim =
+    failpoint('agent.epoch-deal-garbage') === 'skip'
+      ? made.envelopes.findIndex((e) => e.recipient !== member)
+      : -1;
+  if (victim >= 0) {
+    const recipient = made.envelopes[victim]!.recipient;
+    (made.envelopes as { recipient: string; envelope: Uint8Array }[])[victim] = {
+      recipient,
       envelope: sealEnvelope(
         { id: member, key: ctx.signing },
-        view.currentKemKey(victim)!,
+        view.currentKemKey(recipient)!,
         new Uint8Array(64),
         {
           federation: roster.federation,
-          recipient: victim,
+          recipient,
           purpose: sharePurpose(roster, member),
         },
       ),
     };
   }
+
   try {
     const body: ControlBodies['epoch-deal'] = {
       federation: roster.federation,
