@@ -27,6 +27,7 @@ import {
   wipe,
   wipeThresholdKey,
 } from '../../crypto/threshold/index.ts';
+import type { CohortConfig } from '../config/index.ts';
 import { CryptoError, InvalidArgumentError } from '../errors/index.ts';
 import { memberKeyDir, publicKeyDir, type RegistryView } from '../registry/index.ts';
 
@@ -772,20 +773,15 @@ export function maxShareBundleBytesFor(
  * unrevoked — whether or not they are live. A re-sharing among fewer sites keeps this threshold
  * (or is not made), so that no coordinator can lower it by leaving sites out of a roster.
  */
-export function policyThreshold(input: {
-  /** The configuration's sites. */
-  readonly sites: readonly string[];
-  /** `crypto.threshold.holders`, when set. */
-  readonly holders?: readonly string[] | undefined;
+export function policyThreshold(
+  config: Pick<CohortConfig, 'crypto' | 'round'> & { readonly members?: CohortConfig['members'] },
   /** Whether the registry lists `id` as an enrolled, unrevoked site. */
-  readonly enrolled: (id: string) => boolean;
-  /** `crypto.threshold.sites`, when set. */
-  readonly threshold?: number | undefined;
-  readonly minContributors: number;
-}): number {
-  if (input.threshold !== undefined) return input.threshold;
-  const n = (input.holders ?? input.sites).filter((id) => input.enrolled(id)).length;
-  return defaultThreshold(Math.max(n, 1), input.minContributors);
+  enrolled: (id: string) => boolean,
+): number {
+  const { holders, sites: threshold } = config.crypto.threshold;
+  if (threshold !== undefined) return threshold;
+  const n = (holders ?? config.members?.sites.map((s) => s.id) ?? []).filter(enrolled).length;
+  return defaultThreshold(Math.max(n, 1), config.round.minContributors);
 }
 
 /**

@@ -210,6 +210,16 @@ export class Federation {
     return member;
   }
 
+  /**
+   * Stops the in-process agent of site `id` and starts it again as a `cohort agent` process with
+   * failpoint `failpoint` armed (a site that crashes or misbehaves at one step), logging at info.
+   */
+  async agentProcessInstead(id: string, failpoint: string): Promise<MemberProcess> {
+    await this.agents.get(id)?.stop();
+    this.agents.delete(id);
+    return this.spawn('agent', id, ['--set', 'log.level=info'], { COHORT_FAILPOINT: failpoint });
+  }
+
   /** The output of every child process, for a failing test's report. */
   dumpOutput(): string {
     return [...this.processes.values()].map((p) => `--- ${p.id} ---\n${p.output}`).join('\n');
@@ -222,6 +232,28 @@ export class Federation {
     options: CoordinatorOptions = {},
   ): Promise<CoordinatorSummary> {
     return this.startCoordinator({ rounds, onEvent, switchWaitMs: 5000, ...options }).done;
+  }
+
+  /**
+   * A coordinator running rounds until stopped, and the decisions it makes, in order, as they come
+   * (round, commit, contributors).
+   */
+  startDecidingCoordinator(): {
+    readonly coordinator: CoordinatorHandle;
+    readonly decided: readonly { round: number; commit: boolean; contributors: number }[];
+  } {
+    const decided: { round: number; commit: boolean; contributors: number }[] = [];
+    const coordinator = this.startCoordinator({
+      rounds: 1000,
+      switchWaitMs: 5000,
+      onEvent: (e) => {
+        if (e.type === 'decision') {
+          const { round, commit, contributors } = e.summary;
+          decided.push({ round, commit, contributors });
+        }
+      },
+    });
+    return { coordinator, decided };
   }
 
   startCoordinator(options: CoordinatorOptions): CoordinatorHandle {

@@ -45,7 +45,7 @@ const OVERRIDES = {
 describe('a decryption committee (real nats-server, real members)', () => {
   let f: Federation;
   let coordinator: CoordinatorHandle;
-  const decided: { round: number; commit: boolean; contributors: number }[] = [];
+  let decided: readonly { round: number; commit: boolean; contributors: number }[] = [];
   const epochs = async (): Promise<ThresholdEpochBody[]> =>
     (await f.logEntries()).flatMap((e) => (e.record.thresholdEpoch ? [e.record.thresholdEpoch] : []));
   /** An object of the aggregates store as the coordinator reads it; undefined when absent. */
@@ -59,18 +59,7 @@ describe('a decryption committee (real nats-server, real members)', () => {
     f = await Federation.create(F, { aggregators: 1, sites: SITES.length, overrides: OVERRIDES });
     await f.startAggregator(f.dep.aggregators[0]!);
     for (const s of f.dep.sites) await f.startAgent(s);
-    coordinator = f.startCoordinator({
-      rounds: 1000,
-      switchWaitMs: 5000,
-      onEvent: (e) => {
-        if (e.type === 'decision')
-          decided.push({
-            round: e.summary.round,
-            commit: e.summary.commit,
-            contributors: e.summary.contributors,
-          });
-      },
-    });
+    ({ coordinator, decided } = f.startDecidingCoordinator());
   }, 120_000);
   afterAll(async () => {
     await coordinator?.stop();
@@ -189,11 +178,7 @@ describe('a decryption committee (real nats-server, real members)', () => {
 
   it('a dealer that seals garbage to a holder draws its complaint: the next epoch leaves out both, and rounds go on', async () => {
     // site-5 runs as a process that seals 64 signed bytes, not a share, to site-1 in every deal.
-    await f.agents.get('site-5')!.stop();
-    f.agents.delete('site-5');
-    const garbage = f.spawn('agent', 'site-5', ['--set', 'log.level=info'], {
-      COHORT_FAILPOINT: 'agent.epoch-deal-garbage:skip',
-    });
+    const garbage = await f.agentProcessInstead('site-5', 'agent.epoch-deal-garbage:skip');
     try {
       const before = (await epochs()).length;
       await waitFor(

@@ -94,6 +94,29 @@ beforeAll(async () => {
   keys = new Map(SITES.map((site) => [site, loadThresholdKey(ctx, collected.get(site)!.keyFile, FED)]));
 });
 
+/**
+ * Every site encrypts the same slots (k mod 1000) at one position; the `decrypting` sites of
+ * `r` combine their decryption shares of that sum. Returns the decoded slots.
+ */
+function encryptAllThenDecrypt(
+  r: ThresholdRoster,
+  material: ReadonlyMap<string, ThresholdKeyMaterial>,
+  decrypting: readonly string[],
+): Float64Array {
+  const crp = commonRandomPoly(ctx, material.get(SITES[0]!)!.epochId, 'round:1', 0);
+  const values = Float64Array.from({ length: ctx.slots }, (_, k) => k % 1000);
+  const c0 = zeroPoly(ctx);
+  for (const site of SITES)
+    addInto(ctx, c0, SiteSecret.fromWords(ctx, material.get(site)!.secret).encrypt(values, crp));
+  const points = decrypting.map((s) => r.sites.find((x) => x.id === s)!.point);
+  const shares = decrypting.map((s, k) => {
+    const sum = zeroPoly(ctx);
+    for (const dealer of SITES) addInto(ctx, sum, material.get(s)!.shares.get(dealer)!);
+    return decryptionShare(ctx, roundDecryptionKey(ctx, sum, points, points[k]!), crp);
+  });
+  return combineShares(ctx, c0, shares);
+}
+
 /** Every file under the ceremony folder, with its bytes. */
 function everyFile(): Map<string, Uint8Array> {
   const out = new Map<string, Uint8Array>();
@@ -130,22 +153,11 @@ describe('threshold dealing', () => {
   });
 
   it('any t key files decrypt the sum of the sites’ ciphertexts; each site encrypts under its own secret', () => {
-    const crp = commonRandomPoly(ctx, keys.get('site-a')!.epochId, 'round:1', 0);
-    const values = Float64Array.from({ length: ctx.slots }, (_, k) => k % 1000);
-    const c0 = zeroPoly(ctx);
-    for (const site of SITES)
-      addInto(ctx, c0, SiteSecret.fromWords(ctx, keys.get(site)!.secret).encrypt(values, crp));
     for (const decrypting of [
       ['site-a', 'site-b', 'site-c'],
       ['site-b', 'site-c', 'site-d'],
     ]) {
-      const points = decrypting.map((s) => roster.sites.find((r) => r.id === s)!.point);
-      const shares = decrypting.map((s, k) => {
-        const sum = zeroPoly(ctx);
-        for (const dealer of SITES) addInto(ctx, sum, keys.get(s)!.shares.get(dealer)!);
-        return decryptionShare(ctx, roundDecryptionKey(ctx, sum, points, points[k]!), crp);
-      });
-      const got = combineShares(ctx, c0, shares);
+      const got = encryptAllThenDecrypt(roster, keys, decrypting);
       for (let k = 0; k < 100; k++) expect(Math.round(got[k]!) + 0).toBe(4 * (k % 1000));
     }
   });
@@ -284,18 +296,7 @@ describe('a decryption committee: every site deals only to the key holders', () 
   });
 
   it('the t holders decrypt the sum of every site’s ciphertext exactly', () => {
-    const crp = commonRandomPoly(ctx, held.get('site-a')!.epochId, 'round:1', 0);
-    const values = Float64Array.from({ length: ctx.slots }, (_, k) => k % 1000);
-    const c0 = zeroPoly(ctx);
-    for (const site of SITES)
-      addInto(ctx, c0, SiteSecret.fromWords(ctx, held.get(site)!.secret).encrypt(values, crp));
-    const points = HOLDERS.map((s) => committee.sites.find((r) => r.id === s)!.point);
-    const shares = HOLDERS.map((s, k) => {
-      const sum = zeroPoly(ctx);
-      for (const dealer of SITES) addInto(ctx, sum, held.get(s)!.shares.get(dealer)!);
-      return decryptionShare(ctx, roundDecryptionKey(ctx, sum, points, points[k]!), crp);
-    });
-    const got = combineShares(ctx, c0, shares);
+    const got = encryptAllThenDecrypt(committee, held, HOLDERS);
     for (let k = 0; k < 200; k++) expect(Math.round(got[k]!) + 0).toBe(4 * (k % 1000));
   });
 

@@ -35,7 +35,7 @@ const OVERRIDES = {
 describe('re-sharing the threshold key epoch (real nats-server, real members)', () => {
   let f: Federation;
   let coordinator: CoordinatorHandle;
-  const decided: { round: number; commit: boolean; contributors: number }[] = [];
+  let decided: readonly { round: number; commit: boolean; contributors: number }[] = [];
   /** Logged epochs; read at most every 250 ms while waiting (each read verifies the whole log). */
   let read = { at: 0, epochs: [] as ThresholdEpochBody[] };
   const epochs = async (): Promise<ThresholdEpochBody[]> => {
@@ -62,18 +62,7 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
     });
     await f.startAggregator(f.dep.aggregators[0]!);
     for (const s of ['site-1', 'site-2', 'site-3']) await f.startAgent(s);
-    coordinator = f.startCoordinator({
-      rounds: 1000,
-      switchWaitMs: 5000,
-      onEvent: (e) => {
-        if (e.type === 'decision')
-          decided.push({
-            round: e.summary.round,
-            commit: e.summary.commit,
-            contributors: e.summary.contributors,
-          });
-      },
-    });
+    ({ coordinator, decided } = f.startDecidingCoordinator());
   }, 120_000);
   afterAll(async () => {
     await coordinator?.stop();
@@ -195,11 +184,7 @@ describe('re-sharing the threshold key epoch (real nats-server, real members)', 
 
   it('a site that never re-shares is left out of the next attempt; the federation goes on without it', async () => {
     // site-3 runs as a process that ignores every epoch request.
-    await f.agents.get('site-3')!.stop();
-    f.agents.delete('site-3');
-    const silent = f.spawn('agent', 'site-3', ['--set', 'log.level=info'], {
-      COHORT_FAILPOINT: 'agent.epoch-request:skip',
-    });
+    const silent = await f.agentProcessInstead('site-3', 'agent.epoch-request:skip');
     // Meanwhile site-3's credentials (its signing key and NATS user, opened here as a second
     // connection) attack the re-sharing intake while its slot is empty: every message a site can
     // send on its one subject, `epoch.site-3`, that is not its honest deal is refused, by reason.

@@ -167,11 +167,7 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
 
   it('a contributor that dies after its upload is not asked for shares: the round commits with its update', async () => {
     // site-3 runs as a process that SIGKILLs itself once its whole update of round 3 is acknowledged.
-    await f.agents.get('site-3')!.stop();
-    f.agents.delete('site-3');
-    const dying = f.spawn('agent', 'site-3', ['--set', 'log.level=info'], {
-      COHORT_FAILPOINT: 'agent.update-sent@3',
-    });
+    const dying = await f.agentProcessInstead('site-3', 'agent.update-sent@3');
     await waitFor('site-3 ready as a process', () => dying.output.includes('agent ready'), 60_000);
     const third = await f.runCoordinator(3);
     expect(third.rounds.map((r) => [r.round, r.commit, r.contributors])).toEqual([[3, true, 4]]);
@@ -184,11 +180,7 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
 
   it('a decrypter that never answers fails its attempt and is struck; the next round commits without it', async () => {
     await f.startAgent('site-3');
-    await f.agents.get('site-2')!.stop();
-    f.agents.delete('site-2');
-    const silent = f.spawn('agent', 'site-2', ['--set', 'log.level=info'], {
-      COHORT_FAILPOINT: 'agent.share-request:skip',
-    });
+    const silent = await f.agentProcessInstead('site-2', 'agent.share-request:skip');
     await waitFor('site-2 ready as a process', () => silent.output.includes('agent ready'), 60_000);
     await waitFor(
       'every site at the head',
@@ -528,11 +520,7 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
     // coordinator, which cannot open bundles, accepts it) but sealed under a key other than the data
     // key. site-2 itself runs as a process that never answers, so this bundle is the only one of
     // site-2. t = 3 of the epoch's three sites: site-2 is in every decrypting set.
-    await f.agents.get('site-2')!.stop();
-    f.agents.delete('site-2');
-    const garbler = f.spawn('agent', 'site-2', ['--set', 'log.level=info'], {
-      COHORT_FAILPOINT: 'agent.share-request:skip',
-    });
+    const garbler = await f.agentProcessInstead('site-2', 'agent.share-request:skip');
     const hostile = await f.member('site-2');
     const keys = f.dep.config.members!.keysDir;
     const own = readdirSync(join(keys, 'site-2')).find((n) => /\.g\d+\.threshold$/.test(n))!;

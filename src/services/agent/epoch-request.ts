@@ -99,13 +99,7 @@ export async function onEpochRequest(
   const configuredHolders = ctx.config.crypto.threshold.holders;
   const wrongHolders = holdersProblem(roster, configuredHolders);
   if (wrongHolders !== undefined) return refuse(wrongHolders);
-  const minimum = policyThreshold({
-    sites: ctx.members.sites.map((s) => s.id),
-    holders: configuredHolders,
-    enrolled,
-    threshold: ctx.config.crypto.threshold.sites,
-    minContributors: ctx.config.round.minContributors,
-  });
+  const minimum = policyThreshold(ctx.config, enrolled);
   if (roster.threshold < minimum) {
     return refuse(`its threshold ${roster.threshold} is below the federation's ${minimum}`);
   }

@@ -58,7 +58,7 @@ interface Attempt {
   /** The epoch id the stored public shares give (set when every deal is in). */
   epochId: Uint8Array | undefined;
   /** Site → its signed ready. */
-  readonly readies: Map<string, Uint8Array>;
+  readonly readies: Map<string, { readonly bytes: Uint8Array; readonly keyConfirmation: string }>;
   /** Site → the dealer it complained about (phase collect), instead of a ready. */
   readonly complaints: Map<string, string>;
   readonly fromRound: number;
@@ -155,13 +155,7 @@ export class EpochChanges {
       return { sites, why: `${unnamed.join(', ')} no longer configured as key holders`, mandatory: true };
     const joining = wanted.filter((id) => !inRoster.has(id));
     if (joining.length > 0) return { sites, why: `${joining.join(', ')} enrolled`, mandatory: false };
-    const policy = policyThreshold({
-      sites: ctx.members.sites.map((s) => s.id),
-      holders,
-      enrolled,
-      threshold: ctx.config.crypto.threshold.sites,
-      minContributors: ctx.config.round.minContributors,
-    });
+    const policy = policyThreshold(ctx.config, enrolled);
     const committee = holdersProblem(current.roster, holders);
     if (committee !== undefined || current.roster.threshold < policy) {
       return {
@@ -206,13 +200,10 @@ export class EpochChanges {
       const view = host.log.history.registry ?? ctx.registryView;
       // The threshold of the whole enrolled membership, not of the sites live now: a roster of
       // fewer sites keeps it, and sites refuse to deal to a lower one.
-      const threshold = policyThreshold({
-        sites: ctx.members.sites.map((s) => s.id),
-        holders: ctx.config.crypto.threshold.holders,
-        enrolled: (id) => view.role(id) === 'site' && !view.isRevoked(id, round),
-        threshold: ctx.config.crypto.threshold.sites,
-        minContributors: ctx.config.round.minContributors,
-      });
+      const threshold = policyThreshold(
+        ctx.config,
+        (id) => view.role(id) === 'site' && !view.isRevoked(id, round),
+      );
       roster = thresholdRosterOf({
         federation: ctx.config.federation.id,
         paramsId: lanes.tc.paramsId,
@@ -271,7 +262,7 @@ export class EpochChanges {
           threshold: roster.threshold,
           sites: epochSites(roster),
           fromRound: round,
-          readies: roster.sites.map((s) => attempt.readies.get(s.id)!),
+          readies: roster.sites.map((s) => attempt.readies.get(s.id)!.bytes),
           publicShareDigests: digests,
         },
       });
@@ -337,12 +328,7 @@ export class EpochChanges {
    * ready came first decides nothing, so a hostile site cannot leave the honest ones out by racing.
    */
   #splitKeys(host: EpochChangeHost, attempt: Attempt): EpochOutcome | undefined {
-    const confirmations = new Map(
-      [...attempt.readies].map(([site, bytes]) => [
-        site,
-        Buffer.from(openControl(bytes, 'epoch-ready', host.ctx.keys).body.keyConfirmation).toString('hex'),
-      ]),
-    );
+    const confirmations = new Map([...attempt.readies].map(([site, r]) => [site, r.keyConfirmation]));
     const out = outvotedConfirmations(confirmations);
     if (out.length === 0) return undefined;
     this.#out.silent(out, attempt.fromRound);
@@ -509,7 +495,7 @@ export class EpochChanges {
     }
     const earlier = attempt.readies.get(site);
     if (earlier !== undefined) {
-      if (bytesEqual(earlier, data)) return;
+      if (bytesEqual(earlier.bytes, data)) return;
       throw new BlockRejectedError(
         'DUPLICATE',
         `${site} already sent its ready for generation ${attempt.roster.generation}`,
@@ -539,7 +525,12 @@ export class EpochChanges {
       throw new BlockRejectedError('MALFORMED', `the ready of ${site} confirms no data key`);
     }
     // A site asked again signs its ready again (signatures are randomized): the first is kept.
-    if (!attempt.readies.has(site)) attempt.readies.set(site, data.slice());
+    if (!attempt.readies.has(site)) {
+      attempt.readies.set(site, {
+        bytes: data.slice(),
+        keyConfirmation: Buffer.from(ready.keyConfirmation).toString('hex'),
+      });
+    }
   }
 }
 

@@ -21,6 +21,7 @@ function host(
       config: {
         crypto: { threshold: { ...threshold, rotateEveryRounds: 0 } },
         round: { minContributors: 2 },
+        members: { sites: SITES.map((id) => ({ id })) },
       },
       members: { sites: SITES.map((id) => ({ id })) },
       registryView: view,
