@@ -8,7 +8,6 @@
 // vote is BLOCK_MAC_MISMATCH), the decision must name agg-1 as the culprit with its partial kept
 // as evidence, no honest site may be struck for it, and every honest round must commit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CkksContext } from '../../crypto/ckks/index.ts';
 import type { CohortConfigInput } from '../../src/config/index.ts';
 import {
   assembleUpdate,
@@ -78,7 +77,8 @@ describe('a hostile aggregator in a live federation, randomized', () => {
     f = await Federation.create(F, { aggregators: 1, sites: 4, overrides: OVERRIDES });
     evil = await f.member(AGG);
     const s = evil.subjects;
-    const ctx = evil.ckks as CkksContext;
+    // The federation's lane context: a SEAL ciphertext under a shared key, a c0 under threshold keys.
+    const ctx = evil.ckks;
     const write = contributionWriter(evil.transport.connection, F, AGG);
     const draw = rng(0x22);
     let lies = 0;

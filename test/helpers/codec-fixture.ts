@@ -11,11 +11,13 @@ import {
   type SignatureAlgorithm,
   type SigningKeyPair,
 } from '../../crypto/signature/index.ts';
+import { addInto, ThresholdLaneContext } from '../../crypto/threshold/index.ts';
 import {
   BlockVerifier,
   type CodecOptions,
   codecEncoding,
   dataSlotsOfBlock,
+  payloadPositionLabel,
   type RoundContext,
   type RoundMac,
   type SiteCredentials,
@@ -132,17 +134,28 @@ export function sumCiphertexts(
 /**
  * A ciphertext with a plaintext added to its slots (`delta`, slot by slot; 0 beyond its length):
  * what anyone can do to a CKKS ciphertext without any key, at the ciphertext's level and scale.
+ * Under threshold keys the payload is a c0 alone, and the encoded plaintext is added to it.
  */
-export function addPlaintext(ctx: CkksContext, ciphertext: Uint8Array, delta: Float64Array): Uint8Array {
-  const ct = ctx.loadCiphertext(ciphertext);
-  const plain = new ctx.seal.Plaintext();
+export function addPlaintext(ctx: LaneContext, ciphertext: Uint8Array, delta: Float64Array): Uint8Array {
+  const values = new Float64Array(ctx.slots);
+  values.set(delta.subarray(0, ctx.slots));
+  if (ctx instanceof ThresholdLaneContext) {
+    const v = ctx.loadCiphertext(ciphertext);
+    try {
+      addInto(ctx.tc, v.c0, ctx.tc.encode(values));
+      return ctx.serialize(v);
+    } finally {
+      v.delete();
+    }
+  }
+  const seal = ctx as CkksContext;
+  const ct = seal.loadCiphertext(ciphertext);
+  const plain = new seal.seal.Plaintext();
   try {
-    const values = new Float64Array(ctx.slots);
-    values.set(delta.subarray(0, ctx.slots));
-    ctx.encoder.encode(values, ctx.scale, plain);
-    ctx.evaluator.plainModSwitchToInplace(plain, ctx.lastParmsId);
-    ctx.evaluator.addPlain(ct, plain, ct);
-    return ctx.serialize(ct);
+    seal.encoder.encode(values, seal.scale, plain);
+    seal.evaluator.plainModSwitchToInplace(plain, seal.lastParmsId);
+    seal.evaluator.addPlain(ct, plain, ct);
+    return seal.serialize(ct);
   } finally {
     plain.delete();
     ct.delete();
@@ -166,13 +179,15 @@ export function hostileUpdate(
   const encoding = codecEncoding(site.ckks.ctx, options);
   const layout = updateLayout(totalParams, encoding);
   const tagger = new UpdateTagger(site.mac, layout, site.signer);
+  // At the round attempt's positions, as an honest site encrypts (threshold keys need them).
+  const label = payloadPositionLabel(site.mac.nonce);
   const ciphertexts: Uint8Array[] = [];
   for (let b = 0; b < layout.blocks; b++) {
     const { count } = dataSlotsOfBlock(layout, b);
     const slots = new Float64Array(encoding.slots);
     slots.set(slotValues(b, count).subarray(0, count));
     tagger.block(b, slots);
-    ciphertexts.push(site.ckks.encrypt(slots));
+    ciphertexts.push(site.ckks.encrypt(slots, { label, index: b }));
   }
   return signBlocks(
     context,

@@ -35,7 +35,13 @@ import {
   type ShareContext,
   sharesDecryptor,
 } from '../../src/round/index.ts';
-import { randomUpdate, roundContext, roundMac } from '../helpers/codec-fixture.ts';
+import {
+  addPlaintext,
+  randomUpdate,
+  roundContext,
+  roundMac,
+  sumCiphertexts,
+} from '../helpers/codec-fixture.ts';
 import { blockReason } from '../helpers/error-code.ts';
 
 const IDS = ['site-1', 'site-2', 'site-3', 'site-4'];
@@ -176,6 +182,33 @@ describe('decryption share bundles', () => {
     expect(decoded.contributors).toBe(4);
     expect(decoded.clamped).toBe(0);
     expect(decoded.laneSums).toEqual(reference.laneSums);
+  });
+
+  it('an aggregate that is not its listed sum (one site’s update listed as all, doubled, or plus a plaintext) decrypts to noise', () => {
+    // A share depends on the listed contributors and the position, never on the aggregate's bytes:
+    // it removes a·Σ s_i over the cohort from whatever c0 it is combined with. One site's c0 alone
+    // keeps a·s_i of every other listed site: uniform noise, not that site's update. Whoever holds
+    // every contribution (an aggregator) learns from the shares only what the honest sum shows.
+    const ctx = context();
+    const opened = new Map(ctx.decrypting.map((d) => [d.site, open(d.site, bundle(d.site, ctx), ctx)]));
+    const decryptor = sharesDecryptor(lanes, ctx, opened);
+    const bound = 2 ** (lanes.params.exactBits + 2);
+    const noisy = (payload: Uint8Array) => {
+      const slots = decryptor.decrypt(payload, 0);
+      return slots.filter((v) => !(Math.abs(v) < bound)).length / slots.length;
+    };
+    const alone = updates[0]!.ciphertexts[0]!;
+    const doubled = sumCiphertexts(lanes, [updates[0]!, updates[0]!])[0]!;
+    const shifted = addPlaintext(lanes, alone, new Float64Array(lanes.slots).fill(12_345));
+    const honest = sumCiphertexts(lanes, updates)[0]!;
+    try {
+      // Uniform coefficients mod q decode to slots of about √N · q / (2Δ) ≈ 2^49: a few land below
+      // the bound by chance; an honest sum never leaves it.
+      for (const lie of [alone, doubled, shifted]) expect(noisy(lie)).toBeGreaterThan(0.9);
+      expect(noisy(honest)).toBe(0);
+    } finally {
+      decryptor.delete();
+    }
   });
 
   it('one bundle per attempt: the same context gets the same bytes, after a restart too; another set or cohort is refused', () => {
