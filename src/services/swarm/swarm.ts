@@ -53,14 +53,15 @@ export interface SwarmHandle {
  * `openMember` (its own signing key, its own NATS connection with its own NKEY and TLS certificate,
  * so nats-server enforces its permissions) and `startAgent`. Every agent signs its updates, votes,
  * switches and heartbeats with its own key; what the members share is the process: one SEAL
- * runtime (`getCkksContext` caches it) and one CKKS keyset, unwrapped once from the first member's
- * envelope — every site of a federation holds the same CKKS secret, and a keyset per agent would
- * only multiply memory. A member that fails to start is reported (`onFailure`,
+ * runtime (`getCkksContext` caches it) and, under a shared key (`crypto.keys: shared`), one CKKS
+ * keyset, unwrapped once from the first member's envelope — every site holds the same CKKS secret,
+ * and a keyset per agent would only multiply memory. Under threshold keys each agent loads its own
+ * secret (a site's secret is its own; none is shared). A member that fails to start is reported (`onFailure`,
  * {@link SwarmHandle.failures}) after `attempts` tries and the others run on; so is an agent that
  * halts.
  *
  * @throws InvalidArgumentError when `members` is empty, holds a duplicate or a member that is not
- *   a site; CryptoError when the shared CKKS keyset cannot be unwrapped.
+ *   a site; CryptoError when the shared CKKS keyset (`crypto.keys: shared`) cannot be unwrapped.
  */
 export async function startSwarm(config: CohortConfig, options: SwarmOptions): Promise<SwarmHandle> {
   const members = options.members;
@@ -85,11 +86,14 @@ export async function startSwarm(config: CohortConfig, options: SwarmOptions): P
 
   const t0 = performance.now();
   const swarm = new Swarm(options, members.length > 1 ? new SharedLogReads() : undefined);
-  const first = await openMember(config, members[0]!);
-  try {
-    swarm.keyset = loadSiteKeyset(first.ckks, first.keysDir, first.member, envelopeTrust(first));
-  } finally {
-    await first.close();
+  // Threshold keys: each site holds its own secret, dealt at the key epoch, and loads it itself.
+  if (config.crypto.keys === 'shared') {
+    const first = await openMember(config, members[0]!);
+    try {
+      swarm.keyset = loadSiteKeyset(first.ckks, first.keysDir, first.member, envelopeTrust(first));
+    } finally {
+      await first.close();
+    }
   }
   let next = 0;
   const worker = async () => {
@@ -151,7 +155,7 @@ class Swarm implements SwarmHandle {
         this.#shared === undefined ? {} : { sharedLogReads: this.#shared },
       );
       const agentOptions: AgentOptions = {
-        keysetOverride: this.keyset!,
+        ...(this.keyset === undefined ? {} : { keysetOverride: this.keyset }),
         ...(this.#shared === undefined ? {} : { sharedLogReads: this.#shared }),
         ...(this.#options.syntheticRows === undefined
           ? {}
