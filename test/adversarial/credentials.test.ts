@@ -65,7 +65,9 @@ beforeAll(async () => {
     federation: F,
     aggregators: 1,
     sites: 3,
-    overrides: { learning: { model: 'logreg' }, log: { level: 'error' } },
+    // Item 9 attacks the shared key's envelopes (`site.ckks.env`); the threshold scheme's sealed
+    // shares are attacked in threshold-reshare.test.ts and threshold-committee.test.ts.
+    overrides: { learning: { model: 'logreg' }, log: { level: 'error' }, crypto: { keys: 'shared' } },
   });
 }, 120_000);
 
@@ -153,7 +155,7 @@ describe('9: key envelopes', () => {
     const genuine = outcome(load);
     ledger.record(
       9,
-      'an outsider who knows site-2\u2019s public KEM key writes its `site-2.ckks.env` (its own CKKS key)',
+      'under a shared key (`crypto.keys: shared`), an outsider who knows site-2\u2019s public KEM key writes its `site-2.ckks.env` (its own CKKS key)',
       [
         refusedAs('ENVELOPE_UNSIGNED', bare, 'site-2'),
         holds('the error names the file', bare.includes('site-2.ckks.env')),

@@ -22,7 +22,15 @@ describe('cohort keys threshold deal | collect', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'cohort-keys-threshold-'));
-    dep = await createLocalDeployment({ dir, federation: 'byhand', aggregators: 1, sites: 4 });
+    // Made with a shared key, so that no threshold ceremony has run yet: the test runs it by hand
+    // (`--set crypto.keys=threshold`).
+    dep = await createLocalDeployment({
+      dir,
+      federation: 'byhand',
+      aggregators: 1,
+      sites: 4,
+      overrides: { crypto: { keys: 'shared' } },
+    });
   }, 60_000);
   afterAll(async () => {
     await dep?.stop();
@@ -73,7 +81,7 @@ describe('cohort keys threshold deal | collect', () => {
     }
   }, 120_000);
 
-  it('refuses a configuration that does not set crypto.keys: threshold, and a member that is not a site', async () => {
+  it('refuses a configuration with crypto.keys: shared, and a member that is not a site', async () => {
     const shared = await cohort(
       'keys',
       'threshold',

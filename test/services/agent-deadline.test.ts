@@ -68,6 +68,9 @@ describe('a slow site (many local epochs)', () => {
         // One site: an aggregate of one is refused by default (it is that site's update).
         round: { heartbeatMs: 100, minContributors: 1 },
         log: { level: 'warn' },
+        // The test plays the coordinator of a shared-key round (the site decrypts the PREPARE's
+        // aggregate itself); threshold rounds run between real members in threshold-round.test.ts.
+        crypto: { keys: 'shared' },
       },
     });
     coordinator = await openMember(dep.config, 'coordinator');

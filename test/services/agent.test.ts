@@ -103,6 +103,10 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
         round: { heartbeatMs: 200, deadlineMs: 20_000, voteTimeoutMs: 10_000, minContributors: 1 },
         history: { decisionTimeoutMs: 1500 },
         log: { level: 'warn' },
+        // The test plays the coordinator and aggregator of a shared-key round (each site decrypts the
+        // PREPARE's aggregate itself); threshold rounds run between real members in
+        // threshold-round.test.ts and threshold-committee.test.ts.
+        crypto: { keys: 'shared' },
       },
     });
     coordinator = await openMember(deployment.config, 'coordinator');

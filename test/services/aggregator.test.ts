@@ -225,6 +225,9 @@ beforeAll(async () => {
       log: { level: 'error' },
       round: { heartbeatMs: 200 },
       nats: { timeoutMs: 2_000, maxRetry: 1 },
+      // The test plays the sites and coordinator of a shared-key round (it encrypts and decrypts
+      // with a site's key); threshold rounds run between real members in threshold-round.test.ts.
+      crypto: { keys: 'shared' },
     },
   });
   const keysDir = dep.config.members!.keysDir;

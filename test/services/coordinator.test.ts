@@ -307,6 +307,9 @@ beforeAll(async () => {
       },
       learning: { model: 'logreg', trainLimit: 200 },
       log: { level: 'warn' },
+      // The test plays the sites and aggregators of a shared-key round (it decrypts with a site's
+      // key); threshold rounds run between real members in threshold-round.test.ts.
+      crypto: { keys: 'shared' },
     },
   });
   coord = await openMember(dep.config, 'coordinator');
