@@ -90,8 +90,11 @@ const signatureSchema = z
  */
 export const KEY_SCHEMES = ['shared', 'threshold'] as const;
 
-/** What `crypto.keys` is when a configuration does not say. */
-export const DEFAULT_KEY_SCHEME: (typeof KEY_SCHEMES)[number] = 'shared';
+/**
+ * What `crypto.keys` is when a configuration does not say: threshold, so that no site holds a key
+ * that reads another's update; a round then commits only while t key holders answer.
+ */
+export const DEFAULT_KEY_SCHEME: (typeof KEY_SCHEMES)[number] = 'threshold';
 
 const thresholdSchema = z.strictObject({
   /**
@@ -614,6 +617,16 @@ export const cohortConfigSchema = bootstrapConfigSchema.superRefine((cfg, ctx) =
         message: `${t} holders must decrypt, but crypto.threshold.holders names ${holders.length}`,
       });
     }
+  }
+  // A federation keyed with a shared key before threshold became the default: say so, rather than
+  // fail later on a key file that was never made.
+  if (cfg.crypto?.keys === 'threshold' && cfg.members?.keyFingerprints?.ckks !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['crypto', 'keys'],
+      message:
+        'is threshold (the default when unset), but members.keyFingerprints.ckks pins a shared CKKS key: a federation keyed with a shared key sets crypto.keys: shared; one moving to threshold keys removes that pin and runs the threshold key ceremony (docs/key-ceremony.md)',
+    });
   }
   const members = cfg.members as { registry?: unknown } | undefined;
   if (typeof members === 'object' && members !== null && members.registry === undefined) {

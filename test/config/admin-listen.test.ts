@@ -82,9 +82,27 @@ describe('members.registry', () => {
       registry: pin,
       keyFingerprints: { ckks: 'a'.repeat(64), data: 'B'.repeat(64) },
     };
-    expect(issues({ federation: { id: 'f' }, members: good })).toBe('');
+    const shared = { keys: 'shared' as const };
+    expect(issues({ federation: { id: 'f' }, crypto: shared, members: good })).toBe('');
     expect(
-      issues({ federation: { id: 'f' }, members: { ...good, keyFingerprints: { ckks: 'xyz' } } }),
+      issues({
+        federation: { id: 'f' },
+        crypto: shared,
+        members: { ...good, keyFingerprints: { ckks: 'xyz' } },
+      }),
     ).toMatch(/members\.keyFingerprints\.ckks: must be 64 hex characters/);
+  });
+
+  it('refuses a pinned shared CKKS key under threshold keys, the default, naming crypto.keys', () => {
+    // A federation keyed with a shared key whose file never said crypto.keys: told what to set,
+    // not left to fail on a threshold key file that was never made.
+    const pinned = { ...members, registry: pin, keyFingerprints: { ckks: 'a'.repeat(64) } };
+    expect(issues({ federation: { id: 'f' }, members: pinned })).toMatch(
+      /crypto\.keys: is threshold \(the default when unset\), but members\.keyFingerprints\.ckks pins a shared CKKS key: .*sets crypto\.keys: shared/,
+    );
+    expect(issues({ federation: { id: 'f' }, crypto: { keys: 'threshold' }, members: pinned })).toMatch(
+      /crypto\.keys: is threshold/,
+    );
+    expect(issues({ federation: { id: 'f' }, crypto: { keys: 'shared' }, members: pinned })).toBe('');
   });
 });

@@ -46,7 +46,7 @@ describe('loadConfig', () => {
       crypto: {
         ckks: { polyModulusDegree: 8192, coeffModulus: [60, 40, 60], scaleBits: 16, exactBits: 42 },
         signature: { algorithm: 'falcon-512', allowed: ['falcon-512', 'ml-dsa-65'] },
-        keys: 'shared',
+        keys: 'threshold',
         threshold: { rotateEveryRounds: 0, reshareTimeoutMs: 60_000 },
       },
       codec: { bits: 8, clip: 0.05, maxContributors: 32, crcChunkBytes: 16384 },
