@@ -620,7 +620,11 @@ export const cohortConfigSchema = bootstrapConfigSchema.superRefine((cfg, ctx) =
   }
   // A federation keyed with a shared key before threshold became the default: say so, rather than
   // fail later on a key file that was never made.
-  if (cfg.crypto?.keys === 'threshold' && cfg.members?.keyFingerprints?.ckks !== undefined) {
+  if (
+    cfg.federation?.mode === 'he' &&
+    cfg.crypto?.keys === 'threshold' &&
+    cfg.members?.keyFingerprints?.ckks !== undefined
+  ) {
     ctx.addIssue({
       code: 'custom',
       path: ['crypto', 'keys'],

@@ -43,6 +43,7 @@ import type {
 import { loadSiteKeyset, type MemberContext, memberConnectOptions } from '../../src/services/index.ts';
 import { aggregateStore, readWriteOnceObject } from '../../src/services/store/index.ts';
 import { sumCiphertexts } from '../helpers/codec-fixture.ts';
+import { colludeOnRound, tapAggregatorWire } from '../helpers/collusion.ts';
 import { Federation, waitFor } from '../helpers/federation.ts';
 import { cohort } from '../helpers/run-cli.ts';
 import { macOf, siteMacKey } from '../helpers/site-aggregate.ts';
@@ -78,11 +79,11 @@ const OVERRIDES: Partial<CohortConfigInput> = {
 };
 
 /**
- * The first column numbers the break of issue 22 where the row tests one, else the item of issue
- * 8 (the review that first listed these attacks).
+ * The first column numbers the break of issue 22 where the row tests one, 23 for a promise of
+ * threshold keys (issue 23), else the item of issue 8 (the review that first listed these attacks).
  */
 const ledger = new AttackLedger('hostile-site', [
-  'Item (issue 22 break, else issue 8)',
+  'Item (issue 22 break, 23 for threshold keys, else issue 8)',
   'Attack by a member with a site’s credentials, or the role named',
   'Outcome',
 ]);
@@ -731,6 +732,42 @@ describe('a hostile site against a live federation', () => {
       holds('the log stream keeps every entry', entriesAfter >= entries),
       await commitsAfterwards(),
     ]);
+  });
+
+  it('23: site-5 with every aggregator’s wire and the coordinator’s stores reads no other site’s update', async () => {
+    // Threshold keys, the default: every site encrypts under a secret of its own, and t key
+    // holders' shares open only the sum of a logged cohort.
+    expect(f.dep.config.crypto.keys).toBe('threshold');
+    const wire = await tapAggregatorWire(f, () => true);
+    // A round opened once the tap is on has every update of it on the tap.
+    const from = lastOpened;
+    const committed = () => decisions.find((d) => d.round > from && d.commit);
+    try {
+      await waitFor('a round opened after the tap to commit', () => committed() !== undefined, 90_000);
+    } finally {
+      wire.stop();
+    }
+    const read = await colludeOnRound(f, {
+      colluder: HOSTILE,
+      round: committed()!.round,
+      tapped: wire.tapped,
+    });
+    ledger.record(
+      23,
+      'site-5 (its threshold key file and the data key) colludes with both aggregators (every update on their wire) and the coordinator (the stored aggregate and share bundles) to read another site’s update of a committed round',
+      [
+        holds(
+          'no captured block decrypts with site-5’s own secret, as it would under a shared key (under 5% of slots lane-like)',
+          read.blocks > 0 && read.withOwnSecret < 0.05,
+        ),
+        holds(
+          'nor with the round’s t decryption shares, opened with the data key',
+          read.blocks > 0 && read.withRoundShares < 0.05,
+        ),
+        holds('the same shares decrypt the aggregate: every slot a lane sum', read.aggregateWithShares === 1),
+        await commitsAfterwards(),
+      ],
+    );
   });
 
   it('10: a revoked site keeps sending with its old key: refused everywhere', async () => {

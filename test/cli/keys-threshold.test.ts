@@ -3,10 +3,11 @@
 // prints the same epoch id; each key file is owner-only; no pending secret survives; collecting
 // before every site has dealt names what is missing; the epoch file checks out against the
 // registry and the pin.
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseDocument } from 'yaml';
 import { DEFAULT_THRESHOLD_PARAMS, getThresholdContext } from '../../crypto/threshold/index.ts';
 import { RegistryView } from '../../src/registry/index.ts';
 import { createLocalDeployment, type LocalDeployment } from '../../src/services/index.ts';
@@ -14,16 +15,14 @@ import { loadPinnedRegistry } from '../../src/services/member-context.ts';
 import { loadThresholdEpoch } from '../../src/services/threshold-dealing.ts';
 import { cohort } from '../helpers/run-cli.ts';
 
-const SET = ['--set', 'crypto.keys=threshold'];
-
 describe('cohort keys threshold deal | collect', () => {
   let dir: string;
   let dep: LocalDeployment;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'cohort-keys-threshold-'));
-    // Made with a shared key, so that no threshold ceremony has run yet: the test runs it by hand
-    // (`--set crypto.keys=threshold`).
+    // Made with a shared key, so that no threshold ceremony has run yet: the test runs it by hand,
+    // after the operator's move to threshold keys (the default): the shared key's pin goes.
     dep = await createLocalDeployment({
       dir,
       federation: 'byhand',
@@ -31,6 +30,10 @@ describe('cohort keys threshold deal | collect', () => {
       sites: 4,
       overrides: { crypto: { keys: 'shared' } },
     });
+    const file = parseDocument(readFileSync(dep.configPath, 'utf8'));
+    file.deleteIn(['crypto', 'keys']);
+    file.deleteIn(['members', 'keyFingerprints', 'ckks']);
+    writeFileSync(dep.configPath, file.toString());
   }, 60_000);
   afterAll(async () => {
     await dep?.stop();
@@ -40,9 +43,9 @@ describe('cohort keys threshold deal | collect', () => {
   it('every site deals, then every site collects: one epoch, owner-only key files, no pending secret left', async () => {
     const keys = dep.config.members!.keysDir;
     const deal = (site: string) =>
-      cohort('keys', 'threshold', 'deal', '--config', dep.configPath, '--member', site, ...SET);
+      cohort('keys', 'threshold', 'deal', '--config', dep.configPath, '--member', site);
     const collect = (site: string) =>
-      cohort('keys', 'threshold', 'collect', '--config', dep.configPath, '--member', site, ...SET);
+      cohort('keys', 'threshold', 'collect', '--config', dep.configPath, '--member', site);
     for (const site of dep.sites.slice(0, 3)) {
       const r = await deal(site);
       expect(r.status, r.stderr).toBe(0);
@@ -90,19 +93,12 @@ describe('cohort keys threshold deal | collect', () => {
       dep.configPath,
       '--member',
       'site-1',
+      '--set',
+      'crypto.keys=shared',
     );
     expect(shared.status).not.toBe(0);
     expect(shared.stderr).toMatch(/crypto.keys: shared, not threshold/);
-    const agg = await cohort(
-      'keys',
-      'threshold',
-      'deal',
-      '--config',
-      dep.configPath,
-      '--member',
-      'agg-1',
-      ...SET,
-    );
+    const agg = await cohort('keys', 'threshold', 'deal', '--config', dep.configPath, '--member', 'agg-1');
     expect(agg.status).not.toBe(0);
     expect(agg.stderr).toMatch(/not one of the configuration's sites/);
   });

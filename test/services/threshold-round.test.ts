@@ -8,7 +8,6 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Subscription } from '@nats-io/transport-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   addInto,
@@ -16,9 +15,7 @@ import {
   commonRandomPoly,
   decryptionShare,
   loadThresholdKey,
-  mulAddInto,
   PositionLedger,
-  type RnsPoly,
   roundDecryptionKey,
   type ThresholdKeyMaterial,
   type ThresholdLaneContext,
@@ -29,26 +26,27 @@ import {
 import type { AuditReport } from '../../src/audit/index.ts';
 import {
   type ControlBodies,
-  decodeBlockBody,
-  FRAME_KIND,
   openControl,
   payloadPositionLabel,
   sealControl,
-  unframe,
 } from '../../src/protocol/index.ts';
 import {
   decodeAggregateObject,
-  decodeSharesObject,
   makeShareBundle,
   openShareBundle,
   shareContextOf,
-  sharesObjectName,
   verifyShareBundle,
 } from '../../src/round/index.ts';
 import { startAgent } from '../../src/services/agent/index.ts';
 import { loadSiteDataKey, openMember } from '../../src/services/index.ts';
 import { loadEpochDataKeys } from '../../src/services/site-threshold.ts';
-import { aggregateStore, readWriteOnceObject } from '../../src/services/store/index.ts';
+import {
+  colludeOnRound,
+  laneLike,
+  readStoredAggregate,
+  storedShares as storedSharesOf,
+  tapAggregatorWire,
+} from '../helpers/collusion.ts';
 import { e2eOverrides } from '../helpers/e2e-overrides.ts';
 import { blockReason } from '../helpers/error-code.ts';
 import { expectSingleChain, Federation, waitFor } from '../helpers/federation.ts';
@@ -62,16 +60,6 @@ const OVERRIDES = {
   log: { level: 'warn' as const },
 };
 
-/**
- * Share of decoded slots that hold a non-negative integer below 2^42 (to within 0.05): every slot
- * of a correct decryption (packed integer lanes plus a little flooding), next to none of a wrong one.
- */
-function laneLike(slots: Float64Array): number {
-  let n = 0;
-  for (const v of slots) if (v > -0.05 && v < 2 ** 42 && Math.abs(v - Math.round(v)) < 0.05) n++;
-  return n / slots.length;
-}
-
 /** Every file under `dir`, recursively. */
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -84,41 +72,14 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
   let f: Federation;
 
   /** An object of the aggregates store, read as the coordinator. */
-  const readStored = async (name: string) =>
-    (await readWriteOnceObject(f.coord.transport.connection, aggregateStore(F), name, {
-      maxBytes: 64 * 1024 * 1024,
-      timeoutMs: 5000,
-    }))!;
-  /** Round `round`'s stored shares: the coordinator's share request (opened) and the t bundles. */
-  const storedShares = async (round: number) => {
-    const { request, bundles } = decodeSharesObject(await readStored(sharesObjectName(round)));
-    return { body: openControl(request, 'share-request', f.coord.keys).body, bundles };
-  };
-
-  /** Update blocks captured as they went to the aggregators in round 1 (taps on the wire, no reply): site → block → payload. */
-  const tapped = new Map<string, Map<number, Uint8Array>>();
-  const taps: Subscription[] = [];
+  const readStored = (name: string) => readStoredAggregate(f, name);
+  const storedShares = (round: number) => storedSharesOf(f, round);
+  /** Update blocks captured as they went to the aggregators in round 1 (taps on the wire, no reply). */
+  let wire: Awaited<ReturnType<typeof tapAggregatorWire>>;
 
   beforeAll(async () => {
     f = await Federation.create(F, { aggregators: 2, sites: 4, overrides: OVERRIDES });
-    for (const a of f.dep.aggregators) {
-      const wire = (await f.member(a)).transport.connection;
-      taps.push(
-        wire.subscribe(f.coord.subjects.updatesFor(a), {
-          callback: (_err, m) => {
-            try {
-              const block = decodeBlockBody(unframe(m.data, FRAME_KIND.block));
-              if (block.round !== 1) return;
-              const site = tapped.get(block.signer) ?? new Map<number, Uint8Array>();
-              site.set(block.blockIndex, block.ciphertext.slice());
-              tapped.set(block.signer, site);
-            } catch {
-              // a manifest, or a chunk of a larger message
-            }
-          },
-        }),
-      );
-    }
+    wire = await tapAggregatorWire(f, (round) => round === 1);
     for (const a of f.dep.aggregators) await f.startAggregator(a);
     for (const s of f.dep.sites) await f.startAgent(s);
   }, 120_000);
@@ -199,42 +160,17 @@ describe('threshold CKKS rounds (real nats-server, real members)', () => {
   }, 180_000);
 
   it('one site with every aggregator and the coordinator reads no other site’s update captured on the wire', async () => {
-    for (const t of taps) t.unsubscribe();
-    const lanes = f.coord.ckks as ThresholdLaneContext;
-    const tc = lanes.tc;
-    const keys = f.dep.config.members!.keysDir;
+    wire.stop();
     // The colluders: site-1 (its key file and the data key) and everyone who sees ciphertexts or
-    // stores shares (the aggregators' wire, the coordinator's stores).
-    const colluder = loadThresholdKey(tc, join(keys, 'site-1', 'site-1.threshold'), F);
-    const dataKey = loadSiteDataKey(keys, 'site-1', F);
-    const d = (await f.decisions()).find((x) => x.round === 1)!;
-    const { body, bundles } = await storedShares(1);
-    const context = shareContextOf(body);
-    const opened = body.decrypting.map((x, k) =>
-      openShareBundle(bundles[k]!, { lanes, context, site: x.site, key: f.coord.keys(x.site)!, dataKey }),
-    );
-    const aggregate = decodeAggregateObject(await readStored(d.aggregate!.object));
-    const label = payloadPositionLabel({ federation: F, round: 1, attempt: body.attempt });
-    const victims = [...tapped.keys()].filter((s) => s !== 'site-1');
-    expect(victims.length).toBeGreaterThan(0);
-    let checked = 0;
-    for (const victim of victims) {
-      for (const [b, payload] of tapped.get(victim)!) {
-        const c0 = unpackWords(tc, payload);
-        const shares = opened.map((o) => o[b]!);
-        // With its own secret, as it would under a shared key: the victim's update stays masked.
-        const own: RnsPoly = zeroPoly(tc);
-        mulAddInto(tc, own, commonRandomPoly(tc, colluder.epochId, label, b), colluder.secret);
-        expect(laneLike(combineShares(tc, c0, [own]))).toBeLessThan(0.05);
-        // With the round's t shares, made for the aggregate of every contributor: masked too.
-        expect(laneLike(combineShares(tc, c0, shares))).toBeLessThan(0.05);
-        // The same shares on the aggregate itself: every slot a lane sum (the check can see success).
-        expect(laneLike(combineShares(tc, unpackWords(tc, aggregate[b]!), shares))).toBe(1);
-        checked++;
-      }
-    }
-    expect(checked).toBeGreaterThan(0);
-    dataKey.fill(0);
+    // stores shares (the aggregators' wire, the coordinator's stores). With its own secret, as it
+    // would under a shared key, and with the round's t shares, made for the aggregate of every
+    // contributor, each victim's update stays masked; the same shares on the aggregate itself make
+    // every slot a lane sum (the check can see success).
+    const read = await colludeOnRound(f, { colluder: 'site-1', round: 1, tapped: wire.tapped });
+    expect(read.blocks).toBeGreaterThan(0);
+    expect(read.withOwnSecret).toBeLessThan(0.05);
+    expect(read.withRoundShares).toBeLessThan(0.05);
+    expect(read.aggregateWithShares).toBe(1);
   });
 
   it('the auditor verifies the log: every contribution re-added to its aggregate, nothing decrypted', async () => {
