@@ -22,8 +22,9 @@ const SILENCE_ROUNDS = 10;
 /**
  * Threshold keys, between storing the aggregate and PREPARE (docs/threshold-ckks.md, "The
  * round's decryption shares"): names the decrypting set (t sites of the epoch's roster at the head
- * that heartbeat after the aggregate is stored, the round's contributors first, sites lately
- * silent last), publishes the signed share
+ * that heartbeat after the aggregate is stored, waiting up to two heartbeat intervals for every
+ * live holder and up to the liveness window for t of them; the round's contributors first, sites
+ * lately silent last), publishes the signed share
  * request, waits up to `round.voteTimeoutMs` for each named site's bundle (verified on intake,
  * {@link MemberIntake.share}), and stores the request and the bundles beside the aggregate
  * (`round-<n>-shares`), where every voter and every later reader finds them. The coordinator cannot
@@ -58,6 +59,16 @@ export async function collectShares(
   const live = () => host.membership.eligibleSites(headRef).filter((id) => roster.has(id));
   await host.until(() => live().every(fresh), since + 2 * ctx.config.round.heartbeatMs);
   if (host.stopping()) return undefined;
+  // A holder on a loaded host heartbeats late, yet inside the liveness window: a set short of t
+  // waits for it that long (from the aggregate) before the round fails, rather than aborting a
+  // round that t live holders can decrypt.
+  const t = epoch.roster.threshold;
+  const enough = () => live().filter(fresh).length >= t;
+  if (!enough()) {
+    const window = ctx.config.round.missedHeartbeats * ctx.config.round.heartbeatMs;
+    await host.until(enough, since + window);
+    if (host.stopping()) return undefined;
+  }
   const eligible = new Set(live().filter(fresh));
   const silentSince = (site: string) => {
     const r = host.silentDecrypters.get(site);
@@ -67,7 +78,6 @@ export async function collectShares(
   const candidates = holderSites
     .filter((s) => eligible.has(s.id))
     .sort((a, b) => rank(a.id) - rank(b.id) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const t = epoch.roster.threshold;
   if (candidates.length < t) {
     return {
       failed: `only ${candidates.length} key holder(s) of the epoch can decrypt now, the threshold is ${t}`,
