@@ -1,5 +1,6 @@
 import type { LaneKeyset } from '../../../crypto/lanes/index.ts';
 import { enableVerifiedCache } from '../../../crypto/signature/index.ts';
+import { ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
 import type { CohortConfig } from '../../config/index.ts';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
 import { backoffDelay, sleep } from '../../retry/index.ts';
@@ -53,7 +54,7 @@ export interface SwarmHandle {
  * `openMember` (its own signing key, its own NATS connection with its own NKEY and TLS certificate,
  * so nats-server enforces its permissions) and `startAgent`. Every agent signs its updates, votes,
  * switches and heartbeats with its own key; what the members share is the process: one SEAL
- * runtime (`getCkksContext` caches it) and, under a shared key (`crypto.keys: shared`), one CKKS
+ * runtime (`getCkksContext` caches it) and, under a shared key (`crypto.keys: shared`) or in `plain` mode, one
  * keyset, unwrapped once from the first member's envelope — every site holds the same CKKS secret,
  * and a keyset per agent would only multiply memory. Under threshold keys each agent loads its own
  * secret (a site's secret is its own; none is shared). A member that fails to start is reported (`onFailure`,
@@ -86,14 +87,14 @@ export async function startSwarm(config: CohortConfig, options: SwarmOptions): P
 
   const t0 = performance.now();
   const swarm = new Swarm(options, members.length > 1 ? new SharedLogReads() : undefined);
-  // Threshold keys: each site holds its own secret, dealt at the key epoch, and loads it itself.
-  if (config.crypto.keys === 'shared') {
-    const first = await openMember(config, members[0]!);
-    try {
+  const first = await openMember(config, members[0]!);
+  try {
+    // Threshold keys: each site holds its own secret, dealt at the key epoch, and loads it itself.
+    if (!(first.ckks instanceof ThresholdLaneContext)) {
       swarm.keyset = loadSiteKeyset(first.ckks, first.keysDir, first.member, envelopeTrust(first));
-    } finally {
-      await first.close();
     }
+  } finally {
+    await first.close();
   }
   let next = 0;
   const worker = async () => {
