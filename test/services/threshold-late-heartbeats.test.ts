@@ -2,7 +2,8 @@
 // the decrypting set from the holders it hears from after the aggregate is stored (a holder heard
 // from only a liveness window ago may have stopped). On a loaded host a heartbeat comes late: two
 // of the four holders here (t = 3) heartbeat only every fourth interval, still inside the liveness
-// window. Their rounds must commit, not abort because a short wait missed them.
+// window (six intervals: room for a stalled event loop). Their rounds must commit, not abort
+// because a short wait missed them.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { e2eOverrides } from '../helpers/e2e-overrides.ts';
 import { Federation } from '../helpers/federation.ts';
@@ -10,7 +11,7 @@ import { Federation } from '../helpers/federation.ts';
 const F = 'latebeat';
 const OVERRIDES = {
   ...e2eOverrides(
-    { minContributors: 3, heartbeatMs: 200, missedHeartbeats: 5 },
+    { minContributors: 3, heartbeatMs: 200, missedHeartbeats: 6 },
     { model: 'logreg', trainLimit: 500, testLimit: 100 },
   ),
   crypto: { keys: 'threshold' as const },

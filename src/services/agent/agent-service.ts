@@ -516,8 +516,8 @@ class SiteAgent implements AgentService {
   async #sendHeartbeat(): Promise<void> {
     const core = this.#core;
     if (this.#stopping || core === undefined) return;
-    // A site on a loaded host: its heartbeats come four intervals apart, still inside a liveness
-    // window of five.
+    // A site on a loaded host: its heartbeats come four intervals apart (inside a liveness window
+    // of more than four).
     if (failpoint('agent.heartbeat-late') === 'skip' && this.#beats++ % 4 !== 0) return;
     try {
       await sendHeartbeat(core);
