@@ -1,14 +1,17 @@
 import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
+import { backoffDelay, sleep } from '../../retry/index.ts';
 import { decodeAggregateObject } from '../../round/index.ts';
-import { aggregateStore, readWriteOnceObject, type WriteOnceStore } from '../store/index.ts';
+import { aggregateStore, readWriteOnceObject, StoreError, type WriteOnceStore } from '../store/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
 import { VoteNo } from './voter-error.ts';
 
 /**
  * Reads object `name` of the write-once stream `store` (aggregates or snapshots) with the site's
- * read-only JetStream access, at most `maxBytes` (checked before any data frame is read).
- * `REPLAY_UNAVAILABLE` when it cannot be read or is not stored.
+ * read-only JetStream access, at most `maxBytes` (checked before any data frame is read). A read
+ * the store cannot answer now (`STORE_UNAVAILABLE`: a timeout, a stalled server) is tried again up
+ * to `nats.maxRetry` times with backoff, as a request is. `REPLAY_UNAVAILABLE` when it still
+ * cannot be read, or is not stored.
  */
 export async function fetchObject(
   core: AgentCore,
@@ -16,18 +19,25 @@ export async function fetchObject(
   name: string,
   maxBytes: number,
 ): Promise<Uint8Array> {
+  const { timeoutMs, maxRetry } = core.ctx.config.nats;
   let bytes: Uint8Array | null;
-  try {
-    bytes = await readWriteOnceObject(core.ctx.transport.connection, store, name, {
-      maxBytes,
-      timeoutMs: core.ctx.config.nats.timeoutMs,
-    });
-  } catch (cause) {
-    throw new AgentError(
-      'REPLAY_UNAVAILABLE',
-      `cannot read ${store.stream}/${name}: ${(cause as Error).message}`,
-      { cause },
-    );
+  for (let attempt = 0; ; attempt++) {
+    try {
+      bytes = await readWriteOnceObject(core.ctx.transport.connection, store, name, { maxBytes, timeoutMs });
+      break;
+    } catch (cause) {
+      // A server that stalls for a moment (a loaded host) costs a retry, as a request does
+      // (`nats.maxRetry`), not a NO vote; an object refused as corrupt or too large is final.
+      if (cause instanceof StoreError && cause.code === 'STORE_UNAVAILABLE' && attempt < maxRetry) {
+        await sleep(backoffDelay(attempt + 1, { baseMs: 100, maxMs: 2000 }));
+        continue;
+      }
+      throw new AgentError(
+        'REPLAY_UNAVAILABLE',
+        `cannot read ${store.stream}/${name}: ${(cause as Error).message}`,
+        { cause },
+      );
+    }
   }
   if (bytes === null) throw new AgentError('REPLAY_UNAVAILABLE', `${store.stream}/${name} is not stored`);
   return bytes;
