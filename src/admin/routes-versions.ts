@@ -1,4 +1,5 @@
 import { logItems, logJson, resolveRef, showJson } from '../history/index.ts';
+import { ADMIN_ACTION_ROLLBACK } from '../services/federation-log/index.ts';
 import { bytesToHex } from '../versions/index.ts';
 import { AdminApiError } from './admin-error.ts';
 import { addRoute, type RouteContext, recordAction, required } from './route-kit.ts';
@@ -96,7 +97,7 @@ export function registerVersionRoutes(ctx: RouteContext): void {
       }
       const hash = bytesToHex(target.commit.hash);
       const reason = body.reason ?? '';
-      const actionSequence = await recordAction(ctx, req, 'versions.rollback', hash, {
+      const actionSequence = await recordAction(ctx, req, ADMIN_ACTION_ROLLBACK, hash, {
         target: hash,
         ref: body.target,
         reason,

@@ -529,4 +529,32 @@ describe('site agent (two sites; the test plays coordinator and aggregator)', ()
       'READY',
     ]);
   });
+
+  it('trains once for a RoundOpen delivered twice: the copy is skipped, the staged residual stays the first', async () => {
+    // NATS may deliver a message twice (a reconnect, a republished announcement): training again
+    // would replace the staged residual with one whose update was never summed.
+    const head = agents[0]!.head()!;
+    await openRound(10, head);
+    await waitFor('both updates of round 10', () => aggRound!.updates.length === 2);
+    await waitFor('both agents READY', () => agents.every((a) => a.state === 'READY'));
+    const pending = (site: string) =>
+      readFileSync(join(deployment.config.paths.dataDir, site, 'pending-residual-10.f32'));
+    const staged = deployment.sites.map(pending);
+    const before = agents.map((a) => a.stats());
+    const blocks = () => [...aggRound!.blocks.values()].reduce((n, b) => n + b.length, 0);
+    const sentBlocks = blocks();
+    await coordinator.transport.publish(
+      coordinator.subjects.roundOpen,
+      sealControl('round-open', roundOpen(10, head, deployment.sites), 'coordinator', coordinator.signing),
+    );
+    await waitFor(
+      'the copy skipped by both agents, or trained on',
+      () =>
+        blocks() > sentBlocks || agents.every((a, i) => a.stats().roundsSkipped > before[i]!.roundsSkipped),
+    );
+    await waitFor('both agents READY again', () => agents.every((a) => a.state === 'READY'));
+    expect(blocks()).toBe(sentBlocks);
+    expect(agents.map((a) => a.stats().updatesSent)).toEqual(before.map((b) => b.updatesSent));
+    for (const [i, site] of deployment.sites.entries()) expect(pending(site).equals(staged[i]!)).toBe(true);
+  });
 });

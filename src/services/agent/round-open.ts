@@ -13,7 +13,8 @@ import { type SitePlan, sitePlanFor } from './site-plan.ts';
  * A RoundOpen (step 2): a candidate still prepared for an earlier round is settled from the log
  * first (its decision was logged before this round opened), a head behind the round's base
  * catches up; then, when the round names this site, it is READY at the base, holds its CKKS key,
- * the pinned weight is one it has and the deadline has not passed, the round's plan
+ * the pinned weight is one it has, it has not contributed to the round already (a duplicated
+ * announcement) and the deadline has not passed, the round's plan
  * ({@link SitePlan}) contributes (trains and sends, or sends statistics) under the abort signal
  * `begin` hands out (aborted when PREPARE or the decision of the round arrives first).
  */
@@ -57,6 +58,12 @@ export async function onRoundOpen(
   const now = core.store.head()!;
   const state = core.machine.state;
   if (state !== 'READY') return skip(`busy (${state})`);
+  // A copy of an announcement already acted on (NATS redelivers on reconnects): training again
+  // would replace the staged residual with one whose update was never summed. The staged file
+  // outlives a restart; lastUpdate covers a round whose residual is already settled.
+  if (core.lastUpdate?.round === open.round || core.store.pendingResidualRounds().includes(open.round)) {
+    return skip(`already contributed to round ${open.round}: a duplicated RoundOpen`);
+  }
   if (!bytesEqual(open.baseCommit, now.hash) || open.version !== now.height) {
     return skip(
       `base commit ${bytesToHex(open.baseCommit)} (height ${open.version}) is not my head ${bytesToHex(now.hash)} (height ${now.height})`,

@@ -159,7 +159,10 @@ class Coordinator implements IntakeHost {
     this.updateLength = plan.totalParams;
     this.clip = ctx.config.codec.clip;
     this.runs = new RunControl({ idle: options.idle === true, now: this.now, wake: () => this.#wake() });
-    this.#rollbacks = new RollbackQueue(() => this.runs.rollbackQueued());
+    this.#rollbacks = new RollbackQueue(
+      () => this.runs.rollbackQueued(),
+      (action) => this.log.appendAdminAction(action),
+    );
     this.breaker = new CircuitBreaker(ctx.config.round.breaker);
     this.#aggregates = lazyWriteOnceStore(
       ctx.transport.connection,
@@ -317,6 +320,9 @@ class Coordinator implements IntakeHost {
     });
     const history = this.#log.history;
     restoreFromLog(this);
+    // Rollbacks a previous run accepted (logged) and no rollback round has taken yet.
+    const restored = this.#rollbacks.restore(history);
+    if (restored > 0) ctx.log.info({ rollbacks: restored }, 'rollback requests from the log queued again');
     this.#roundNumber = history.lastRound + 1;
     const head = history.head.commit;
     this.emit({

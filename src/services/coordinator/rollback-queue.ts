@@ -1,7 +1,14 @@
+import { sha256Hex } from '../../../crypto/digest/index.ts';
+import { canonicalJson } from '../../data/index.ts';
 import { BlockRejectedError, CohortError } from '../../errors/index.ts';
-import { openControl } from '../../protocol/index.ts';
+import { type AdminActionBody, openControl } from '../../protocol/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
-import type { ChainCommit, LogHistory } from '../federation-log/index.ts';
+import {
+  ADMIN_ACTION_ROLLBACK,
+  type ChainCommit,
+  type LogEntry,
+  type LogHistory,
+} from '../federation-log/index.ts';
 import type { MemberContext } from '../member-context.ts';
 
 /** How far a rollback request's timestamp may be from the coordinator's clock (replay window). */
@@ -22,19 +29,56 @@ export interface QueuedRollback {
   started(round: number): void;
 }
 
+/** The reply to a signed rollback request (JSON): the same for every copy of one request. */
+interface RequestReply {
+  readonly queued: true;
+  readonly target: string;
+  readonly height: number;
+  /** Log sequence of the admin action that recorded the request. */
+  readonly actionSequence: number;
+  /** Present (true) on a copy of a request already accepted: it was not queued again. */
+  readonly repeated?: true;
+}
+
 /**
  * Rollback requests waiting for their round (docs/round-protocol.md, "Rollback": an operator can
  * roll back to any earlier commit, decided by the same 2PC). A target must be a commit on the log's
  * chain below the head; it is checked when requested and again when its round starts (the head may
  * have moved).
+ *
+ * Requests through the admin API and signed requests are logged (admin action
+ * {@link ADMIN_ACTION_ROLLBACK}) before they are queued, so a coordinator restarted on the log runs
+ * those no rollback round has taken ({@link restore}); a signed request is identified by the
+ * SHA-256 of its bytes, so a copy of it (a retried request, a recorded one replayed) is answered
+ * with the first acceptance and never queued twice.
  */
 export class RollbackQueue {
   readonly #pending: Pending[] = [];
   readonly #wake: () => void;
+  readonly #appendAction: (action: AdminActionBody) => Promise<LogEntry>;
+  /** Signed requests being logged now, by digest: a concurrent copy waits for the same reply. */
+  readonly #inFlight = new Map<string, Promise<RequestReply>>();
   #closed = false;
 
-  constructor(wake: () => void) {
+  /**
+   * @param wake called when a request is queued.
+   * @param appendAction appends an admin action to the federation log (the coordinator's writer).
+   */
+  constructor(wake: () => void, appendAction: (action: AdminActionBody) => Promise<LogEntry>) {
     this.#wake = wake;
+    this.#appendAction = appendAction;
+  }
+
+  /**
+   * Queues the requests `history` holds that no rollback round has taken yet (a previous run
+   * accepted them and stopped before their round was decided), in log order. Call once, at start.
+   */
+  restore(history: LogHistory): number {
+    for (const r of history.pendingRollbacks) {
+      this.#pending.push({ target: r.target.slice(), reason: r.reason, resolve: () => {}, reject: () => {} });
+    }
+    if (history.pendingRollbacks.length > 0) this.#wake();
+    return history.pendingRollbacks.length;
   }
 
   /** Queues a rollback to `target`; resolves with its round number once decided. */
@@ -54,8 +98,9 @@ export class RollbackQueue {
    * A `rollback-request` from `cohort versions rollback` (request/reply on
    * `cohort.<F>.admin.rollback`): signed with the coordinator's own key (the operator runs it on
    * the coordinator's host), for this federation, within {@link ROLLBACK_REQUEST_WINDOW_MS} of now,
-   * naming a commit below the head. Replies at once with JSON `{ queued, target, height }`; the
-   * round itself follows.
+   * naming a commit below the head. Logged, then queued; replies with JSON
+   * `{ queued, target, height, actionSequence }` (the round itself follows). A copy of a request
+   * already accepted gets the same reply with `repeated: true` and changes nothing.
    */
   async fromRequest(
     data: Uint8Array,
@@ -77,13 +122,52 @@ export class RollbackQueue {
         `rollback request dated ${body.requestedUnixMs} is outside the replay window`,
       );
     }
+    const digest = sha256Hex(data);
+    const encode = (reply: RequestReply) => new TextEncoder().encode(JSON.stringify(reply));
+    const inFlight = this.#inFlight.get(digest);
+    if (inFlight !== undefined) return encode({ ...(await inFlight), repeated: true });
+    const logged = history.adminActions.find(
+      (a) => a.action.action === ADMIN_ACTION_ROLLBACK && requestDigestOf(a.action) === digest,
+    );
+    if (logged !== undefined) {
+      const target = history.commitByHash(body.target);
+      return encode({
+        queued: true,
+        target: bytesToHex(body.target),
+        height: target?.commit.height ?? -1,
+        actionSequence: logged.entry.sequence,
+        repeated: true,
+      });
+    }
     const problem = targetProblem(history, body.target);
     if (problem !== null) throw new CohortError('ROLLBACK_REFUSED', problem);
     const height = history.commitByHash(body.target)!.commit.height;
-    void this.request(history, body.target, body.reason).catch(() => undefined);
-    return new TextEncoder().encode(
-      JSON.stringify({ queued: true, target: bytesToHex(body.target), height }),
-    );
+    const target = bytesToHex(body.target);
+    const accepted = (async (): Promise<RequestReply> => {
+      const entry = await this.#appendAction({
+        action: ADMIN_ACTION_ROLLBACK,
+        caller: ctx.member,
+        scope: 'signed-request',
+        target,
+        arguments: new TextEncoder().encode(
+          canonicalJson({
+            target,
+            reason: body.reason,
+            request: digest,
+            requestedUnixMs: body.requestedUnixMs,
+          }),
+        ),
+        unixMs: now,
+      });
+      void this.request(history, body.target, body.reason).catch(() => undefined);
+      return { queued: true, target, height, actionSequence: entry.sequence };
+    })();
+    this.#inFlight.set(digest, accepted);
+    try {
+      return encode(await accepted);
+    } finally {
+      this.#inFlight.delete(digest);
+    }
   }
 
   /** The next rollback whose target is still valid (invalid ones are refused and dropped). */
@@ -123,4 +207,14 @@ function targetProblem(history: LogHistory, target: Uint8Array): string | null {
     return `commit ${bytesToHex(target).slice(0, 12)} is the head, not an earlier commit`;
   }
   return null;
+}
+
+/** The request digest a logged signed rollback request recorded in its arguments, if any. */
+function requestDigestOf(action: AdminActionBody): string | undefined {
+  try {
+    const args = JSON.parse(new TextDecoder().decode(action.arguments)) as { request?: unknown };
+    return typeof args.request === 'string' ? args.request : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -75,6 +75,25 @@ export interface LoggedAdminAction {
 }
 
 /**
+ * The admin action naming a rollback request the coordinator accepted (through the admin API or a
+ * signed `rollback-request`): its `target` is the commit hash in hex, its arguments' `reason` the
+ * operator's. Logged before the request is queued, so a coordinator restarted on the log finds it.
+ */
+export const ADMIN_ACTION_ROLLBACK = 'versions.rollback';
+
+/**
+ * A rollback request the log holds and no rollback round has taken yet
+ * ({@link LogHistory.pendingRollbacks}).
+ */
+export interface PendingRollback {
+  /** The admin action entry that logged the request. */
+  readonly entry: LogEntry;
+  /** The commit to roll back to (32 bytes). */
+  readonly target: Uint8Array;
+  readonly reason: string;
+}
+
+/**
  * Decided rounds (and commits' decisions) a long-running member's history keeps in full
  * ({@link LogHistoryOptions.retainRounds}): a site's catch-up between snapshots
  * (`history.snapshotEvery`, default 10) and every lookup of a recent round stay in memory; an

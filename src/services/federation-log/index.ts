@@ -1,4 +1,5 @@
 export {
+  ADMIN_ACTION_ROLLBACK,
   type ChainCommit,
   type DecidedRound,
   type LoggedAdminAction,
@@ -7,6 +8,7 @@ export {
   type LogHistoryOptions,
   MEMBER_RETAIN_ROUNDS,
   type OpenRound,
+  type PendingRollback,
 } from './history-records.ts';
 export {
   checkLink,

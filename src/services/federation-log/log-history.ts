@@ -23,17 +23,20 @@ import {
   type Commit,
   type CommitKind,
   createCommit,
+  hexToBytes,
   verifyCommit,
   ZERO_HASH,
 } from '../../versions/index.ts';
-import type {
-  ChainCommit,
-  DecidedRound,
-  LoggedAdminAction,
-  LoggedRegistryChange,
-  LoggedSnapshot,
-  LogHistoryOptions,
-  OpenRound,
+import {
+  ADMIN_ACTION_ROLLBACK,
+  type ChainCommit,
+  type DecidedRound,
+  type LoggedAdminAction,
+  type LoggedRegistryChange,
+  type LoggedSnapshot,
+  type LogHistoryOptions,
+  type OpenRound,
+  type PendingRollback,
 } from './history-records.ts';
 import { LOG_ORIGIN, type LogEntry, type LogPosition, recordKind } from './log-entry.ts';
 import { FederationLogError } from './log-error.ts';
@@ -66,6 +69,7 @@ export class LogHistory {
   readonly #stream: string;
   readonly #registryChanges: LoggedRegistryChange[] = [];
   readonly #adminActions: LoggedAdminAction[] = [];
+  readonly #pendingRollbacks: PendingRollback[] = [];
   readonly #thresholdEpochs: (LoggedEpoch & { readonly entry: LogEntry })[] = [];
   readonly #keepEvidence: boolean;
   /** Set once any partial or vote record was applied: from then on every decision needs its evidence. */
@@ -170,6 +174,16 @@ export class LogHistory {
   /** Admin actions recorded so far, in log order. */
   get adminActions(): readonly LoggedAdminAction[] {
     return this.#adminActions;
+  }
+
+  /**
+   * Rollback requests logged ({@link ADMIN_ACTION_ROLLBACK}) that no rollback round has taken yet,
+   * in log order. A rollback round's decision (COMMIT or ABORT) takes the earliest request for its
+   * target logged before it; a round aborted because its coordinator stopped names no target and
+   * takes none, so the request runs again.
+   */
+  get pendingRollbacks(): readonly PendingRollback[] {
+    return this.#pendingRollbacks;
   }
 
   /** The round the next registry change would apply from: the round after the last one named. */
@@ -380,6 +394,10 @@ export class LogHistory {
       if (d.commitHash.length !== 0)
         throw this.#invalid(entry, `ABORT of round ${d.round} names a commit hash`);
     }
+    if (d.rollbackTarget.length > 0) {
+      const taken = this.#pendingRollbacks.findIndex((r) => bytesEqual(r.target, d.rollbackTarget));
+      if (taken >= 0) this.#pendingRollbacks.splice(taken, 1);
+    }
     this.#open = null;
     this.#lastRound = d.round;
     this.#lastDecision = entry;
@@ -491,6 +509,13 @@ export class LogHistory {
       throw this.#invalid(entry, `admin action ${JSON.stringify(a.action)} names no caller`);
     }
     this.#adminActions.push({ entry, action: a });
+    if (a.action === ADMIN_ACTION_ROLLBACK && /^[0-9a-f]{64}$/.test(a.target)) {
+      this.#pendingRollbacks.push({
+        entry,
+        target: hexToBytes('target', a.target, 32),
+        reason: loggedReason(a),
+      });
+    }
   }
 
   #applySnapshot(entry: LogEntry, s: SnapshotRecordBody): void {
@@ -507,4 +532,14 @@ export class LogHistory {
 
 function short(hash: Uint8Array): string {
   return hash.length === 0 ? '(none)' : bytesToHex(hash).slice(0, 12);
+}
+
+/** The `reason` of a logged rollback request's arguments (canonical JSON), '' when it has none. */
+function loggedReason(a: AdminActionBody): string {
+  try {
+    const args = JSON.parse(new TextDecoder().decode(a.arguments)) as { reason?: unknown };
+    return typeof args.reason === 'string' ? args.reason : '';
+  } catch {
+    return '';
+  }
 }
