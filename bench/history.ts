@@ -7,15 +7,15 @@
 // one aggregator and three sites train R rounds (snapshots every 2 commits); then a fourth site
 // joins three ways, each timed from startAgent() to READY at the head:
 //   idle     its store already at the head: the fixed cost of starting an agent;
-//   replay   an empty store and no data key: it replays all R commits from genesis;
+//   replay   an empty store, snapshots off (AgentOptions.snapshots): it replays all R commits
+//            from genesis;
 //   snapshot an empty store with the data key: it joins from the latest snapshot, replays the rest.
 // Finally a rollback three commits back runs as one more round.
-import { existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { modelLayout } from '../federation/index.ts';
 import type { CohortConfigInput } from '../src/config/index.ts';
-import { publicKeyDir } from '../src/registry/index.ts';
 import { modelSpecFor } from '../src/round/index.ts';
 import { type AgentService, startAgent } from '../src/services/agent/index.ts';
 import { type AggregatorService, startAggregator } from '../src/services/aggregator/index.ts';
@@ -96,21 +96,20 @@ async function runScale(scale: Scale): Promise<ScaleResult> {
 
     // The fourth site joins, three ways.
     const store = join(dep.config.paths.dataDir, 'site-4');
-    const dataKey = join(publicKeyDir(dep.config.members!.keysDir), 'site-4.data.env');
-    const join4 = async (): Promise<{ ms: number; agent: AgentService }> => {
+    const join4 = async (snapshots = true): Promise<{ ms: number; agent: AgentService }> => {
       const ctx = await open('site-4');
       const t0 = performance.now();
-      const agent = await startAgent(ctx);
+      const agent = await startAgent(ctx, { snapshots });
       return { ms: performance.now() - t0, agent };
     };
-    renameSync(dataKey, `${dataKey}.away`);
-    const replay = await join4();
+    const replay = await join4(false);
     const replayed = replay.agent.stats().replayed;
     await replay.agent.stop();
+    if (replayed !== scale.rounds)
+      throw new Error(`the replay join replayed ${replayed} of ${scale.rounds} commits (not a measurement)`);
     const idle = await join4();
     await idle.agent.stop();
     rmSync(store, { recursive: true, force: true });
-    renameSync(`${dataKey}.away`, dataKey);
     const snap = await join4();
     const replayedAfterSnapshot = snap.agent.stats().replayed;
     if (snap.agent.stats().snapshotsJoined !== 1) throw new Error('the snapshot join did not use a snapshot');

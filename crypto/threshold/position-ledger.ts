@@ -45,6 +45,8 @@ export class PositionLedger {
   #fd: number;
   /** Bytes of whole records in the file. */
   #length: number;
+  /** Share bundles being made now ({@link shareBundleAsync}), by position key. */
+  readonly #making = new Map<string, { value: string; bundle: Promise<Uint8Array> }>();
   /** An append failed and could not be undone: no claim is trusted until the ledger is reopened. */
   #broken = false;
 
@@ -122,37 +124,86 @@ export class PositionLedger {
    * are for): the stored bundle when it was made for the same context, else `make()` once, stored
    * and claimed before it is returned.
    *
-   * @throws CryptoError `SHARES_CONTEXT_CHANGED` when shares were made at this position for
-   *   another context (another cohort, decrypting set or aggregate); `SHARES_FORGOTTEN` when they
-   *   were made for this context but the bundle is gone (it cannot be made again).
+   * @throws CryptoError `SHARES_CONTEXT_CHANGED` when shares were made (or are being made, by
+   *   {@link shareBundleAsync}) at this position for another context (another cohort, decrypting
+   *   set or aggregate); `SHARES_FORGOTTEN` when they were made for this context but the bundle is
+   *   gone (it cannot be made again); `SHARES_IN_PROGRESS` when they are being made for this context.
    */
   shareBundle(epochId: Uint8Array, label: string, context: Uint8Array, make: () => Uint8Array): Uint8Array {
+    const claim = this.#shareClaim(epochId, label, context);
+    if (claim.made !== undefined) return claim.made;
+    const making = this.#making.get(claim.key);
+    if (making !== undefined) {
+      throw new CryptoError('SHARES_IN_PROGRESS', `decryption shares at ${label} are being made`, {
+        details: { label },
+      });
+    }
+    return this.#storeBundle(claim, make());
+  }
+
+  /**
+   * {@link shareBundle} with an asynchronous `make` (one that yields to the event loop while it
+   * computes). While it runs, the position is taken: a call for the same context waits for the
+   * same bundle, a call for another context is refused with `SHARES_CONTEXT_CHANGED`, so no
+   * interleaving can make two share sets at one position.
+   */
+  async shareBundleAsync(
+    epochId: Uint8Array,
+    label: string,
+    context: Uint8Array,
+    make: () => Promise<Uint8Array>,
+  ): Promise<Uint8Array> {
+    const claim = this.#shareClaim(epochId, label, context);
+    if (claim.made !== undefined) return claim.made;
+    const making = this.#making.get(claim.key);
+    if (making !== undefined) return making.bundle;
+    const bundle = (async () => this.#storeBundle(claim, await make()))();
+    this.#making.set(claim.key, { value: claim.value.toString('hex'), bundle });
+    try {
+      return await bundle;
+    } finally {
+      this.#making.delete(claim.key);
+    }
+  }
+
+  /**
+   * The claim of (epoch, label) for `context`: the bundle already made for it, or what making one
+   * needs; throws when the position is spent on another context (made, or being made).
+   */
+  #shareClaim(
+    epochId: Uint8Array,
+    label: string,
+    context: Uint8Array,
+  ): { key: string; value: Buffer; file: string; made?: Uint8Array } {
     if (!(context instanceof Uint8Array)) throw new InvalidArgumentError('context must be bytes');
     const key = positionKey(KIND.shares, epochId, label, 0);
     const value = createHash('sha256').update(context).digest();
     const file = join(this.dir, 'shares', `${key}.cds`);
+    const changed = () =>
+      new CryptoError(
+        'SHARES_CONTEXT_CHANGED',
+        `decryption shares at ${label} were made for another cohort, decrypting set or aggregate: a second set would open a·S (start a new attempt)`,
+        { details: { label } },
+      );
+    const making = this.#making.get(key);
+    if (making !== undefined && making.value !== value.toString('hex')) throw changed();
     const seen = this.#claims.get(key);
-    if (seen !== undefined) {
-      if (seen.value !== value.toString('hex')) {
-        throw new CryptoError(
-          'SHARES_CONTEXT_CHANGED',
-          `decryption shares at ${label} were made for another cohort, decrypting set or aggregate: a second set would open a·S (start a new attempt)`,
-          { details: { label } },
-        );
-      }
-      if (!existsSync(file)) {
-        throw new CryptoError(
-          'SHARES_FORGOTTEN',
-          `decryption shares at ${label} were made and their bundle is gone: new ones would thin the flooding`,
-          { details: { label } },
-        );
-      }
-      return readKeyFile(file, true);
+    if (seen === undefined) return { key, value, file };
+    if (seen.value !== value.toString('hex')) throw changed();
+    if (!existsSync(file)) {
+      throw new CryptoError(
+        'SHARES_FORGOTTEN',
+        `decryption shares at ${label} were made and their bundle is gone: new ones would thin the flooding`,
+        { details: { label } },
+      );
     }
-    const bundle = make();
+    return { key, value, file, made: readKeyFile(file, true) };
+  }
+
+  #storeBundle(claim: { key: string; value: Buffer; file: string }, bundle: Uint8Array): Uint8Array {
     // The bundle first, then the claim: a crash between leaves an unclaimed file, made again.
-    writeKeyFile(file, bundle, true);
-    this.#append(KIND.shares, key, value);
+    writeKeyFile(claim.file, bundle, true);
+    this.#append(KIND.shares, claim.key, claim.value);
     return bundle;
   }
 

@@ -3,6 +3,7 @@ import { dequantizeSum } from '../../federation/index.ts';
 import { BlockRejectedError } from '../errors/index.ts';
 import type { Aggregate } from './aggregate.ts';
 import { AggregateMacCheck, dataSlotsOfBlock, type RoundMac } from './aggregate-mac.ts';
+import { runSteps, runStepsYielding, type Steps } from './cooperative-steps.ts';
 import { type CryptoTimingObserver, reportCkks } from './crypto-observer.ts';
 import { updateLayout } from './update-layout.ts';
 
@@ -38,7 +39,25 @@ export function decodeAggregate(
   if (new Set(sites).size !== sites.length) {
     throw new BlockRejectedError('INTEGRITY_MISMATCH', 'the aggregate lists a site twice');
   }
-  return decodeLanes(keyset, aggregate, { mac, sites }, timings);
+  return runSteps(decodeLanes(keyset, aggregate, { mac, sites }, timings));
+}
+
+/**
+ * {@link decodeAggregate}, sharing the event loop: it yields every `STEP_SLICE_MS` of work (a
+ * 10M-parameter aggregate takes seconds to decrypt), so the site's heartbeats and connection stay
+ * live meanwhile. Same result, same errors.
+ */
+export function decodeAggregateYielding(
+  keyset: LaneKeyset,
+  aggregate: Aggregate,
+  mac: RoundMac,
+  timings?: CryptoTimingObserver,
+): Promise<DecodedAggregate> {
+  const sites = aggregate.sites.map((c) => c.site);
+  if (new Set(sites).size !== sites.length) {
+    return Promise.reject(new BlockRejectedError('INTEGRITY_MISMATCH', 'the aggregate lists a site twice'));
+  }
+  return runStepsYielding(decodeLanes(keyset, aggregate, { mac, sites }, timings));
 }
 
 /**
@@ -50,15 +69,16 @@ export function decodeUpdate(keyset: LaneKeyset, update: Aggregate): DecodedAggr
   if (update.contributors !== 1) {
     throw new BlockRejectedError('BAD_HEADER', `an update of ${update.contributors} contributors is a sum`);
   }
-  return decodeLanes(keyset, update, null);
+  return runSteps(decodeLanes(keyset, update, null));
 }
 
-function decodeLanes(
+/** The decoding as steps: one per decrypted block. */
+function* decodeLanes(
   keyset: LaneKeyset,
   aggregate: Aggregate,
   verify: { readonly mac: RoundMac; readonly sites: readonly string[] } | null,
   timings?: CryptoTimingObserver,
-): DecodedAggregate {
+): Steps<DecodedAggregate> {
   const e = aggregate.encoding;
   const ctx = keyset.ctx;
   if (e.slots !== ctx.slots || !e.ckksParamsId.every((b, i) => b === ctx.paramsId[i])) {
@@ -92,7 +112,7 @@ function decodeLanes(
   const integers = new Float64Array(ctx.slots);
   const check = verify === null ? null : new AggregateMacCheck(verify.mac, geometry);
   let clamped = 0;
-  aggregate.ciphertexts.forEach((ct, b) => {
+  for (const [b, ct] of aggregate.ciphertexts.entries()) {
     const started = timings === undefined ? 0 : performance.now();
     const slots = keyset.decrypt(ct, b);
     reportCkks(timings, 'decrypt', started);
@@ -106,7 +126,8 @@ function decodeLanes(
     const offset = b * geometry.lanesPerBlock;
     const params = Math.min(count * e.lanesPerSlot, aggregate.totalParams - offset);
     if (params > 0) clamped += clampLaneSums(integers, params, layout, k, laneSums, offset);
-  });
+    yield;
+  }
   check?.verify(verify!.sites);
   return {
     sum: dequantizeSum(laneSums, k, e.bits as 1 | 2 | 4 | 8, e.clip),

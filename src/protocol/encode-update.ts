@@ -6,6 +6,7 @@ import { quantize } from '../../federation/index.ts';
 import { assertFiniteArray, InvalidArgumentError } from '../errors/index.ts';
 import { type RoundMac, UpdateTagger } from './aggregate-mac.ts';
 import { type CodecOptions, codecEncoding } from './codec-options.ts';
+import { runSteps, runStepsYielding, STEP_SLICE_MS, type Steps } from './cooperative-steps.ts';
 import { type CryptoTimingObserver, reportCkks } from './crypto-observer.ts';
 import {
   type Contributor,
@@ -83,6 +84,20 @@ export interface EncodedUpdate {
  * block on its own; the lattice signature is computed once per update rather than once per block.
  */
 export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
+  return runSteps(encodeUpdateSteps(input));
+}
+
+/**
+ * {@link encodeUpdate}, sharing the event loop: it yields every {@link STEP_SLICE_MS} of work (a
+ * large model's encryption takes seconds), so the site's heartbeats, log reads and connection stay
+ * live meanwhile. Same result, same errors.
+ */
+export function encodeUpdateYielding(input: EncodeUpdateInput): Promise<EncodedUpdate> {
+  return runStepsYielding(encodeUpdateSteps(input));
+}
+
+/** {@link encodeUpdate} as steps: one per encrypted block. */
+function* encodeUpdateSteps(input: EncodeUpdateInput): Steps<EncodedUpdate> {
   const { update, residual, credentials, context, options, exampleWeight } = input;
   assertRoundContext(context);
   if (!(update instanceof Float32Array)) throw new InvalidArgumentError('update must be a Float32Array');
@@ -141,18 +156,23 @@ export function encodeUpdate(input: EncodeUpdateInput): EncodedUpdate {
   const position = payloadPositionLabel(credentials.mac.nonce);
   const tagger = new UpdateTagger(credentials.mac, geometry, credentials.signer);
   const ciphertexts: Uint8Array[] = [];
-  for (let b = 0; b < geometry.blocks; b++) {
-    const offset = b * geometry.lanesPerBlock;
-    const count = Math.max(0, Math.min(geometry.lanesPerBlock, totalParams - offset));
-    if (count > 0) packLanes(levels, offset, count, layout, slots);
-    else slots.fill(0);
-    tagger.block(b, slots);
-    const started = input.timings === undefined ? 0 : performance.now();
-    ciphertexts.push(ckks.encrypt(slots, { label: position, index: b }));
-    reportCkks(input.timings, 'encrypt', started);
+  try {
+    for (let b = 0; b < geometry.blocks; b++) {
+      const offset = b * geometry.lanesPerBlock;
+      const count = Math.max(0, Math.min(geometry.lanesPerBlock, totalParams - offset));
+      if (count > 0) packLanes(levels, offset, count, layout, slots);
+      else slots.fill(0);
+      tagger.block(b, slots);
+      const started = input.timings === undefined ? 0 : performance.now();
+      ciphertexts.push(ckks.encrypt(slots, { label: position, index: b }));
+      reportCkks(input.timings, 'encrypt', started);
+      yield;
+    }
+  } finally {
+    // Also when the steps are abandoned midway: the plaintext levels never outlive the encoding.
+    levels.fill(0);
+    slots.fill(0);
   }
-  levels.fill(0);
-  slots.fill(0);
   const signed = signBlocks(
     context,
     credentials.signer,

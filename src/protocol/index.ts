@@ -43,6 +43,7 @@ export {
   type TreeLink,
   type UnverifiedControl,
 } from './control.ts';
+export { runSteps, runStepsYielding, STEP_SLICE_MS, type Steps } from './cooperative-steps.ts';
 export {
   CKKS_OPERATIONS,
   type CkksOperation,
@@ -52,12 +53,18 @@ export {
   type SignatureKind,
   signatureTimer,
 } from './crypto-observer.ts';
-export { type DecodedAggregate, decodeAggregate, decodeUpdate } from './decode-aggregate.ts';
+export {
+  type DecodedAggregate,
+  decodeAggregate,
+  decodeAggregateYielding,
+  decodeUpdate,
+} from './decode-aggregate.ts';
 export { type AggregatorCredentials, encodeAggregate } from './encode-aggregate.ts';
 export {
   type EncodedUpdate,
   type EncodeUpdateInput,
   encodeUpdate,
+  encodeUpdateYielding,
   type SignedBlocks,
   type SiteCredentials,
   signBlocks,

@@ -1,4 +1,5 @@
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, type DecipherGCM, hkdfSync, randomBytes } from 'node:crypto';
+import { sha256 } from '../../crypto/digest/index.ts';
 import { type PublicSigningKey, type SigningKeyPair, sign, verify } from '../../crypto/signature/index.ts';
 import {
   addInto,
@@ -19,7 +20,13 @@ import {
 } from '../../crypto/threshold/index.ts';
 import { BlockRejectedError, InvalidArgumentError } from '../errors/index.ts';
 import { CanonicalWriter } from '../protocol/canonical-writer.ts';
-import { type ControlBodies, payloadPositionLabel } from '../protocol/index.ts';
+import {
+  type ControlBodies,
+  payloadPositionLabel,
+  runSteps,
+  runStepsYielding,
+  type Steps,
+} from '../protocol/index.ts';
 import { decodeAggregateObject, encodeAggregateObject } from './aggregate-object.ts';
 
 /**
@@ -31,11 +38,13 @@ import { decodeAggregateObject, encodeAggregateObject } from './aggregate-object
  * together open k's update), the decrypting set whose Lagrange coefficients they carry, and the key
  * epoch. They are sealed with AES-256-GCM under a key derived from the federation data key, which
  * only sites hold: the coordinator relays and stores them but cannot combine them, so the model
- * stays the sites'. The site signs the whole bundle (domain {@link SHARES_DOMAIN}).
+ * stays the sites'. The site signs the SHA-256 digest of the whole bundle (domain
+ * {@link SHARES_DOMAIN}): a bundle of a 10M-parameter aggregate is tens of megabytes, which the
+ * lattice signature's own hash (SHAKE-256 in JavaScript) would take seconds over.
  */
 
-/** Signature domain of a share bundle. */
-export const SHARES_DOMAIN = 'threshold-shares';
+/** Signature domain of a share bundle: the message signed is SHA-256 of the bundle's body. */
+export const SHARES_DOMAIN = 'threshold-shares-sha256';
 
 const MAGIC = new TextEncoder().encode('CDS1');
 const NONCE_BYTES = 12;
@@ -156,8 +165,40 @@ export interface MakeSharesInput {
  *   contributor has no share in it; CryptoError `SHARES_CONTEXT_CHANGED` from the ledger.
  */
 export function makeShareBundle(input: MakeSharesInput): Uint8Array {
-  const { lanes, context, material, signer, dataKey, ledger } = input;
-  const tc = lanes.tc;
+  const plan = bundlePlan(input);
+  return input.ledger.shareBundle(input.context.epochId, plan.label, plan.contextBytes, () =>
+    runSteps(bundleSteps(input, plan)),
+  );
+}
+
+/**
+ * {@link makeShareBundle}, sharing the event loop: it yields every `STEP_SLICE_MS` of work
+ * (the shares of a 10M-parameter aggregate take seconds), so the site's heartbeats and connection
+ * stay live meanwhile. Same bundle rules, same errors; a second call for the position while one
+ * is being made waits for it (the ledger's `shareBundleAsync`).
+ */
+export function makeShareBundleYielding(input: MakeSharesInput): Promise<Uint8Array> {
+  let plan: BundlePlan;
+  try {
+    plan = bundlePlan(input);
+  } catch (err) {
+    return Promise.reject(err);
+  }
+  return input.ledger.shareBundleAsync(input.context.epochId, plan.label, plan.contextBytes, () =>
+    runStepsYielding(bundleSteps(input, plan)),
+  );
+}
+
+/** The checked layout of a bundle to make: its context bytes, head, position label and own point. */
+interface BundlePlan {
+  readonly contextBytes: Uint8Array;
+  readonly head: Uint8Array;
+  readonly label: string;
+  readonly point: number;
+}
+
+function bundlePlan(input: MakeSharesInput): BundlePlan {
+  const { lanes, context, material, signer } = input;
   const { contextBytes, head } = layout(lanes, context, signer.id);
   const self = context.decrypting.find((d) => d.site === signer.id);
   if (self === undefined) throw new InvalidArgumentError(`${signer.id} is not in the decrypting set`);
@@ -190,37 +231,48 @@ export function makeShareBundle(input: MakeSharesInput): Uint8Array {
     round: context.round,
     attempt: context.attempt,
   });
-  return ledger.shareBundle(context.epochId, label, contextBytes, () => {
-    const sum = zeroPoly(tc);
-    for (const c of context.contributors) addInto(tc, sum, material.shares.get(c)!);
-    const key = roundDecryptionKey(
-      tc,
-      sum,
-      context.decrypting.map((d) => d.point),
-      self.point,
-    );
-    wipe(sum);
-    const plain = new Uint8Array(context.blocks * packedBytes(tc));
-    try {
-      for (let b = 0; b < context.blocks; b++) {
-        const d = decryptionShare(tc, key, commonRandomPoly(tc, context.epochId, label, b));
-        plain.set(packWords(tc, d), b * packedBytes(tc));
-        wipe(d);
-      }
-    } finally {
-      wipe(key);
+  return { contextBytes, head, label, point: self.point };
+}
+
+/** The bundle's shares, block by block (a step each), then its seal and signature. */
+function* bundleSteps(input: MakeSharesInput, plan: BundlePlan): Steps<Uint8Array> {
+  const { lanes, context, material, signer, dataKey } = input;
+  const { contextBytes, head, label } = plan;
+  const tc = lanes.tc;
+  const sum = zeroPoly(tc);
+  for (const c of context.contributors) addInto(tc, sum, material.shares.get(c)!);
+  const key = roundDecryptionKey(
+    tc,
+    sum,
+    context.decrypting.map((d) => d.point),
+    plan.point,
+  );
+  wipe(sum);
+  const plain = new Uint8Array(context.blocks * packedBytes(tc));
+  try {
+    for (let b = 0; b < context.blocks; b++) {
+      const d = decryptionShare(tc, key, commonRandomPoly(tc, context.epochId, label, b));
+      plain.set(packWords(tc, d), b * packedBytes(tc));
+      wipe(d);
+      yield;
     }
-    const nonce = randomBytes(NONCE_BYTES);
-    const cipher = createCipheriv('aes-256-gcm', sealKey(dataKey, contextBytes, signer.id), nonce);
-    cipher.setAAD(head);
-    const sealed = Buffer.concat([cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+  } catch (err) {
     plain.fill(0);
-    const body = Buffer.concat([head, nonce, sealed]);
-    const signature = sign(signer.key, SHARES_DOMAIN, body);
-    return new Uint8Array(
-      Buffer.concat([body, Uint8Array.of(signature.length >> 8, signature.length & 255), signature]),
-    );
-  });
+    throw err;
+  } finally {
+    // Also when the steps are abandoned midway: the round's key share never outlives them.
+    wipe(key);
+  }
+  const nonce = randomBytes(NONCE_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', sealKey(dataKey, contextBytes, signer.id), nonce);
+  cipher.setAAD(head);
+  const sealed = Buffer.concat([cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+  plain.fill(0);
+  const body = Buffer.concat([head, nonce, sealed]);
+  const signature = sign(signer.key, SHARES_DOMAIN, sha256(body));
+  return new Uint8Array(
+    Buffer.concat([body, Uint8Array.of(signature.length >> 8, signature.length & 255), signature]),
+  );
 }
 
 /** What a reader checks a bundle against. */
@@ -280,7 +332,12 @@ function verifiedLayout(bytes: Uint8Array, input: VerifySharesInput): ReturnType
   if (bytes.length !== bodyLength + 2 + sigLength) throw refuse('malformed signature length');
   let ok: boolean;
   try {
-    ok = verify(input.key, SHARES_DOMAIN, bytes.subarray(0, bodyLength), bytes.subarray(bodyLength + 2));
+    ok = verify(
+      input.key,
+      SHARES_DOMAIN,
+      sha256(bytes.subarray(0, bodyLength)),
+      bytes.subarray(bodyLength + 2),
+    );
   } catch (cause) {
     throw new BlockRejectedError('SHARES_INVALID', `decryption shares of ${site}: bad signature`, {
       cause,
@@ -298,42 +355,74 @@ function verifiedLayout(bytes: Uint8Array, input: VerifySharesInput): ReturnType
  * @throws BlockRejectedError `SHARES_INVALID` with the reason.
  */
 export function openShareBundle(bytes: Uint8Array, input: OpenSharesInput): RnsPoly[] {
+  return runSteps(openSteps(bytes, input));
+}
+
+/**
+ * {@link openShareBundle}, sharing the event loop: it yields every `STEP_SLICE_MS` of work (the
+ * bundle of a 10M-parameter aggregate is tens of megabytes to unseal and unpack). Same result,
+ * same errors.
+ */
+export function openShareBundleYielding(bytes: Uint8Array, input: OpenSharesInput): Promise<RnsPoly[]> {
+  return runStepsYielding(openSteps(bytes, input));
+}
+
+/** Bytes of sealed shares deciphered per step. */
+const OPEN_CHUNK_BYTES = 1 << 20;
+
+function* openSteps(bytes: Uint8Array, input: OpenSharesInput): Steps<RnsPoly[]> {
   const { contextBytes, head, bodyLength } = verifiedLayout(bytes, input);
   const { lanes, context, site } = input;
   const tc = lanes.tc;
   const nonce = bytes.subarray(head.length, head.length + NONCE_BYTES);
   const sealed = bytes.subarray(head.length + NONCE_BYTES, bodyLength);
-  let plain: Buffer;
-  try {
-    const decipher = createDecipheriv('aes-256-gcm', sealKey(input.dataKey, contextBytes, site), nonce);
-    decipher.setAAD(head);
-    decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
-    plain = Buffer.concat([decipher.update(sealed.subarray(0, sealed.length - TAG_BYTES)), decipher.final()]);
-  } catch (cause) {
-    throw new BlockRejectedError('SHARES_INVALID', `decryption shares of ${site}: the seal does not open`, {
+  const unsealed = (cause: unknown) =>
+    new BlockRejectedError('SHARES_INVALID', `decryption shares of ${site}: the seal does not open`, {
       cause,
       details: { site },
     });
-  }
-  const shares: RnsPoly[] = [];
-  for (let b = 0; b < context.blocks; b++) {
-    const chunk = plain.subarray(b * packedBytes(tc), (b + 1) * packedBytes(tc));
+  const plain = Buffer.alloc(Math.max(0, sealed.length - TAG_BYTES));
+  try {
+    let decipher: DecipherGCM;
     try {
-      shares.push(unpackWords(tc, new Uint8Array(chunk)));
+      decipher = createDecipheriv('aes-256-gcm', sealKey(input.dataKey, contextBytes, site), nonce);
+      decipher.setAAD(head);
+      decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES));
     } catch (cause) {
-      plain.fill(0);
-      throw new BlockRejectedError(
-        'SHARES_INVALID',
-        `decryption shares of ${site}: block ${b} out of range`,
-        {
-          cause,
-          details: { site },
-        },
-      );
+      throw unsealed(cause);
     }
+    for (let at = 0; at < plain.length; at += OPEN_CHUNK_BYTES) {
+      const end = Math.min(plain.length, at + OPEN_CHUNK_BYTES);
+      decipher.update(sealed.subarray(at, end)).copy(plain, at);
+      yield;
+    }
+    try {
+      decipher.final();
+    } catch (cause) {
+      // Nothing deciphered is used before the tag checks.
+      throw unsealed(cause);
+    }
+    const shares: RnsPoly[] = [];
+    for (let b = 0; b < context.blocks; b++) {
+      const chunk = plain.subarray(b * packedBytes(tc), (b + 1) * packedBytes(tc));
+      try {
+        shares.push(unpackWords(tc, new Uint8Array(chunk)));
+      } catch (cause) {
+        throw new BlockRejectedError(
+          'SHARES_INVALID',
+          `decryption shares of ${site}: block ${b} out of range`,
+          {
+            cause,
+            details: { site },
+          },
+        );
+      }
+      yield;
+    }
+    return shares;
+  } finally {
+    plain.fill(0);
   }
-  plain.fill(0);
-  return shares;
 }
 
 /**

@@ -279,8 +279,9 @@ describe('a tampered audit bundle is never verified clean', () => {
       fc.asyncProperty(fc.array(tamper, { minLength: 1, maxLength: 3 }), async (tampers) => {
         const changed = tampers.reduce(apply, items);
         const bytes = resealed(header, changed);
-        // A sequence that undoes itself (a swap and its reverse) is no tampering.
-        fc.pre(!Buffer.from(bytes).equals(Buffer.from(original)));
+        // A sequence that undoes itself (a swap and its reverse, a copy removed again) is no
+        // tampering: compare the items under the original seal, since a new seal is new bytes.
+        fc.pre(!Buffer.from(resealed(header, changed, 'kept')).equals(Buffer.from(original)));
         const v = await verdict(bytes);
         expect(v.kind, JSON.stringify(tampers)).not.toBe('clean');
       }),

@@ -31,6 +31,7 @@ import {
 } from '../../src/protocol/index.ts';
 import {
   makeShareBundle,
+  makeShareBundleYielding,
   openShareBundle,
   type ShareContext,
   sharesDecryptor,
@@ -234,6 +235,42 @@ describe('decryption share bundles', () => {
     // A new attempt is a new position: shares are made.
     const next = context({ attempt: Uint8Array.of(4, 3) });
     expect(bundle('site-2', next).length).toBeGreaterThan(0);
+  });
+
+  it('made while the event loop runs: the same bundle rules, concurrent asks share one bundle, another context is refused', async () => {
+    const ctx = context({ attempt: Uint8Array.of(7, 7) });
+    const l = ledger('site-4');
+    const input = (c: ShareContext) => ({
+      lanes,
+      context: c,
+      material: material.get('site-4')!,
+      signer: { id: 'site-4', key: signers.get('site-4')! },
+      dataKey,
+      ledger: l,
+    });
+    try {
+      const first = makeShareBundleYielding(input(ctx));
+      // While it is being made, a second ask for the context waits for the same bundle; another
+      // context at the position is refused before any share is made; a synchronous ask is too.
+      const again = makeShareBundleYielding(input(ctx));
+      const otherSet = context({
+        attempt: ctx.attempt,
+        decrypting: ['site-1', 'site-3', 'site-4'].map((site) => ({ site, point: point(site) })),
+      });
+      expect(() => makeShareBundle(input(ctx))).toThrow(
+        expect.objectContaining({ code: 'SHARES_IN_PROGRESS' }),
+      );
+      await expect(makeShareBundleYielding(input(otherSet))).rejects.toMatchObject({
+        code: 'SHARES_CONTEXT_CHANGED',
+      });
+      const [a, b] = await Promise.all([first, again]);
+      expect(Buffer.from(a).equals(Buffer.from(b))).toBe(true);
+      expect(open('site-4', a, ctx).length).toBe(ctx.blocks);
+      // Once made, the synchronous path hands back the same bytes too.
+      expect(Buffer.from(makeShareBundle(input(ctx))).equals(Buffer.from(a))).toBe(true);
+    } finally {
+      l.close();
+    }
   });
 
   it('no shares for fewer contributors than round.minContributors, a set short of t, or a point the roster does not give', () => {

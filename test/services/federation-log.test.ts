@@ -1081,6 +1081,82 @@ describe('federation log on JetStream', () => {
       await ensureLogStream(jsm, settings(F));
       expect((await w.append({ roundOpen: openRecord(F, 1, genesis) })).sequence).toBe(1);
     });
+
+    it('an append reported unavailable whose publish lands late is taken in by the next append, not fenced on', async () => {
+      // Its own server, paused with SIGSTOP: the publish waits in the socket, the writer gives up
+      // (LOG_UNAVAILABLE), and the resumed server stores it as entry 1 after all.
+      const own = await startNatsServer({ jetstream: true });
+      const conn = await connect({ servers: own.url });
+      try {
+        const F = 'fl-late';
+        await ensureLogStream(await jetstreamManager(conn), settings(F));
+        const late: LogEntry[] = [];
+        const w = await openLogWriter(conn, {
+          federation: F,
+          signer: COORDINATOR,
+          signing: coordinatorKey,
+          start: LOG_ORIGIN,
+          now: () => T0,
+          attempts: 1,
+          timeoutMs: 500,
+          onLateEntry: (e) => late.push(e),
+        });
+        process.kill(own.pid, 'SIGSTOP');
+        let err: FederationLogError;
+        try {
+          err = await rejection(w.append({ roundOpen: openRecord(F, 1, genesis) }));
+        } finally {
+          process.kill(own.pid, 'SIGCONT');
+        }
+        expect(err.code).toBe('LOG_UNAVAILABLE');
+        expect(err.message).toMatch(/outcome is unknown/);
+        const jsm2 = await jetstreamManager(conn);
+        for (let i = 0; (await jsm2.streams.info(federationSubjects(F).logStream)).state.messages < 1; i++) {
+          if (i > 100) throw new Error('the stalled publish never landed');
+          await new Promise((r) => setTimeout(r, 20));
+        }
+        // The next append finds its own earlier entry at 1, hands it over, and appends at 2.
+        const next = await w.append({ snapshot: snapshotRecord(genesis) });
+        expect(late.map((e) => [e.sequence, e.record.roundOpen?.round])).toEqual([[1, 1]]);
+        expect(next.sequence).toBe(2);
+        expect(Buffer.from(next.record.previousEntry).equals(Buffer.from(late[0]!.hash))).toBe(true);
+        expect(w.fenced).toBe(false);
+      } finally {
+        await conn.close();
+        await own.stop();
+      }
+    });
+
+    it('checks beforeAttempt before every publish attempt: once it throws, the append ends with its error and sends nothing more', async () => {
+      const F = 'fl-lease-retry';
+      let attempts = 0;
+      const w = await openLogWriter(nc, {
+        federation: F,
+        signer: COORDINATOR,
+        signing: coordinatorKey,
+        start: LOG_ORIGIN,
+        now: () => T0,
+        attempts: 5,
+        retryMs: 1,
+        beforeAttempt: () => {
+          attempts++;
+          // The lease lapsed while the first attempt's outcome was unknown (no stream here).
+          if (attempts > 1) throw new FederationLogError('LOG_FENCED', 'lease lost (test)');
+        },
+      });
+      const err = await rejection(w.append({ roundOpen: openRecord(F, 1, genesis) }));
+      expect(err.message).toMatch(/lease lost \(test\)/);
+      expect(attempts).toBe(2);
+      await expect(
+        openLogWriter(nc, {
+          federation: F,
+          signer: COORDINATOR,
+          signing: coordinatorKey,
+          start: LOG_ORIGIN,
+          beforeAttempt: 'no' as unknown as () => void,
+        }),
+      ).rejects.toThrow(/options.beforeAttempt must be a function/);
+    });
   });
 
   describe('a read-only NATS user', () => {

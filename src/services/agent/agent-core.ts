@@ -55,6 +55,13 @@ export interface AgentOptions {
    * aggregates it decrypts; e.g. `createSiteMetrics(…).timings`. Nothing is timed without it.
    */
   readonly cryptoTimings?: CryptoTimingObserver;
+  /**
+   * Whether the site may join from a snapshot (default true). False: it never reads one, and a new
+   * or far-behind store replays every commit from its head or genesis, checking each against the
+   * log (what `npm run bench -- history` measures as replay; a site that wants to have rebuilt
+   * every version itself).
+   */
+  readonly snapshots?: boolean;
 }
 
 /** The agent's last vote. */

@@ -6,7 +6,7 @@ import {
   aggregateDigest,
   decodeSharesObject,
   epochAt,
-  openShareBundle,
+  openShareBundleYielding,
   shareContextOf,
   sharesDecryptor,
   sharesInvalidReason,
@@ -115,19 +115,22 @@ export async function aggregateDecryptor(
   const context = shareContextOf(request);
   const opened = new Map<string, RnsPoly[]>();
   try {
-    request.decrypting.forEach((d, k) => {
+    for (const [k, d] of request.decrypting.entries()) {
       // The key the site held in that round (a later rotation or revocation does not unmake it).
       const key = core.ctx.registryView.keyFor(d.site, round.round) ?? core.ctx.keys(d.site);
       if (key === undefined) throw fail(`${d.site} has no registered signing key`);
       try {
-        opened.set(d.site, openShareBundle(bundles[k]!, { lanes, context, site: d.site, key, dataKey }));
+        opened.set(
+          d.site,
+          await openShareBundleYielding(bundles[k]!, { lanes, context, site: d.site, key, dataKey }),
+        );
       } catch (cause) {
         // Its signed bundle does not open: that site's fault, named so the coordinator strikes it.
         throw onMismatch === 'vote-no'
           ? new VoteNo(sharesInvalidReason(d.site, (cause as Error).message))
           : fail((cause as Error).message);
       }
-    });
+    }
     return { keyset: sharesDecryptor(lanes, context, opened), owned: true };
   } finally {
     for (const shares of opened.values()) for (const d of shares) d.fill(0n);

@@ -4,7 +4,7 @@ import { InvalidArgumentError } from '../../errors/index.ts';
 import {
   type AggregateInfo,
   type DecodedAggregate,
-  decodeAggregate,
+  decodeAggregateYielding,
   decodeEvaluation,
   type Evaluation,
   medianRmsOf,
@@ -48,7 +48,7 @@ export interface AppliedRound {
  *
  * @throws when the site has no CKKS key, the numbers cannot average, or the aggregate does not decode.
  */
-export function applyAggregate(
+export async function applyAggregate(
   core: AgentCore,
   model: Float32Array,
   state: StrategyState | null,
@@ -57,7 +57,7 @@ export function applyAggregate(
   context: RoundAttempt,
   robustDelta: Float32Array | null = null,
   decryptor: LaneKeyset | null = core.keyset,
-): AppliedRound {
+): Promise<AppliedRound> {
   assertDecryptable(core, info, context.round);
   const plan = updatePlan(core.ctx.config, core.spec, info.encoding.bits);
   if (info.totalParams !== plan.requiredLanes && info.totalParams !== plan.totalParams) {
@@ -72,7 +72,7 @@ export function applyAggregate(
       `cannot average with participants ${m}, totalExamples ${N}, totalWeight ${W}`,
     );
   }
-  const decoded = decryptAggregate(core, info, ciphertexts, context, decryptor);
+  const decoded = await decryptAggregate(core, info, ciphertexts, context, decryptor);
   if (decoded.clamped > 0) {
     core.ctx.log.warn(
       { round: context.round, clamped: decoded.clamped, contributors: decoded.contributors },
@@ -132,16 +132,17 @@ export function roundMacOf(core: AgentCore, round: RoundAttempt): RoundMac {
  * of no contributor or of fewer than `round.minContributors` sites: such a sum is never decrypted,
  * whoever proposes it. Shared by training rounds ({@link applyAggregate}) and statistics rounds.
  */
-export function decryptAggregate(
+export async function decryptAggregate(
   core: AgentCore,
   info: AggregateInfo,
   ciphertexts: readonly Uint8Array[],
   context: RoundAttempt,
   decryptor: LaneKeyset | null = core.keyset,
-): DecodedAggregate {
+): Promise<DecodedAggregate> {
   assertDecryptable(core, info, context.round);
   if (decryptor === null) throw new InvalidArgumentError(`cannot decrypt: ${core.keysetError}`);
-  return decodeAggregate(
+  // Yielding: a large aggregate takes seconds to decrypt, and the site keeps heartbeating meanwhile.
+  return decodeAggregateYielding(
     decryptor,
     {
       encoding: info.encoding,

@@ -170,7 +170,7 @@ async function replayCommit(
     );
     const decryptor = await aggregateDecryptor(core, info, ciphertexts, d, 'REPLAY_MISMATCH');
     try {
-      next = applyAggregate(
+      next = await applyAggregate(
         core,
         base.parameters,
         base.strategyState,

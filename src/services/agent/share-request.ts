@@ -1,7 +1,7 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
 import { holds, type ThresholdLaneContext } from '../../../crypto/threshold/index.ts';
 import { CONTROL_MAX_BYTES, type ControlBodies } from '../../protocol/index.ts';
-import { makeShareBundle, shareContextOf, shareRequestObjectName } from '../../round/index.ts';
+import { makeShareBundleYielding, shareContextOf, shareRequestObjectName } from '../../round/index.ts';
 import { failpoint } from '../failpoint.ts';
 import { aggregateStore } from '../store/index.ts';
 import type { AgentCore } from './agent-core.ts';
@@ -72,7 +72,7 @@ export async function onShareRequest(
   }
   let bundle: Uint8Array;
   try {
-    bundle = makeShareBundle({
+    bundle = await makeShareBundleYielding({
       lanes: core.ctx.ckks as ThresholdLaneContext,
       context: shareContextOf(r),
       material: threshold.material,

@@ -27,15 +27,15 @@ export interface LoadedSnapshot {
  * that signed it, never tried again — and the next one is tried: a hostile writer's snapshot costs
  * a joining site the replay from the snapshot below, never its join.
  *
- * Returns undefined when no candidate is left (none logged, or every one refused) or the site has
- * no federation data key: the caller replays from its head or genesis. Throws `REPLAY_UNAVAILABLE` when none could be used and one
+ * Returns undefined when no candidate is left (none logged, or every one refused), the site has
+ * no federation data key or its options turn snapshots off: the caller replays from its head or genesis. Throws `REPLAY_UNAVAILABLE` when none could be used and one
  * could not be read (retried later, rather than a long replay for a passing outage).
  */
 export async function loadSnapshot(
   core: AgentCore,
   range: SnapshotRange,
 ): Promise<LoadedSnapshot | undefined> {
-  if (core.dataKey === null) return undefined;
+  if (core.dataKey === null || core.options.snapshots === false) return undefined;
   const refusals = snapshotRefusalsOf(core);
   // A snapshot of a key epoch this site was not in is under a data key it does not hold.
   const history = core.follower.history;

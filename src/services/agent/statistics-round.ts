@@ -94,9 +94,9 @@ async function statisticsCandidate(core: AgentCore, p: ControlBodies['prepare'])
   }
   const { info, ciphertexts } = await preparedAggregate(core, p);
   const decryptor = await aggregateDecryptor(core, info, ciphertexts, p, 'vote-no');
-  let decoded: ReturnType<typeof decryptAggregate>;
+  let decoded: Awaited<ReturnType<typeof decryptAggregate>>;
   try {
-    decoded = decryptAggregate(core, info, ciphertexts, p, decryptor.keyset);
+    decoded = await decryptAggregate(core, info, ciphertexts, p, decryptor.keyset);
   } finally {
     if (decryptor.owned) decryptor.keyset.delete();
   }

@@ -1,7 +1,7 @@
 import { InvalidArgumentError } from '../../errors/index.ts';
 import {
   type ControlBodies,
-  encodeUpdate,
+  encodeUpdateYielding,
   evaluationLevels,
   RMS_BUCKETS,
   rmsLevels,
@@ -124,8 +124,8 @@ export async function trainAndSend(
     );
     const encoded =
       privacy === null
-        ? encodeWithFeedback(core, open, update, extra)
-        : encodePrivate(core, open, privacy, update, extra);
+        ? await encodeWithFeedback(core, open, update, extra)
+        : await encodePrivate(core, open, privacy, update, extra);
     update.fill(0);
     if (!(await uploadUpdate(core, open, aggregator, encoded, rms, stale))) {
       core.machine.transition('READY', `upload of round ${open.round} abandoned`);
@@ -152,14 +152,14 @@ export async function trainAndSend(
 }
 
 /** The update quantized with error feedback; the new residual is staged (the decision settles it). */
-function encodeWithFeedback(
+async function encodeWithFeedback(
   core: AgentCore,
   open: ControlBodies['round-open'],
   update: Float32Array,
   extraLevels: Uint8Array | undefined,
 ) {
   const previous = core.store.loadResidual();
-  const encoded = encodeUpdate({
+  const encoded = await encodeUpdateYielding({
     ...updateFraming(core, open),
     update,
     residual: previous !== null && previous.length === update.length ? previous : null,
@@ -171,7 +171,7 @@ function encodeWithFeedback(
 }
 
 /** The update as private levels (clipped, rounded, noised: docs/privacy.md), then any evaluation lanes. */
-function encodePrivate(
+async function encodePrivate(
   core: AgentCore,
   open: ControlBodies['round-open'],
   privacy: ServicePrivacy,
@@ -189,7 +189,7 @@ function encodePrivate(
     'private update: clipped, rounded and noised',
   );
   try {
-    return encodeUpdate({
+    return await encodeUpdateYielding({
       ...updateFraming(core, open),
       update: new Float32Array(0),
       residual: null,

@@ -53,9 +53,9 @@ async function trainingCandidate(core: AgentCore, p: ControlBodies['prepare']): 
     'vote-no',
   );
   const decryptor = await aggregateDecryptor(core, info, ciphertexts, p, 'vote-no');
-  let next: ReturnType<typeof applyAggregate>;
+  let next: Awaited<ReturnType<typeof applyAggregate>>;
   try {
-    next = applyAggregate(
+    next = await applyAggregate(
       core,
       w,
       core.store.loadStrategyState(),

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { bytesEqual } from '../../../crypto/digest/index.ts';
+import { canonicalJson } from '../../data/index.ts';
 import { InvalidArgumentError } from '../../errors/index.ts';
 import type { AdminActionBody } from '../../protocol/index.ts';
 import {
@@ -12,6 +13,7 @@ import {
   writeFileAtomic,
 } from '../../versions/index.ts';
 import {
+  ADMIN_ACTION_COORDINATOR_START,
   ensureLogStream,
   FederationLogError,
   type FederationLogReader,
@@ -50,6 +52,8 @@ export interface CoordinatorLog {
 }
 
 const TAIL_FILE = 'log-tail.json';
+/** Scans of the log a starting coordinator makes before its start record lands on the tail. */
+const CLAIM_ATTEMPTS = 3;
 
 /** Largest `arguments` of a logged admin action, bytes (they summarize a request, never carry key material). */
 export const ADMIN_ACTION_MAX_ARGUMENT_BYTES = 4096;
@@ -68,7 +72,12 @@ export const ADMIN_ACTION_MAX_ARGUMENT_BYTES = 4096;
  * 4. compares the log with the tail this coordinator recorded after its last append
  *    (`<dataDir>/<member>/log-tail.json`): a log that lacks that entry was lost or truncated, and
  *    is refused with `LOG_BEHIND` instead of silently restarting the history;
- * 5. positions the writer at the last entry read: its appends are fenced on that sequence.
+ * 5. positions the writer at the last entry read: its appends are fenced on that sequence;
+ * 6. appends a `coordinator.start` admin action ({@link ADMIN_ACTION_COORDINATOR_START}) that claims
+ *    the tail: an append a paused predecessor prepared under its lapsed lease is refused from now
+ *    on. When such an append landed after the scan, the log is read again (up to three times).
+ *
+ * Every append checks the lease before each publish attempt, retries included.
  */
 export async function openCoordinatorLog(
   ctx: MemberContext,
@@ -95,27 +104,55 @@ export async function openCoordinatorLog(
       maxBytes: cfg.history.logMaxBytes,
     });
     const reader = await openLogReader(nc, { federation, coordinator: ctx.member, keys: ctx.keys });
-    const history = new LogHistory(
-      genesis,
-      reader.stream,
-      ctx.signedRegistry === undefined
-        ? { keepEvidence: false, retainRounds: MEMBER_RETAIN_ROUNDS }
-        : { registry: ctx.signedRegistry, keepEvidence: false, retainRounds: MEMBER_RETAIN_ROUNDS },
-    );
-    for await (const entry of reader.entries()) history.apply(entry);
-    // The member's key lookups follow the registry as this history folds it (docs/key-ceremony.md).
-    if (history.registry !== undefined) ctx.followRegistry(history.registry);
     const dir = join(cfg.paths.dataDir, ctx.member);
     mkdirSync(dir, { recursive: true });
-    await checkRecordedTail(dir, reader, history);
-    const writer = await openLogWriter(nc, {
-      federation,
-      signer: ctx.member,
-      signing: ctx.signing,
-      start: history.position,
-      now: options.now,
-    });
-    return new LeasedLog(history, reader, writer, lease, dir);
+    for (let attempt = 1; ; attempt++) {
+      const history = new LogHistory(
+        genesis,
+        reader.stream,
+        ctx.signedRegistry === undefined
+          ? { keepEvidence: false, retainRounds: MEMBER_RETAIN_ROUNDS }
+          : { registry: ctx.signedRegistry, keepEvidence: false, retainRounds: MEMBER_RETAIN_ROUNDS },
+      );
+      for await (const entry of reader.entries()) history.apply(entry);
+      // The member's key lookups follow the registry as this history folds it (docs/key-ceremony.md).
+      if (history.registry !== undefined) ctx.followRegistry(history.registry);
+      await checkRecordedTail(dir, reader, history);
+      const writer = await openLogWriter(nc, {
+        federation,
+        signer: ctx.member,
+        signing: ctx.signing,
+        start: history.position,
+        now: options.now,
+        // Every attempt, retries included: a lease that expired while an append waited to retry
+        // (the process paused, the server away) stops it before it can publish again.
+        beforeAttempt: () => lease.assertHeld(),
+        // An append reported unavailable that landed after all: fold it in before going on (a
+        // record the history refuses fences the writer, and the coordinator stops).
+        onLateEntry: (entry) => log.took(entry),
+      });
+      const log: LeasedLog = new LeasedLog(history, reader, writer, lease, dir);
+      try {
+        await log.append({
+          adminAction: {
+            action: ADMIN_ACTION_COORDINATOR_START,
+            caller: ctx.member,
+            scope: 'lease',
+            target: lease.instance,
+            arguments: new TextEncoder().encode(
+              canonicalJson({ instance: lease.instance, leaseExpiresUnixMs: lease.expiresUnixMs() }),
+            ),
+            unixMs: options.now(),
+          },
+        });
+        return log;
+      } catch (err) {
+        // A predecessor's append landed after the scan (it prepared it before its lease lapsed,
+        // and cannot prepare another): read the log again and claim the new tail.
+        const conflict = err instanceof FederationLogError && err.code === 'LOG_SEQUENCE_CONFLICT';
+        if (!conflict || attempt >= CLAIM_ATTEMPTS) throw err;
+      }
+    }
   } catch (err) {
     await lease.release().catch(() => undefined);
     throw err;
@@ -181,16 +218,21 @@ class LeasedLog implements CoordinatorLog {
     const run = this.#queue.then(async () => {
       this.lease.assertHeld();
       const entry = await this.#writer.append(record);
-      this.history.apply(entry);
-      writeFileAtomic(this.#dir, TAIL_FILE, [
-        new TextEncoder().encode(
-          `${JSON.stringify({ sequence: entry.sequence, hash: bytesToHex(entry.hash) })}\n`,
-        ),
-      ]);
+      this.took(entry);
       return entry;
     });
     this.#queue = run.catch(() => undefined);
     return run;
+  }
+
+  /** Folds an entry this coordinator appended into the history and records the new tail. */
+  took(entry: LogEntry): void {
+    this.history.apply(entry);
+    writeFileAtomic(this.#dir, TAIL_FILE, [
+      new TextEncoder().encode(
+        `${JSON.stringify({ sequence: entry.sequence, hash: bytesToHex(entry.hash) })}\n`,
+      ),
+    ]);
   }
 
   appendAdminAction(action: AdminActionBody): Promise<LogEntry> {

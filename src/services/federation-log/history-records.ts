@@ -82,6 +82,14 @@ export interface LoggedAdminAction {
 export const ADMIN_ACTION_ROLLBACK = 'versions.rollback';
 
 /**
+ * The admin action a coordinator appends as its first entry once it holds the lease and has read
+ * the log: `caller` is the coordinator, `target` its lease instance. It claims the log's tail, so
+ * an append a paused predecessor prepared before its lease lapsed finds the log moved on and is
+ * refused (its writer fences itself), rather than landing and fencing the new coordinator.
+ */
+export const ADMIN_ACTION_COORDINATOR_START = 'coordinator.start';
+
+/**
  * A rollback request the log holds and no rollback round has taken yet
  * ({@link LogHistory.pendingRollbacks}).
  */

@@ -1,4 +1,5 @@
 export {
+  ADMIN_ACTION_COORDINATOR_START,
   ADMIN_ACTION_ROLLBACK,
   type ChainCommit,
   type DecidedRound,

@@ -13,6 +13,7 @@ import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
 import { type LogRecordBody, type LogRecordKind, sealControl } from '../../protocol/index.ts';
 import { backoffDelay, sleep } from '../../retry/index.ts';
 import { federationSubjects } from '../../transport/index.ts';
+import { failpoint } from '../failpoint.ts';
 import { type LogEntry, type LogPosition, recordsHeld } from './log-entry.ts';
 import { FederationLogError } from './log-error.ts';
 import { LOG_MAX_ENTRY_BYTES, logStreamName } from './log-stream.ts';
@@ -48,7 +49,10 @@ export interface FederationLogWriter {
    * coordinators can never interleave entries. When a publish fails otherwise (timeout, server
    * restart) the writer reads entry `position + 1` back: its own bytes there mean the append
    * succeeded, no entry means it is retried (`attempts` in all), anything else fences the writer.
-   * `LOG_UNAVAILABLE` after the last attempt leaves the writer usable: nothing was stored. An
+   * `LOG_UNAVAILABLE` after the last attempt leaves the writer usable, but the outcome is
+   * unknown: the last publish may still land (a server that stalled and resumes). The next append
+   * reads that position first: when the entry landed it is handed to `onLateEntry` and the writer
+   * appends after it, instead of fencing itself on its own late entry. An
    * input without exactly one record, or whose sealed entry is over {@link LOG_MAX_APPEND_BYTES},
    * is refused with `INVALID_ARGUMENT` before anything is sent (the writer stays usable).
    */
@@ -70,6 +74,20 @@ export interface LogWriterOptions {
   readonly attempts?: number;
   /** Wait between attempts in ms (default 500). */
   readonly retryMs?: number;
+  /**
+   * Called before every publish attempt of an append, the first and each retry; an error it
+   * throws ends the append with that error and nothing more is sent. The coordinator checks its
+   * lease here, so a writer whose lease expired during a retry's wait never publishes again.
+   */
+  readonly beforeAttempt?: () => void;
+  /**
+   * Called with an entry the writer finds stored where an earlier append of its own was reported
+   * `LOG_UNAVAILABLE` (its publish landed late): the writer moves past it before appending again.
+   * The caller folds it into its view of the log; an error it throws fences the writer.
+   */
+  readonly onLateEntry?: (entry: LogEntry) => void;
+  /** Timeout of each publish and read, ms (default JetStream's, 5000). */
+  readonly timeoutMs?: number;
 }
 
 /**
@@ -82,9 +100,30 @@ export async function openLogWriter(
 ): Promise<FederationLogWriter> {
   assertInteger('options.start.sequence', options.start.sequence, 0, Number.MAX_SAFE_INTEGER);
   assertInteger('options.attempts', options.attempts ?? 5, 1, 100);
-  const jsm = await jetstreamManager(nc, { checkAPI: false });
-  return new JetStreamLogWriter(jetstream(nc), jsm, options);
+  if (options.timeoutMs !== undefined) assertInteger('options.timeoutMs', options.timeoutMs, 10, 600_000);
+  if (options.onLateEntry !== undefined && typeof options.onLateEntry !== 'function') {
+    throw new InvalidArgumentError('options.onLateEntry must be a function', {
+      details: { name: 'options.onLateEntry' },
+    });
+  }
+  if (options.beforeAttempt !== undefined && typeof options.beforeAttempt !== 'function') {
+    throw new InvalidArgumentError('options.beforeAttempt must be a function', {
+      details: { name: 'options.beforeAttempt' },
+    });
+  }
+  const jsm = await jetstreamManager(nc, {
+    checkAPI: false,
+    ...(options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
+  });
+  return new JetStreamLogWriter(
+    jetstream(nc, options.timeoutMs === undefined ? {} : { timeout: options.timeoutMs }),
+    jsm,
+    options,
+  );
 }
+
+/** {@link JetStreamLogWriter}'s answer when it adopted a late entry and must append again. */
+const ADOPTED = Symbol('adopted');
 
 class JetStreamLogWriter implements FederationLogWriter {
   readonly #js: JetStreamClient;
@@ -94,6 +133,12 @@ class JetStreamLogWriter implements FederationLogWriter {
   readonly #subject: string;
   #position: LogPosition;
   #fenced = false;
+  /** The last append reported `LOG_UNAVAILABLE`: its entry may still land at `sequence`. */
+  #uncertain: {
+    readonly sequence: number;
+    readonly bytes: Uint8Array;
+    readonly record: LogRecordBody;
+  } | null = null;
 
   constructor(js: JetStreamClient, jsm: JetStreamManager, options: LogWriterOptions) {
     this.#js = js;
@@ -121,6 +166,18 @@ class JetStreamLogWriter implements FederationLogWriter {
         details: { name: 'record' },
       });
     }
+    for (;;) {
+      const entry = await this.#appendOnce(input);
+      if (entry !== ADOPTED) return entry;
+    }
+  }
+
+  /**
+   * One append at the current position: the entry, or {@link ADOPTED} when the position turned out
+   * to hold the entry of an earlier append whose outcome was unknown (the writer moved past it:
+   * append again at the next position).
+   */
+  async #appendOnce(input: LogRecordInput): Promise<LogEntry | typeof ADOPTED> {
     if (this.#fenced) {
       throw new FederationLogError(
         'LOG_FENCED',
@@ -154,8 +211,27 @@ class JetStreamLogWriter implements FederationLogWriter {
         { details: { name: 'record', bytes: bytes.length, max: LOG_MAX_APPEND_BYTES } },
       );
     }
+    /** What entry `sequence` holds: ours, an unknown-outcome append's (adopt it), another's, none. */
+    const holder = async (): Promise<'ours' | 'earlier' | 'other' | 'none' | 'unknown'> => {
+      let data: Uint8Array | null;
+      try {
+        data = await this.#storedAt(sequence);
+      } catch {
+        return 'unknown';
+      }
+      if (data === null) return 'none';
+      if (bytesEqual(data, bytes)) return 'ours';
+      const earlier = this.#uncertain;
+      if (earlier !== null && earlier.sequence === sequence && bytesEqual(data, earlier.bytes))
+        return 'earlier';
+      return 'other';
+    };
     const attempts = this.#options.attempts ?? 5;
     for (let attempt = 1; ; attempt++) {
+      this.#options.beforeAttempt?.();
+      // A writer paused between its check and its publish (tests: a coordinator whose lease
+      // lapses right there, while a standby takes over).
+      if (input.roundOpen) failpoint('log.round-open-checked', input.roundOpen.round);
       try {
         const ack = await this.#js.publish(this.#subject, bytes, { expect: { lastSequence: tail.sequence } });
         if (ack.seq !== sequence || ack.stream !== this.#stream) {
@@ -167,24 +243,30 @@ class JetStreamLogWriter implements FederationLogWriter {
         break;
       } catch (err) {
         if (err instanceof FederationLogError) throw err;
-        if (err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence) {
-          // Our own earlier attempt may be the entry that is there now.
-          if ((await this.#storedIs(sequence, bytes).catch(() => undefined)) === true) break;
+        const wrongTail =
+          err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence;
+        const held = await holder();
+        if (held === 'ours') break; // an earlier attempt of this append landed
+        if (held === 'earlier') {
+          this.#adopt(this.#uncertain!);
+          return ADOPTED;
+        }
+        if (wrongTail || held === 'other') {
           throw this.#fence(
             'LOG_SEQUENCE_CONFLICT',
-            `another writer appended after entry ${tail.sequence} (a second coordinator?); this one stops`,
+            wrongTail
+              ? `another writer appended after entry ${tail.sequence} (a second coordinator?); this one stops`
+              : `entry ${sequence} holds another writer's record`,
             err,
           );
         }
-        const stored = await this.#storedIs(sequence, bytes).catch(() => undefined);
-        if (stored === true) break;
-        if (stored === false) {
-          throw this.#fence('LOG_SEQUENCE_CONFLICT', `entry ${sequence} holds another writer's record`, err);
-        }
         if (attempt >= attempts) {
+          // The last publish may still be processed (a server that stalled and resumes): the
+          // outcome is unknown, and the next append settles it before writing at this position.
+          this.#uncertain = { sequence, bytes, record };
           throw new FederationLogError(
             'LOG_UNAVAILABLE',
-            `log ${this.#stream}: append of entry ${sequence} failed ${attempts} times: ${(err as Error).message}`,
+            `log ${this.#stream}: append of entry ${sequence} failed ${attempts} times (${(err as Error).message}); its outcome is unknown: it may still be stored, and the next append finds out`,
             { cause: err, details: { stream: this.#stream, sequence } },
           );
         }
@@ -192,19 +274,41 @@ class JetStreamLogWriter implements FederationLogWriter {
         await sleep(backoffDelay(attempt, { baseMs: retryMs, maxMs: 4 * retryMs }));
       }
     }
+    // Stored at `sequence`: an unknown earlier append at this position can no longer land.
+    this.#uncertain = null;
     const entry: LogEntry = { sequence, bytes, hash: sha256(bytes), record };
     this.#position = { sequence, hash: entry.hash };
     return entry;
   }
 
   /**
-   * Whether entry `sequence` is stored with exactly `bytes`: true, false (another record is
-   * there), or undefined (nothing there yet). Throws when the stream cannot be read.
+   * Moves past the entry of an earlier append reported
+   * `LOG_UNAVAILABLE`, and hands it to `onLateEntry`; a refusal there fences the writer.
    */
-  async #storedIs(sequence: number, bytes: Uint8Array): Promise<boolean | undefined> {
+  #adopt(late: {
+    readonly sequence: number;
+    readonly bytes: Uint8Array;
+    readonly record: LogRecordBody;
+  }): void {
+    const { sequence, bytes, record } = late;
+    this.#uncertain = null;
+    const entry: LogEntry = { sequence, bytes, hash: sha256(bytes), record };
+    this.#position = { sequence, hash: entry.hash };
+    try {
+      this.#options.onLateEntry?.(entry);
+    } catch (err) {
+      throw this.#fence(
+        'LOG_SEQUENCE_CONFLICT',
+        `entry ${sequence}, an append reported unavailable, landed late and cannot be taken in: ${(err as Error).message}`,
+        err,
+      );
+    }
+  }
+
+  /** The bytes stored as entry `sequence`, or null when there is none. Throws when unreadable. */
+  async #storedAt(sequence: number): Promise<Uint8Array | null> {
     const msg = await this.#jsm.streams.getMessage(this.#stream, { seq: sequence });
-    if (msg === null) return undefined;
-    return bytesEqual(msg.data, bytes);
+    return msg === null ? null : msg.data;
   }
 
   #fence(code: 'LOG_SEQUENCE_CONFLICT', problem: string, cause?: unknown): FederationLogError {

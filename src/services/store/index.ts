@@ -9,7 +9,7 @@ export {
   contributionStreamSettings,
   ensureContributionStream,
 } from './contribution-stream.ts';
-export { acquireLease, type Lease, type LeaseOptions } from './lease.ts';
+export { acquireLease, type Lease, type LeaseOptions, leaseBucketProblems } from './lease.ts';
 export { DEFAULT_STORE_TIMEOUT_MS, type ObjectReadLimits, readObject } from './object-reader.ts';
 export { STORE_ERROR_CODES, StoreError, type StoreErrorCode } from './store-error.ts';
 export {

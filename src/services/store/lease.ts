@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { JetStreamApiCodes, JetStreamApiError, jetstream, StorageType } from '@nats-io/jetstream';
+import {
+  JetStreamApiCodes,
+  JetStreamApiError,
+  jetstream,
+  StorageType,
+  type StreamConfig,
+} from '@nats-io/jetstream';
 import { type KV, type KvEntry, Kvm } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
@@ -176,6 +182,22 @@ export async function acquireLease(nc: NatsConnection, options: LeaseOptions): P
     });
   } catch (err) {
     throw unavailable('cannot open or create the bucket', err);
+  }
+  // The bucket may have existed before with weaker settings (the create above keeps an existing
+  // one as it is): a lease in memory, on fewer replicas or expiring by age is no mutual exclusion.
+  let config: Partial<StreamConfig>;
+  try {
+    config = (await kv.status()).streamInfo.config;
+  } catch (err) {
+    throw unavailable('cannot read the bucket settings', err);
+  }
+  const problems = leaseBucketProblems(config, replicas);
+  if (problems.length > 0) {
+    throw new StoreError(
+      'STREAM_MISMATCH',
+      `${where}: the bucket's stream ${config.name} ${problems.join('; ')}; remove the bucket and start again`,
+      { details: { bucket, key, problems } },
+    );
   }
 
   const instance = randomBytes(8).toString('hex');
@@ -450,4 +472,20 @@ class HeldLease implements Lease {
     this.#expires = record.expiresUnixMs;
     return 'self';
   }
+}
+
+/**
+ * Why a lease bucket's stream cannot hold a lease safely: memory storage (lost with the server),
+ * fewer replicas than `history.replicas`, an age limit (the lease record would expire on its own),
+ * or a mirror or sources (written from elsewhere). Empty when none applies.
+ */
+export function leaseBucketProblems(config: Partial<StreamConfig>, replicas: number): string[] {
+  const problems: string[] = [];
+  if (config.storage !== StorageType.File) problems.push(`storage is ${config.storage}, expected file`);
+  if ((config.num_replicas ?? 1) < replicas)
+    problems.push(`replicas is ${config.num_replicas ?? 1}, expected ${replicas}`);
+  if ((config.max_age ?? 0) !== 0) problems.push(`max_age is ${config.max_age} ns, expected 0 (no expiry)`);
+  if (config.mirror != null || (config.sources?.length ?? 0) > 0)
+    problems.push('mirrors or sources another stream');
+  return problems;
 }

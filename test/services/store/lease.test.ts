@@ -1,9 +1,15 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { StorageType } from '@nats-io/jetstream';
 import { type KV, Kvm } from '@nats-io/kv';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { acquireLease, type Lease, StoreError } from '../../../src/services/store/index.ts';
+import {
+  acquireLease,
+  type Lease,
+  leaseBucketProblems,
+  StoreError,
+} from '../../../src/services/store/index.ts';
 import { rejection } from '../../helpers/error-code.ts';
 import { type NatsServerHandle, startNatsServer } from '../../helpers/nats-server.ts';
 
@@ -194,6 +200,25 @@ describe('coordinator lease', () => {
     offset = 0;
     expect((thrown(() => a.assertHeld()) as StoreError).code).toBe('LEASE_LOST');
     expect(lost).toHaveLength(1);
+  });
+
+  it('refuses a bucket that exists with weaker settings (memory storage, an age limit, fewer replicas), naming each', async () => {
+    const bucket = freshBucket();
+    // Someone with JetStream rights made the bucket first: in memory, entries expiring after 1 s.
+    await new Kvm(nc3).create(bucket, { storage: StorageType.Memory, history: 1, ttl: 1000 });
+    const err = await storeError(acquireLease(nc1, { bucket, holder: 'coordinator', ttlMs: TTL }));
+    expect(err.code).toBe('STREAM_MISMATCH');
+    expect(err.message).toMatch(/storage is memory, expected file/);
+    expect(err.message).toMatch(/max_age/);
+    // Nothing was written to it.
+    expect(await (await openKv(bucket)).get('coordinator')).toBeNull();
+    // On a cluster: a bucket on fewer replicas than history.replicas, or fed from elsewhere.
+    expect(leaseBucketProblems({ storage: StorageType.File, num_replicas: 1, max_age: 0 }, 3)).toEqual([
+      'replicas is 1, expected 3',
+    ]);
+    expect(
+      leaseBucketProblems({ storage: StorageType.File, num_replicas: 3, sources: [{ name: 'X' }] }, 3),
+    ).toEqual(['mirrors or sources another stream']);
   });
 
   it('refuses a key holding something other than a lease record', async () => {
