@@ -122,11 +122,11 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
   });
   const votes = new Counter<'vote'>({
     name: 'cohort_votes_total',
-    help: 'Votes counted, YES or NO.',
+    help: 'Votes counted: YES, NO, or abstain (the voter could not read what it needs).',
     labelNames: ['vote'],
     registers: [registry],
   });
-  for (const vote of ['yes', 'no']) votes.inc({ vote }, 0);
+  for (const vote of ['yes', 'no', 'abstain']) votes.inc({ vote }, 0);
   const partials = new Counter<'aggregator'>({
     name: 'cohort_aggregator_partials_total',
     help: 'Partial aggregates accepted, by aggregator.',
@@ -239,7 +239,7 @@ export function createCoordinatorMetrics(options: CoordinatorMetricsOptions): Co
         for (const o of phases.prepare(event.round, at)) observePhase(o);
         break;
       case 'vote':
-        votes.inc({ vote: event.yes ? 'yes' : 'no' });
+        votes.inc({ vote: event.yes ? 'yes' : event.abstain ? 'abstain' : 'no' });
         drift.vote(event.round, event.member, event.yes);
         break;
       case 'decision': {

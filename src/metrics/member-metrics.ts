@@ -162,12 +162,17 @@ export function createSiteMetrics(options: MemberMetricsOptions<AgentStats>): Me
   counter(registry, read, 'cohort_site_blocks_sent_total', 'Update blocks sent.', (s) => s.blocksSent);
   scrapedCounter(
     registry,
-    { name: 'cohort_site_votes_total', help: 'Votes sent, YES or NO.', labelNames: ['vote'] },
+    {
+      name: 'cohort_site_votes_total',
+      help: 'Votes sent: YES, NO, or abstain (the log or a store did not answer in time).',
+      labelNames: ['vote'],
+    },
     () => [
       [{ vote: 'yes' }, read().votesYes],
       [{ vote: 'no' }, read().votesNo],
+      [{ vote: 'abstain' }, read().abstentions],
     ],
-    [{ vote: 'yes' }, { vote: 'no' }],
+    [{ vote: 'yes' }, { vote: 'no' }, { vote: 'abstain' }],
   );
   scrapedCounter(
     registry,

@@ -128,6 +128,13 @@ export interface ControlBodies {
      * `receipt` its aggregator signed for it (empty otherwise). Decoded messages always carry it.
      */
     receipt?: Uint8Array;
+    /**
+     * With `yes` false: an abstention, not an objection. The voter could not read what it needs
+     * (the log, a stored aggregate or shares: a store that did not answer in time), so it neither
+     * vouches for the candidate nor finds fault with it. The round can still commit on the other
+     * voters' YES, and the abstainer is not struck. Decoded messages always carry it.
+     */
+    abstain?: boolean;
   };
   /** An aggregator's receipt of a site's whole update (the answer to the request that completed it). */
   receipt: {

@@ -81,7 +81,15 @@ describe('createCoordinatorMetrics', () => {
     m.onEvent({ type: 'partial', round: 3, aggregator: 'agg-1', sites: ['site-1', 'site-2', 'site-3'] });
     m.onEvent({ type: 'prepare', round: 3, contributors: 3, aggregateDigest: '00', bytes: 10 });
     for (const member of ['site-1', 'site-2', 'site-3'])
-      m.onEvent({ type: 'vote', round: 3, member, yes: member !== 'site-3', reason: '' });
+      m.onEvent({ type: 'vote', round: 3, member, yes: member !== 'site-3', abstain: false, reason: '' });
+    m.onEvent({
+      type: 'vote',
+      round: 3,
+      member: 'site-4',
+      yes: false,
+      abstain: true,
+      reason: 'LOG_UNAVAILABLE',
+    });
     clock = 5_250;
     m.onEvent({ type: 'decision', summary: summary({}) });
     m.onEvent({ type: 'switched', round: 3, member: 'site-1', latencyMs: 40, testAccuracy: undefined });
@@ -103,6 +111,7 @@ describe('createCoordinatorMetrics', () => {
     expect(sample(s, 'cohort_update_sent_bytes_total')).toBe(3_000);
     expect(sample(s, 'cohort_votes_total', { vote: 'yes' })).toBe(2);
     expect(sample(s, 'cohort_votes_total', { vote: 'no' })).toBe(1);
+    expect(sample(s, 'cohort_votes_total', { vote: 'abstain' })).toBe(1);
     expect(sample(s, 'cohort_aggregator_partials_total', { aggregator: 'agg-1' })).toBe(1);
     expect(sample(s, 'cohort_aggregator_partials_total', { aggregator: 'agg-2' })).toBe(0);
     expect(sample(s, 'cohort_aggregator_partial_sites_total', { aggregator: 'agg-1' })).toBe(3);
@@ -184,8 +193,8 @@ describe('createCoordinatorMetrics', () => {
     const stats = baseStats();
     let clock = 0;
     const m = createCoordinatorMetrics({ stats: () => stats, now: () => clock });
-    m.onEvent({ type: 'vote', round: 4, member: 'site-1', yes: true, reason: '' });
-    m.onEvent({ type: 'vote', round: 4, member: 'site-2', yes: true, reason: '' });
+    m.onEvent({ type: 'vote', round: 4, member: 'site-1', yes: true, abstain: false, reason: '' });
+    m.onEvent({ type: 'vote', round: 4, member: 'site-2', yes: true, abstain: false, reason: '' });
     m.onEvent({ type: 'decision', summary: summary({ round: 4 }) });
     clock = 2_000;
     const s = parseExposition(await m.text());

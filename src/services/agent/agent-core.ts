@@ -97,6 +97,8 @@ export interface AgentStats {
   readonly complaintsSent: number;
   readonly votesYes: number;
   readonly votesNo: number;
+  /** Abstentions: votes neither YES nor NO, sent when the log or a store did not answer in time. */
+  readonly abstentions: number;
   readonly commits: number;
   readonly aborts: number;
   /** Commits applied by replaying the log (catch-up), and snapshots joined from. */

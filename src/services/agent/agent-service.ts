@@ -82,6 +82,7 @@ class SiteAgent implements AgentService {
     complaintsSent: 0,
     votesYes: 0,
     votesNo: 0,
+    abstentions: 0,
     commits: 0,
     aborts: 0,
     replayed: 0,

@@ -27,8 +27,8 @@ export async function onRoundOpen(
   const log = core.ctx.log.child({ round: open.round });
   const replay = await replayProblem(core, 'round-open', open.round, open.attempt);
   if (replay !== undefined) {
-    core.counters.replaysRefused++;
-    log.warn({ reason: replay }, 'round-open refused');
+    if (!replay.unavailable) core.counters.replaysRefused++;
+    log.warn({ reason: replay.reason }, 'round-open refused');
     return;
   }
   if (core.machine.state === 'PREPARED' && core.preparedRound !== null && core.preparedRound < open.round) {

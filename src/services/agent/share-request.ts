@@ -52,8 +52,8 @@ export async function onShareRequest(
   }
   const replay = await replayProblem(core, 'share-request', r.round, r.attempt);
   if (replay !== undefined) {
-    core.counters.replaysRefused++;
-    log.warn({ reason: replay }, 'share request refused');
+    if (!replay.unavailable) core.counters.replaysRefused++;
+    log.warn({ reason: replay.reason }, 'share request refused');
     return false;
   }
   const minimum = core.ctx.config.round.minContributors;

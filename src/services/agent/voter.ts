@@ -2,11 +2,13 @@ import { bytesEqual } from '../../../crypto/digest/index.ts';
 import { type ControlBodies, sealControl } from '../../protocol/index.ts';
 import { bytesToHex, type Commit, type PreparedCandidate, strategyStateHash } from '../../versions/index.ts';
 import { failpoint } from '../failpoint.ts';
+import { StoreError } from '../store/index.ts';
 import type { AgentCore } from './agent-core.ts';
+import { AgentError } from './agent-error.ts';
 import type { AgentSteps } from './agent-steps.ts';
 import { replayProblem } from './round-attempt.ts';
 import { sitePlanFor } from './site-plan.ts';
-import { VoteNo } from './voter-error.ts';
+import { readUnavailable, VoteNo } from './voter-error.ts';
 
 export { VoteNo };
 
@@ -59,9 +61,15 @@ export async function onPrepare(
   const { machine, store } = core;
   const log = core.ctx.log.child({ round: p.round });
   const replay = await replayProblem(core, 'prepare', p.round, p.attempt);
+  if (replay?.unavailable === true) {
+    // The log did not answer: nothing says the PREPARE is a replay, nor that the round is wrong.
+    log.warn({ reason: replay.reason }, 'abstaining');
+    await vote(core, p, false, replay.reason, undefined, undefined, true);
+    return;
+  }
   if (replay !== undefined) {
     core.counters.replaysRefused++;
-    log.warn({ reason: replay }, 'prepare refused');
+    log.warn({ reason: replay.reason }, 'prepare refused');
     return;
   }
   if (machine.state === 'PREPARED' && core.preparedRound !== null && core.preparedRound < p.round) {
@@ -90,12 +98,24 @@ export async function onPrepare(
   }
   let candidate: PreparedCandidate;
   try {
+    // Tests: the stores this site reads the candidate from do not answer (as after its retries).
+    if (failpoint('agent.prepare-unavailable', p.round) === 'skip') {
+      throw new AgentError('REPLAY_UNAVAILABLE', `cannot read round ${p.round}'s aggregate`, {
+        cause: new StoreError(
+          'STORE_UNAVAILABLE',
+          'the store did not answer (failpoint agent.prepare-unavailable)',
+        ),
+      });
+    }
     candidate = await candidateFor(core, p);
     store.prepare(candidate);
   } catch (err) {
     const reason = describe(err);
-    log.warn({ reason }, 'voting NO');
-    await vote(core, p, false, reason, undefined, err instanceof VoteNo ? err.receipt : undefined);
+    // A store or the log that did not answer in time (after its retries) is no objection to the
+    // round: abstain, so the others' YES can still commit it and this site is not struck.
+    const abstain = !(err instanceof VoteNo) && readUnavailable(err);
+    log.warn({ reason }, abstain ? 'abstaining' : 'voting NO');
+    await vote(core, p, false, reason, undefined, err instanceof VoteNo ? err.receipt : undefined, abstain);
     return;
   }
   core.preparedRound = p.round;
@@ -116,6 +136,7 @@ export async function vote(
   reason: string,
   candidate?: PreparedCandidate,
   receipt?: Uint8Array,
+  abstain = false,
 ): Promise<void> {
   const round = p.round;
   const sent = core.lastUpdate?.round === round ? core.lastUpdate : null;
@@ -136,8 +157,10 @@ export async function vote(
     evaluation: yes && core.evaluation.prepared?.round === round ? core.evaluation.prepared.totals : null,
     params: yes && commit?.kind === 'statistics' ? commit.params : new Uint8Array(0),
     receipt: !yes && receipt !== undefined ? receipt : new Uint8Array(0),
+    abstain: !yes && abstain,
   };
   if (yes) core.counters.votesYes++;
+  else if (body.abstain) core.counters.abstentions++;
   else core.counters.votesNo++;
   core.counters.lastVote = {
     round,

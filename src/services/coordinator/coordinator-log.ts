@@ -12,6 +12,7 @@ import {
   readFileOrNull,
   writeFileAtomic,
 } from '../../versions/index.ts';
+import { failpoint } from '../failpoint.ts';
 import {
   ADMIN_ACTION_COORDINATOR_START,
   ensureLogStream,
@@ -126,7 +127,12 @@ export async function openCoordinatorLog(
         now: options.now,
         // Every attempt, retries included: a lease that expired while an append waited to retry
         // (the process paused, the server away) stops it before it can publish again.
-        beforeAttempt: () => lease.assertHeld(),
+        beforeAttempt: (record) => {
+          lease.assertHeld();
+          // Tests: a coordinator paused between its check and its publish (its lease lapses right
+          // there while a standby takes over: test/recovery/coordinator-pause.test.ts).
+          if (record.roundOpen) failpoint('log.round-open-checked', record.roundOpen.round);
+        },
         // An append reported unavailable that landed after all: fold it in before going on (a
         // record the history refuses fences the writer, and the coordinator stops).
         onLateEntry: (entry) => log.took(entry),

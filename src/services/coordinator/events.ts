@@ -91,6 +91,8 @@ export type CoordinatorEvent =
       readonly round: number;
       readonly member: string;
       readonly yes: boolean;
+      /** With `yes` false: an abstention (the voter could not read what it needs), not a NO. */
+      readonly abstain: boolean;
       readonly reason: string;
     }
   | { readonly type: 'decision'; readonly summary: RoundSummary }

@@ -132,7 +132,14 @@ export class MemberIntake {
     }
     state.votes.set(site, vote);
     state.envelopes.set(site, data.slice());
-    host.emit({ type: 'vote', round: state.round, member: site, yes: vote.yes, reason: vote.reason });
+    host.emit({
+      type: 'vote',
+      round: state.round,
+      member: site,
+      yes: vote.yes,
+      abstain: !vote.yes && vote.abstain === true,
+      reason: vote.reason,
+    });
     host.wake();
   }
 

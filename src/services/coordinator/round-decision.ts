@@ -45,6 +45,7 @@ export function noVotes(reason: string): Verdict {
     yes: [],
     no: [],
     missing: [],
+    abstained: [],
     commitHash: EMPTY,
     modelHash: EMPTY,
     stateHash: EMPTY,
@@ -119,7 +120,7 @@ export async function decide(
     parent: head.hash,
     height: verdict.commit ? head.height + 1 : head.height,
     aggregateDigest: facts.digest,
-    voters: [...verdict.yes, ...verdict.no].sort(),
+    voters: [...verdict.yes, ...verdict.no, ...verdict.abstained].sort(),
     reason: verdict.reason,
     kind: verdict.commit ? facts.kind : '',
     // A statistics commit's params are the feature sums the voters decrypted (its hash binds them).
@@ -177,7 +178,13 @@ export async function decide(
     const late = (facts.assigned ?? []).filter((s) => !contributed.has(s) && !unserved.has(s));
     host.roundDecided({
       round: facts.round,
-      expected: [...(facts.assigned ?? []), ...verdict.yes, ...verdict.no, ...verdict.missing],
+      expected: [
+        ...(facts.assigned ?? []),
+        ...verdict.yes,
+        ...verdict.no,
+        ...verdict.abstained,
+        ...verdict.missing,
+      ],
       // The breaker counts the sites at fault, never the voters a culprit misled.
       failing: [
         ...late,

@@ -11,6 +11,12 @@ export interface Verdict {
   readonly yes: readonly string[];
   readonly no: readonly string[];
   readonly missing: readonly string[];
+  /**
+   * Voters that abstained (a vote neither YES nor NO: they could not read what they need now),
+   * sorted. They count among the voters a YES majority is taken of, but abort nothing and are
+   * not struck.
+   */
+  readonly abstained: readonly string[];
   /** On COMMIT: the agreed commit hash, H(w′) and strategy-state hash. */
   readonly commitHash: Uint8Array;
   readonly modelHash: Uint8Array;
@@ -101,7 +107,9 @@ export function judgeVotes(input: {
 }): Verdict {
   const voters = [...input.voters].sort();
   const yes = voters.filter((v) => input.votes.get(v)?.yes === true);
-  const no = voters.filter((v) => input.votes.get(v)?.yes === false);
+  const abstains = (v: string) => input.votes.get(v)?.yes === false && input.votes.get(v)?.abstain === true;
+  const abstained = voters.filter(abstains);
+  const no = voters.filter((v) => input.votes.get(v)?.yes === false && !abstains(v));
   const missing = voters.filter((v) => !input.votes.has(v));
   const abort = (reason: string): Verdict => ({
     commit: false,
@@ -109,6 +117,7 @@ export function judgeVotes(input: {
     yes,
     no,
     missing,
+    abstained,
     commitHash: EMPTY,
     modelHash: EMPTY,
     stateHash: EMPTY,
@@ -136,7 +145,14 @@ export function judgeVotes(input: {
   }
   if (yes.length * 2 <= voters.length) {
     return abort(
-      `${yes.length} of ${voters.length} voters voted YES within ${input.voteTimeoutMs} ms (no vote from ${listed(missing)})`,
+      `${yes.length} of ${voters.length} voters voted YES within ${input.voteTimeoutMs} ms (` +
+        [
+          missing.length > 0 ? `no vote from ${listed(missing)}` : '',
+          abstained.length > 0 ? `abstained: ${listed(abstained)}` : '',
+        ]
+          .filter((x) => x.length > 0)
+          .join('; ') +
+        ')',
     );
   }
   const first = input.votes.get(yes[0]!)!;
@@ -188,6 +204,7 @@ export function judgeVotes(input: {
     yes,
     no,
     missing,
+    abstained,
     commitHash: first.commitHash,
     modelHash: first.modelHash,
     stateHash: first.stateHash,

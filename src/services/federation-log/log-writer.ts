@@ -13,7 +13,6 @@ import { assertInteger, InvalidArgumentError } from '../../errors/index.ts';
 import { type LogRecordBody, type LogRecordKind, sealControl } from '../../protocol/index.ts';
 import { backoffDelay, sleep } from '../../retry/index.ts';
 import { federationSubjects } from '../../transport/index.ts';
-import { failpoint } from '../failpoint.ts';
 import { type LogEntry, type LogPosition, recordsHeld } from './log-entry.ts';
 import { FederationLogError } from './log-error.ts';
 import { LOG_MAX_ENTRY_BYTES, logStreamName } from './log-stream.ts';
@@ -75,11 +74,11 @@ export interface LogWriterOptions {
   /** Wait between attempts in ms (default 500). */
   readonly retryMs?: number;
   /**
-   * Called before every publish attempt of an append, the first and each retry; an error it
+   * Called with the record before every publish attempt of an append, the first and each retry; an error it
    * throws ends the append with that error and nothing more is sent. The coordinator checks its
    * lease here, so a writer whose lease expired during a retry's wait never publishes again.
    */
-  readonly beforeAttempt?: () => void;
+  readonly beforeAttempt?: (record: LogRecordBody) => void;
   /**
    * Called with an entry the writer finds stored where an earlier append of its own was reported
    * `LOG_UNAVAILABLE` (its publish landed late): the writer moves past it before appending again.
@@ -228,10 +227,7 @@ class JetStreamLogWriter implements FederationLogWriter {
     };
     const attempts = this.#options.attempts ?? 5;
     for (let attempt = 1; ; attempt++) {
-      this.#options.beforeAttempt?.();
-      // A writer paused between its check and its publish (tests: a coordinator whose lease
-      // lapses right there, while a standby takes over).
-      if (input.roundOpen) failpoint('log.round-open-checked', input.roundOpen.round);
+      this.#options.beforeAttempt?.(record);
       try {
         const ack = await this.#js.publish(this.#subject, bytes, { expect: { lastSequence: tail.sequence } });
         if (ack.seq !== sequence || ack.stream !== this.#stream) {

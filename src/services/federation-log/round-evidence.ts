@@ -336,6 +336,8 @@ export class RoundEvidence {
           `leaves out ${v.member}, whose vote is logged at entry ${v.entry.sequence}`,
         );
       }
+      // An abstention (not YES, no objection: the voter could not read what it needs) is no NO.
+      if (!v.vote.yes && v.vote.abstain === true) continue;
       if (!v.vote.yes) {
         throw bad('DECISION_INVALID', `${v.member} voted NO at entry ${v.entry.sequence}`);
       }

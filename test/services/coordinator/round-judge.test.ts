@@ -86,6 +86,29 @@ describe('judgeVotes', () => {
     expect(judge(ABC, [yes('site-a'), yes('site-b'), yes('site-c')]).evaluation).toBeNull();
   });
 
+  it('an abstention aborts nothing: it counts among the voters, is no NO, and is listed apart', () => {
+    const abstain = (member: string) => ({ ...no(member, 'REPLAY_UNAVAILABLE: cannot read'), abstain: true });
+    const v = judge(ABC, [yes('site-a'), yes('site-b'), abstain('site-c')]);
+    expect(v).toMatchObject({
+      commit: true,
+      yes: ['site-a', 'site-b'],
+      no: [],
+      abstained: ['site-c'],
+      missing: [],
+    });
+    // A YES majority is still needed: abstentions count among the voters it is taken of.
+    const few = judge(ABC, [yes('site-a'), abstain('site-b'), abstain('site-c')]);
+    expect(few).toMatchObject({ commit: false, no: [], abstained: ['site-b', 'site-c'] });
+    expect(few.reason).toBe('1 of 3 voters voted YES within 5000 ms (abstained: site-b, site-c)');
+    // A NO is still a NO beside an abstention.
+    const objected = judge(ABC, [yes('site-a'), no('site-b', 'BLOCK_MAC_MISMATCH: x'), abstain('site-c')]);
+    expect(objected).toMatchObject({ commit: false, no: ['site-b'], abstained: ['site-c'] });
+    // `abstain` with YES is a YES.
+    expect(judge(ABC, [yes('site-a'), yes('site-b'), yes('site-c', { abstain: true })]).yes).toEqual(
+      [...ABC].sort(),
+    );
+  });
+
   it('aborts when YES votes name different evaluation totals', () => {
     const v = judge(ABC, [
       yes('site-a', { evaluation: EVAL }),

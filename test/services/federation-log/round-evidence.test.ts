@@ -121,13 +121,14 @@ const partial = (aggregator: string, manifest: Uint8Array): PartialRecordBody =>
 
 const MODEL = new Uint8Array(32).fill(1);
 const COMMIT = new Uint8Array(32).fill(2);
-function vote(site: number, model = MODEL) {
+function vote(site: number, model = MODEL, cast: 'yes' | 'no' | 'abstain' = 'yes') {
   const member = `site-${site}`;
   const body: ControlBodies['vote'] = {
     federation: context.federation,
     round: context.round,
     member,
-    yes: true,
+    yes: cast === 'yes',
+    abstain: cast === 'abstain',
     commitHash: COMMIT,
     modelHash: model,
     reason: '',
@@ -271,6 +272,20 @@ describe('RoundEvidence', () => {
     expect([v.rule, v.at]).toEqual(['VOTE_MODEL_MISMATCH', at.sequence]);
     // A log written before evidence was recorded is not held to it.
     expect(() => e.checkDecision(entry({}), decision(), false)).not.toThrow();
+  });
+
+  it('a COMMIT may count an abstention among its voters, never a NO', () => {
+    const withVote = (cast: 'no' | 'abstain') => {
+      const e = new RoundEvidence(open);
+      e.addPartial(entry({}), partial('agg-a', partialOf('agg-a', 0)), keys);
+      e.addPartial(entry({}), partial('agg-b', partialOf('agg-b', 1)), keys);
+      e.addVote(entry({}), vote(0), keys);
+      e.addVote(entry({}), vote(1, MODEL, cast), keys);
+      return e;
+    };
+    expect(() => withVote('abstain').checkDecision(entry({}), decision(), true)).not.toThrow();
+    const v = violation(() => withVote('no').checkDecision(entry({}), decision(), true));
+    expect([v.rule, v.message]).toEqual(['DECISION_INVALID', expect.stringContaining('site-1 voted NO')]);
   });
 
   it('a COMMIT leaving out a listed site, naming one twice, or a voter without a logged vote', () => {
