@@ -99,6 +99,8 @@ export interface AgentStats {
   readonly votesNo: number;
   /** Abstentions: votes neither YES nor NO, sent when the log or a store did not answer in time. */
   readonly abstentions: number;
+  /** Rounds taken up from the log because their RoundOpen broadcast never arrived here. */
+  readonly roundsFromLog: number;
   readonly commits: number;
   readonly aborts: number;
   /** Commits applied by replaying the log (catch-up), and snapshots joined from. */

@@ -83,6 +83,7 @@ class SiteAgent implements AgentService {
     votesYes: 0,
     votesNo: 0,
     abstentions: 0,
+    roundsFromLog: 0,
     commits: 0,
     aborts: 0,
     replayed: 0,
@@ -105,6 +106,8 @@ class SiteAgent implements AgentService {
     armDecisionTimer: (round) => this.#armDecisionTimer(round),
   };
   #queue: Promise<void> = Promise.resolve();
+  /** The round attempt of the last RoundOpen handled (broadcast or from the log): `round/attempt`. */
+  #openSeen = '';
   #heartbeat: NodeJS.Timeout | undefined;
   #beats = 0;
   #poll: NodeJS.Timeout | undefined;
@@ -288,6 +291,8 @@ class SiteAgent implements AgentService {
       return;
     }
     const body = opened.body as { federation: string; round: number };
+    // Tests: a broadcast this site never received (the log still has it: see #pollLog).
+    if (type === 'round-open' && failpoint('agent.round-open-lost', body.round) === 'skip') return;
     if (body.federation !== this.#ctx.config.federation.id) {
       this.#ctx.log.warn({ federation: body.federation }, `${type} of another federation: ignored`);
       return;
@@ -380,6 +385,7 @@ class SiteAgent implements AgentService {
   // ---- step 2: train and send ----
 
   async #onRoundOpen(open: ControlBodies['round-open']): Promise<void> {
+    this.#openSeen = attemptKey(open);
     await onRoundOpen(this.#core!, this.#steps, open, (round) => {
       const training: Training = { round, controller: new AbortController() };
       this.#training = training;
@@ -499,7 +505,12 @@ class SiteAgent implements AgentService {
     }
   }
 
-  /** Periodically, when idle: anything new in the log (a decision this site missed)? */
+  /**
+   * Periodically, when idle: anything new in the log? A decision this site missed is applied
+   * (catch-up); a round the log has open that this site never heard announced (the broadcast is
+   * at most once: lost in a server restart or a partition) is taken up as if its RoundOpen had
+   * arrived, so the site still contributes before the deadline instead of sitting the round out.
+   */
   async #pollLog(): Promise<void> {
     const core = this.#core!;
     if (this.machine.state !== 'READY') return;
@@ -510,6 +521,18 @@ class SiteAgent implements AgentService {
       return;
     }
     if (behind) await this.#catchUp(core);
+    const open = core.follower.history.openRound?.roundOpen;
+    if (
+      open !== undefined &&
+      this.machine.state === 'READY' &&
+      attemptKey(open) !== this.#openSeen &&
+      Date.now() < open.deadlineUnixMs &&
+      open.assignments.some((a) => a.site === core.member)
+    ) {
+      core.counters.roundsFromLog++;
+      this.#ctx.log.info({ round: open.round }, 'round open in the log, never announced here: taking part');
+      await this.#onRoundOpen(open);
+    }
   }
 
   // ---- heartbeat ----
@@ -530,4 +553,9 @@ class SiteAgent implements AgentService {
   async #release(): Promise<void> {
     if (this.#core !== undefined) await releaseAgentCore(this.#core, this.#ownsKeyset);
   }
+}
+
+/** `round/attempt-hex`: one RoundOpen's identity. */
+function attemptKey(open: Pick<ControlBodies['round-open'], 'round' | 'attempt'>): string {
+  return `${open.round}/${bytesToHex(open.attempt)}`;
 }

@@ -1,0 +1,44 @@
+// Announcements are at most once: a RoundOpen broadcast lost (a server restart, a partition) used
+// to make the site sit the round out, and be struck as a silent voter when the round counted on
+// it. The RoundOpen is in the log before it is announced, so a site that polls the log while idle
+// takes the round up from there. Four real site agents; one, a `cohort agent` process, never
+// receives round 2's broadcast (failpoint `agent.round-open-lost@2:skip`), and must still
+// contribute to round 2.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Federation } from '../helpers/federation.ts';
+
+describe('a site that missed a RoundOpen broadcast takes the round up from the log', () => {
+  let f: Federation;
+  beforeAll(async () => {
+    f = await Federation.create('openlog', {
+      aggregators: 1,
+      sites: 4,
+      overrides: {
+        round: { heartbeatMs: 200, missedHeartbeats: 10, deadlineMs: 20_000, voteTimeoutMs: 10_000 },
+        // The site polls the log every decision timeout while idle.
+        history: { decisionTimeoutMs: 1500 },
+        learning: { model: 'logreg', trainLimit: 400, testLimit: 50, epochs: 1, batchSize: 20 },
+        log: { level: 'error' },
+      },
+    });
+    await f.startAggregator(f.dep.aggregators[0]!);
+    for (const s of ['site-1', 'site-2', 'site-3']) await f.startAgent(s);
+    await f.agentProcessInstead('site-4', 'agent.round-open-lost@2:skip');
+  }, 120_000);
+  afterAll(async () => {
+    await f?.stop();
+  });
+
+  it('round 2 counts the update of the site that never heard it announced', async () => {
+    const summary = await f.runCoordinator(3);
+    expect(summary.rounds.map((r) => [r.round, r.commit, r.contributors])).toEqual([
+      [1, true, 4],
+      [2, true, 4],
+      [3, true, 4],
+    ]);
+    const d2 = (await f.decisions()).find((d) => d.round === 2)!;
+    expect(d2.aggregate!.contributors.map((c) => c.site)).toContain('site-4');
+    const site4 = f.processes.get('site-4')!;
+    expect(site4.logged('round open in the log, never announced here: taking part', { round: 2 })).toBe(true);
+  }, 240_000);
+});
