@@ -22,5 +22,17 @@ if (names.length === 0 || names.some((n) => n !== 'all' && !(n in BENCHES))) {
   process.exit(2);
 }
 for (const name of names.includes('all') ? Object.keys(BENCHES) : names) {
-  await BENCHES[name]!();
+  try {
+    await BENCHES[name]!();
+  } catch (err) {
+    // A bench that cannot finish says why in one line (code and message, with its causes), writes
+    // no result file, and exits 1: never an uncaught exception with a stack as the only report.
+    const parts: string[] = [];
+    for (let e: unknown = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+      const code = (e as { code?: unknown }).code;
+      parts.push(`${typeof code === 'string' ? `[${code}] ` : ''}${e.message}`);
+    }
+    console.error(`bench ${name} failed: ${parts.join(' ← caused by ') || String(err)}`);
+    process.exit(1);
+  }
 }

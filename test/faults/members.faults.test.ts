@@ -9,16 +9,19 @@ import { decisionOf, finishCase, lastRound } from './fault-checks.ts';
 import { faultOverrides, startMember, startMembers } from './fault-federation.ts';
 
 const SITES = ['site-1', 'site-2', 'site-3', 'site-4'];
-// Quorum: every site, so each round assigns the site a case arms (its restart is awaited). A round
-// that waits for a dead or frozen member ends at its deadline: short, yet far above the second or
-// two a round takes here.
-const overrides = faultOverrides(4, 12_000);
+const AGGREGATORS = ['agg-1', 'agg-2'];
+// Quorum: every member (the quorum counts aggregators with sites), so each round assigns all four
+// sites, two under each aggregator, and a round that loses one site or one aggregator still has
+// round.minContributors (2) sites to commit with. A round that waits for a dead or frozen member
+// ends at its deadline: short, yet far above the second or two a round takes here.
+const overrides = faultOverrides(SITES.length + AGGREGATORS.length, 12_000);
 const MS = 150_000;
 
-/** `r7 COMMIT without site-1` / `r7 ABORT`: the faulted round's decision must not count the faulted member's update. */
-function withoutSite(entries: Parameters<typeof decisionOf>[0], round: number, site: string): void {
+/** The faulted round commits, and its decision does not count the faulted member's update. */
+function commitsWithout(entries: Parameters<typeof decisionOf>[0], round: number, site: string): void {
   const d = decisionOf(entries, round);
-  if (d.commit) expect(d.aggregate!.contributors.map((c) => c.site)).not.toContain(site);
+  expect(d.commit, `r${round}: ${d.reason}`).toBe(true);
+  expect(d.aggregate!.contributors.map((c) => c.site)).not.toContain(site);
 }
 
 describe('fault suite: sites and aggregators failing mid-round', () => {
@@ -43,7 +46,7 @@ describe('fault suite: sites and aggregators failing mid-round', () => {
 
   beforeAll(async () => {
     f = await Federation.create('fmembers', { aggregators: 2, sites: 4, overrides });
-    procs = await startMembers(f, ['agg-1', 'agg-2'], SITES);
+    procs = await startMembers(f, AGGREGATORS, SITES);
   });
   afterEach((ctx) => {
     if (ctx.task.result?.state === 'fail') console.error(f.dumpOutput());
@@ -94,7 +97,7 @@ describe('fault suite: sites and aggregators failing mid-round', () => {
         before,
         sites: SITES,
       });
-      withoutSite(entries, r, 'site-1');
+      commitsWithout(entries, r, 'site-1');
       expect(decisionOf(entries, r + 1).commit).toBe(true);
     },
     2 * MS,
@@ -131,6 +134,7 @@ describe('fault suite: sites and aggregators failing mid-round', () => {
         sites: SITES,
       });
       expect(decisionOf(entries, r).voters).not.toContain('site-2');
+      commitsWithout(entries, r, 'site-2');
       expect(decisionOf(entries, r + 1).commit).toBe(true);
     },
     2 * MS,
@@ -160,8 +164,9 @@ describe('fault suite: sites and aggregators failing mid-round', () => {
         entries.some((e) => e.record.partial?.round === r && e.record.partial.aggregator === 'agg-1'),
       ).toBe(false);
       const open = entries.find((e) => e.record.roundOpen?.round === r)!.record.roundOpen!;
-      for (const a of open.assignments.filter((x) => x.aggregator === 'agg-1'))
-        withoutSite(entries, r, a.site);
+      const lost = open.assignments.filter((x) => x.aggregator === 'agg-1').map((x) => x.site);
+      expect(lost.length, 'agg-1 was assigned sites in the faulted round').toBeGreaterThan(0);
+      for (const site of lost) commitsWithout(entries, r, site);
       expect(decisionOf(entries, r + 1).commit).toBe(true);
     },
     2 * MS,

@@ -64,6 +64,7 @@ export class Membership {
   readonly #window: number;
   readonly #now: () => number;
   readonly #revoked: (id: string) => boolean;
+  readonly #clockLag = new Map<string, number>();
   readonly #views = new Map<string, MemberView>();
   readonly #beats = new Map<string, HeartbeatSpan>();
   #exclusions = new Map<string, ExclusionRecord>();
@@ -88,6 +89,15 @@ export class Membership {
     return this.#roles.get(id);
   }
 
+  /**
+   * How far member `id`'s clock seemed behind this one at its last heartbeat, ms (its stamp's age
+   * on arrival: clock lag plus transit, never below 0); 0 before any heartbeat. A member that acts
+   * at a deadline on its own clock acts that much later on this one.
+   */
+  clockLag(id: string): number {
+    return this.#clockLag.get(id) ?? 0;
+  }
+
   view(id: string): MemberView | undefined {
     return this.#views.get(id);
   }
@@ -99,6 +109,8 @@ export class Membership {
     hb: { examples: number; head: Uint8Array; height: number; state: string; sentUnixMs?: number },
   ): { joined: boolean } {
     this.#countHeartbeat(id, Number.isSafeInteger(hb.sentUnixMs) ? hb.sentUnixMs! : this.#now());
+    if (Number.isSafeInteger(hb.sentUnixMs))
+      this.#clockLag.set(id, Math.max(0, this.#now() - hb.sentUnixMs!));
     const known = this.#views.get(id);
     const joined = known === undefined || !this.isLive(id);
     const view: MemberView = known ?? {

@@ -50,8 +50,7 @@ export async function runTrainingRound(host: RoundHost, round: number): Promise<
   const plan = nextAggregatePlan(host, round, clip);
   const opened = await openRound(host, { round, clip, plan, assignments });
   const { open, intake, state } = opened;
-  // The top of the tree sends last: at one level that is the round's deadline.
-  await host.until(() => intake.settled, opened.tree.lastDeadlineUnixMs + (host.options.graceMs ?? 2000));
+  await awaitPartials(host, opened);
   intake.close();
   if (host.stopping()) {
     intake.builder.dispose();
@@ -272,6 +271,29 @@ async function openRound(
     'round open',
   );
   return { open, encoding, tree, intake, state, evidenceKept };
+}
+
+/**
+ * Waits until every aggregator at the top of the tree delivered its partial or failed, or the cut
+ * passes. The top of the tree sends last (at one level, at the round's deadline), on its own clock:
+ * the cut is that deadline plus the grace (`graceMs`, 2 s), plus how far the slowest pending
+ * aggregator's clock ran behind this one at its last heartbeat (at most `round.clockSkewMs`). Past
+ * the cut, an aggregator still heartbeating is still closing (a large sum to sign on a loaded
+ * host): it is awaited up to `round.voteTimeoutMs` more, while it stays live. One that never sends
+ * costs the round that wait once, and is struck as serving nothing.
+ */
+async function awaitPartials(host: RoundHost, { intake, tree }: OpenedRound): Promise<void> {
+  const round = host.ctx.config.round;
+  const pending = () =>
+    intake
+      .undelivered('')
+      .map((u) => u.child)
+      .filter((a) => !intake.failed.has(a));
+  const lag = Math.min(round.clockSkewMs, Math.max(0, ...pending().map((a) => host.membership.clockLag(a))));
+  await host.until(() => intake.settled, tree.lastDeadlineUnixMs + (host.options.graceMs ?? 2000) + lag);
+  if (intake.settled || host.stopping()) return;
+  const live = () => pending().some((a) => host.membership.isLive(a));
+  if (live()) await host.until(() => intake.settled || !live(), host.now() + round.voteTimeoutMs);
 }
 
 /**
