@@ -151,7 +151,8 @@ function droppedBy(
     ),
   );
   for (const [voter, vote] of input.votes) {
-    if (vote.yes || (vote.receipt?.length ?? 0) === 0 || listed.has(voter)) continue;
+    // An abstention proves nothing (it objects to nothing), whatever it carries.
+    if (vote.yes || vote.abstain === true || (vote.receipt?.length ?? 0) === 0 || listed.has(voter)) continue;
     try {
       const r = openControl(vote.receipt!, 'receipt', input.keys, { signer: aggregator }).body;
       if (

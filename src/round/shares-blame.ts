@@ -18,16 +18,19 @@ export function sharesInvalidReason(site: string, why: string): string {
  */
 export function blamedDecrypter(
   voters: readonly string[],
-  votes: ReadonlyMap<string, Pick<ControlBodies['vote'], 'yes' | 'reason'>>,
+  votes: ReadonlyMap<string, Pick<ControlBodies['vote'], 'yes' | 'reason' | 'abstain'>>,
 ): { readonly site: string; readonly voters: readonly string[] } | undefined {
+  // An abstention blames no one and is not counted: the coordinator (YES and NO voters) and the
+  // audit (every logged voter) then take the majority of the same votes.
+  const counted = voters.filter((voter) => votes.get(voter)?.abstain !== true);
   const named = new Map<string, string[]>();
-  for (const voter of voters) {
+  for (const voter of counted) {
     const v = votes.get(voter);
     if (v === undefined || v.yes || !v.reason.startsWith(SHARES_INVALID_VOTE)) continue;
     const site = v.reason.slice(SHARES_INVALID_VOTE.length).split(' ')[0]!;
     if (site === '' || site === voter) continue;
     named.set(site, [...(named.get(site) ?? []), voter]);
   }
-  for (const [site, by] of named) if (by.length * 2 > voters.length) return { site, voters: by.sort() };
+  for (const [site, by] of named) if (by.length * 2 > counted.length) return { site, voters: by.sort() };
   return undefined;
 }

@@ -21,6 +21,28 @@ describe('blamedDecrypter', () => {
     });
   });
 
+  it('counts no abstention, as a blamer or among the voters: the coordinator and the audit agree', () => {
+    const abstain = (site: string) => ({ ...no(site), abstain: true });
+    const votes = new Map([
+      ['site-1', no('site-3')],
+      ['site-2', no('site-3')],
+      ['site-3', yes],
+      ['site-4', abstain('site-1')],
+      ['site-5', abstain('site-1')],
+    ]);
+    const all = ['site-1', 'site-2', 'site-3', 'site-4', 'site-5'];
+    // The coordinator passes its YES and NO voters, the audit every logged voter: the same answer.
+    expect(blamedDecrypter(['site-1', 'site-2', 'site-3'], votes)?.site).toBe('site-3');
+    expect(blamedDecrypter(all, votes)?.site).toBe('site-3');
+    // Abstainers naming a site in their reason frame no one.
+    expect(
+      blamedDecrypter(
+        all,
+        new Map([...votes, ['site-1', abstain('site-2')], ['site-2', abstain('site-2')], ['site-3', yes]]),
+      ),
+    ).toBeUndefined();
+  });
+
   it('names nobody when half or fewer blame one site, when a voter blames itself, or for other NO reasons', () => {
     const voters = ['site-1', 'site-2', 'site-3', 'site-4'];
     expect(

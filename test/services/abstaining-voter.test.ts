@@ -60,3 +60,44 @@ describe('a voter whose stores do not answer abstains; the round commits without
     expect(vote3.body.yes).toBe(true);
   }, 240_000);
 });
+
+describe('abstaining is no free veto: sites that abstain every round where others vote YES are struck', () => {
+  let f: Federation;
+  beforeAll(async () => {
+    f = await Federation.create('abstain-veto', {
+      aggregators: 1,
+      sites: 4,
+      overrides: {
+        round: {
+          heartbeatMs: 200,
+          missedHeartbeats: 10,
+          deadlineMs: 20_000,
+          voteTimeoutMs: 10_000,
+          minContributors: 2,
+        },
+        // Two of four sites hold shares enough to decrypt once the abstainers are excluded.
+        crypto: { threshold: { sites: 2 } },
+        learning: { model: 'logreg', trainLimit: 400, testLimit: 50, epochs: 1, batchSize: 20 },
+        log: { level: 'error' },
+      },
+    });
+    await f.startAggregator(f.dep.aggregators[0]!);
+    for (const s of ['site-1', 'site-2']) await f.startAgent(s);
+    for (const s of ['site-3', 'site-4']) await f.agentProcessInstead(s, 'agent.prepare-unavailable:skip');
+  }, 120_000);
+  afterAll(async () => {
+    await f?.stop();
+  });
+
+  it('round 1 fails for want of a YES majority, the two abstainers are struck, round 2 commits without them', async () => {
+    const summary = await f.runCoordinator(2);
+    const [r1, r2] = summary.rounds;
+    expect(r1).toMatchObject({ round: 1, commit: false });
+    expect(r1!.reason).toMatch(/^2 of 4 voters voted YES .*abstained: site-3, site-4/);
+    const d1 = (await f.decisions()).find((d) => d.round === 1)!;
+    expect(d1.exclusions.filter((x) => x.excluded).map((x) => x.site)).toEqual(['site-3', 'site-4']);
+    expect(r2).toMatchObject({ round: 2, commit: true });
+    const d2 = (await f.decisions()).find((d) => d.round === 2)!;
+    expect(d2.voters).toEqual(['site-1', 'site-2']);
+  }, 240_000);
+});

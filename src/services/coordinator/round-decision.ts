@@ -83,10 +83,23 @@ export async function decide(
   const excused = new Set(facts.excused ?? []);
   const unserving = aborted === undefined ? (facts.unserving ?? []) : [];
   const misled = verdict.aggregateFault ? [] : verdict.no.filter((v) => !excused.has(v));
+  // Abstaining costs nothing in a round that commits anyway. When the round fails for want of a YES
+  // majority while others could read and voted YES, the abstainers are what stopped it: struck like
+  // silent voters, so abstaining every round is no free veto. When nobody voted YES (a store or the
+  // log out for everyone), nobody is struck for it.
+  const vetoed =
+    aborted === undefined &&
+    !verdict.commit &&
+    verdict.no.length === 0 &&
+    verdict.deviants.length === 0 &&
+    verdict.yes.length > 0
+      ? verdict.abstained
+      : [];
   const table = host.membership.nextTable({
     offenders: [
       ...new Set([
         ...misled,
+        ...vetoed,
         ...verdict.deviants,
         ...verdict.missing,
         ...culprits.map((c) => c.member),
@@ -152,6 +165,13 @@ export async function decide(
     });
   for (const site of verdict.missing)
     host.emit({ type: 'excluded', member: site, round: facts.round, reason: 'did not vote' });
+  for (const site of vetoed)
+    host.emit({
+      type: 'excluded',
+      member: site,
+      round: facts.round,
+      reason: 'abstained where others voted YES, and the round failed for want of a majority',
+    });
   for (const u of unserving)
     host.emit({ type: 'excluded', member: u.aggregator, round: facts.round, reason: `partial: ${u.why}` });
   host.clip = nextClip;
@@ -189,6 +209,7 @@ export async function decide(
       failing: [
         ...late,
         ...misled,
+        ...vetoed,
         ...verdict.deviants,
         ...verdict.missing,
         ...culprits.filter((c) => c.role === 'site').map((c) => c.member),

@@ -349,6 +349,12 @@ export class RoundEvidence {
         );
       }
     }
+    // Abstentions count among the voters, not for the candidate: a COMMIT needs a strict majority
+    // of its voters to have voted YES, as the coordinator's judge does.
+    const yes = d.voters.filter((v) => this.votes.get(v)?.vote.yes === true).length;
+    if (yes * 2 <= d.voters.length) {
+      throw bad('DECISION_INVALID', `${yes} of its ${d.voters.length} voters voted YES: not a majority`);
+    }
     if (d.kind === 'rollback') return;
     const named = d.aggregate?.contributors ?? [];
     const seen = new Set<string>();

@@ -54,7 +54,7 @@ const aggKeys = new Map<string, SigningKeyPair>();
 const updates: EncodedUpdate[] = [];
 
 beforeAll(async () => {
-  fx = await codecFixture(2);
+  fx = await codecFixture(3);
   for (const a of ['agg-a', 'agg-b']) aggKeys.set(a, generateSigningKeyPair('falcon-512'));
   for (const [i, a] of ASSIGNMENTS.entries()) {
     updates.push(
@@ -274,18 +274,30 @@ describe('RoundEvidence', () => {
     expect(() => e.checkDecision(entry({}), decision(), false)).not.toThrow();
   });
 
-  it('a COMMIT may count an abstention among its voters, never a NO', () => {
-    const withVote = (cast: 'no' | 'abstain') => {
+  it('a COMMIT may count an abstention among its voters, never a NO, and needs a YES majority of them', () => {
+    const withVotes = (...casts: ('yes' | 'no' | 'abstain')[]) => {
       const e = new RoundEvidence(open);
       e.addPartial(entry({}), partial('agg-a', partialOf('agg-a', 0)), keys);
       e.addPartial(entry({}), partial('agg-b', partialOf('agg-b', 1)), keys);
-      e.addVote(entry({}), vote(0), keys);
-      e.addVote(entry({}), vote(1, MODEL, cast), keys);
+      casts.forEach((cast, k) => {
+        e.addVote(entry({}), vote(k, MODEL, cast), keys);
+      });
       return e;
     };
-    expect(() => withVote('abstain').checkDecision(entry({}), decision(), true)).not.toThrow();
-    const v = violation(() => withVote('no').checkDecision(entry({}), decision(), true));
-    expect([v.rule, v.message]).toEqual(['DECISION_INVALID', expect.stringContaining('site-1 voted NO')]);
+    const voters = (n: number) => Array.from({ length: n }, (_, k) => `site-${k}`);
+    expect(() =>
+      withVotes('yes', 'yes', 'abstain').checkDecision(entry({}), decision({ voters: voters(3) }), true),
+    ).not.toThrow();
+    const no = violation(() => withVotes('yes', 'no').checkDecision(entry({}), decision(), true));
+    expect([no.rule, no.message]).toEqual(['DECISION_INVALID', expect.stringContaining('site-1 voted NO')]);
+    // No majority: one YES of two voters, or nobody vouching at all.
+    const half = violation(() => withVotes('yes', 'abstain').checkDecision(entry({}), decision(), true));
+    expect([half.rule, half.message]).toEqual([
+      'DECISION_INVALID',
+      expect.stringContaining('1 of its 2 voters'),
+    ]);
+    const none = violation(() => withVotes('abstain', 'abstain').checkDecision(entry({}), decision(), true));
+    expect(none.message).toContain('0 of its 2 voters voted YES');
   });
 
   it('a COMMIT leaving out a listed site, naming one twice, or a voter without a logged vote', () => {
