@@ -323,6 +323,11 @@ export interface OpenedControl<T extends ControlType> {
   readonly type: T;
   readonly signer: string;
   readonly body: ControlBodies[T];
+  /**
+   * The exact body bytes the signature covers: what identifies the message (an envelope may carry
+   * fields the signature does not cover, so its bytes can differ for one signed message).
+   */
+  readonly signedBody: Uint8Array;
 }
 
 /**
@@ -371,7 +376,7 @@ export function openControl<T extends ControlType>(
       `${expected} from ${JSON.stringify(env.signer)} does not verify`,
     );
   }
-  return { type: expected, signer: env.signer, body: decodeBody(expected, env.body) };
+  return { type: expected, signer: env.signer, body: decodeBody(expected, env.body), signedBody: env.body };
 }
 
 /** A control message decoded without its signature checked (see {@link readControl}). */

@@ -43,10 +43,21 @@ import { decodeAggregateObject, encodeAggregateObject } from './aggregate-object
  * lattice signature's own hash (SHAKE-256 in JavaScript) would take seconds over.
  */
 
-/** Signature domain of a share bundle: the message signed is SHA-256 of the bundle's body. */
+/** Signature domain of a share bundle ('CDS2'): the message signed is SHA-256 of the bundle's body. */
 export const SHARES_DOMAIN = 'threshold-shares-sha256';
+/**
+ * Signature domain of a 'CDS1' bundle, made before bundles were signed over their digest: the
+ * message signed is the body itself. Still read (stored rounds are replayed, a ledger hands back a
+ * bundle it made), never made.
+ */
+const SHARES_DOMAIN_V1 = 'threshold-shares';
 
-const MAGIC = new TextEncoder().encode('CDS1');
+/** Bundle formats by magic: what the signature covers. */
+const FORMATS = {
+  1: { magic: new TextEncoder().encode('CDS1'), domain: SHARES_DOMAIN_V1, digest: false },
+  2: { magic: new TextEncoder().encode('CDS2'), domain: SHARES_DOMAIN, digest: true },
+} as const;
+type BundleFormat = keyof typeof FORMATS;
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
 
@@ -153,7 +164,7 @@ export interface MakeSharesInput {
 
 /**
  * The signed, sealed bundle of this site's decryption shares for every block of the aggregate:
- * 'CDS1' ‖ u32 context length ‖ context ‖ u32 site length ‖ site ‖ nonce (12) ‖ AES-256-GCM of the
+ * 'CDS2' ‖ u32 context length ‖ context ‖ u32 site length ‖ site ‖ nonce (12) ‖ AES-256-GCM of the
  * packed shares ‖ tag (16) ‖ u16 signature length ‖ signature.
  *
  * A site makes one bundle per round attempt: asked again for the same context it returns the
@@ -249,6 +260,7 @@ function* bundleSteps(input: MakeSharesInput, plan: BundlePlan): Steps<Uint8Arra
   );
   wipe(sum);
   const plain = new Uint8Array(context.blocks * packedBytes(tc));
+  let done = false;
   try {
     for (let b = 0; b < context.blocks; b++) {
       const d = decryptionShare(tc, key, commonRandomPoly(tc, context.epochId, label, b));
@@ -256,12 +268,15 @@ function* bundleSteps(input: MakeSharesInput, plan: BundlePlan): Steps<Uint8Arra
       wipe(d);
       yield;
     }
+    done = true;
   } catch (err) {
     plain.fill(0);
     throw err;
   } finally {
-    // Also when the steps are abandoned midway: the round's key share never outlives them.
+    // Also when the steps are abandoned midway (no catch runs then): neither the round's key share
+    // nor the shares made so far outlive them. `plain` is still needed below when all went well.
     wipe(key);
+    if (!done) plain.fill(0);
   }
   const nonce = randomBytes(NONCE_BYTES);
   const cipher = createCipheriv('aes-256-gcm', sealKey(dataKey, contextBytes, signer.id), nonce);
@@ -293,10 +308,13 @@ export interface OpenSharesInput extends VerifySharesInput {
 
 const MAX_SIGNATURE_BYTES = 8192;
 
-/** A bundle's parts before its nonce: 'CDS1' ‖ context (length-prefixed) ‖ site (length-prefixed). */
-function layout(lanes: ThresholdLaneContext, context: ShareContext, site: string) {
+/** A bundle's parts before its nonce: 'CDS2' (or 'CDS1') ‖ context (length-prefixed) ‖ site (length-prefixed). */
+function layout(lanes: ThresholdLaneContext, context: ShareContext, site: string, format: BundleFormat = 2) {
   const contextBytes = shareContextBytes(context);
-  const head = Buffer.concat([MAGIC, new CanonicalWriter().bytes(contextBytes).str(site).finish()]);
+  const head = Buffer.concat([
+    FORMATS[format].magic,
+    new CanonicalWriter().bytes(contextBytes).str(site).finish(),
+  ]);
   const sealedLength = context.blocks * packedBytes(lanes.tc) + TAG_BYTES;
   return { contextBytes, head, bodyLength: head.length + NONCE_BYTES + sealedLength };
 }
@@ -317,7 +335,10 @@ function verifiedLayout(bytes: Uint8Array, input: VerifySharesInput): ReturnType
   const refuse = (why: string) =>
     new BlockRejectedError('SHARES_INVALID', `decryption shares of ${site}: ${why}`, { details: { site } });
   if (!context.decrypting.some((d) => d.site === site)) throw refuse('not in the decrypting set');
-  const parts = layout(lanes, context, site);
+  const v1 = FORMATS[1].magic;
+  const format: BundleFormat =
+    bytes instanceof Uint8Array && bytes.length >= v1.length && v1.every((b, i) => bytes[i] === b) ? 1 : 2;
+  const parts = layout(lanes, context, site, format);
   const { head, bodyLength } = parts;
   if (
     !(bytes instanceof Uint8Array) ||
@@ -332,12 +353,9 @@ function verifiedLayout(bytes: Uint8Array, input: VerifySharesInput): ReturnType
   if (bytes.length !== bodyLength + 2 + sigLength) throw refuse('malformed signature length');
   let ok: boolean;
   try {
-    ok = verify(
-      input.key,
-      SHARES_DOMAIN,
-      sha256(bytes.subarray(0, bodyLength)),
-      bytes.subarray(bodyLength + 2),
-    );
+    const body = bytes.subarray(0, bodyLength);
+    const { domain, digest } = FORMATS[format];
+    ok = verify(input.key, domain, digest ? sha256(body) : body, bytes.subarray(bodyLength + 2));
   } catch (cause) {
     throw new BlockRejectedError('SHARES_INVALID', `decryption shares of ${site}: bad signature`, {
       cause,
@@ -403,23 +421,30 @@ function* openSteps(bytes: Uint8Array, input: OpenSharesInput): Steps<RnsPoly[]>
       throw unsealed(cause);
     }
     const shares: RnsPoly[] = [];
-    for (let b = 0; b < context.blocks; b++) {
-      const chunk = plain.subarray(b * packedBytes(tc), (b + 1) * packedBytes(tc));
-      try {
-        shares.push(unpackWords(tc, new Uint8Array(chunk)));
-      } catch (cause) {
-        throw new BlockRejectedError(
-          'SHARES_INVALID',
-          `decryption shares of ${site}: block ${b} out of range`,
-          {
-            cause,
-            details: { site },
-          },
-        );
+    let done = false;
+    try {
+      for (let b = 0; b < context.blocks; b++) {
+        const chunk = plain.subarray(b * packedBytes(tc), (b + 1) * packedBytes(tc));
+        try {
+          shares.push(unpackWords(tc, new Uint8Array(chunk)));
+        } catch (cause) {
+          throw new BlockRejectedError(
+            'SHARES_INVALID',
+            `decryption shares of ${site}: block ${b} out of range`,
+            {
+              cause,
+              details: { site },
+            },
+          );
+        }
+        yield;
       }
-      yield;
+      done = true;
+      return shares;
+    } finally {
+      // Failed or abandoned: the shares unpacked so far are wiped too.
+      if (!done) for (const d of shares) wipe(d);
     }
-    return shares;
   } finally {
     plain.fill(0);
   }

@@ -22,6 +22,7 @@ import {
 } from '../../src/protocol/index.ts';
 import { LogFollower } from '../../src/services/agent/log-follower.ts';
 import {
+  ADMIN_ACTION_ROLLBACK,
   ensureLogStream,
   FederationLogError,
   type FederationLogReader,
@@ -252,6 +253,48 @@ async function collect(entries: AsyncIterable<LogEntry>): Promise<LogEntry[]> {
 // ---- LogHistory (no server) ------------------------------------------------------------------
 
 describe('LogHistory', () => {
+  it('keeps a logged rollback request pending until a rollback round takes it, or two other rounds pass it', () => {
+    const request = (target: Commit): LogRecordInput => ({
+      adminAction: {
+        action: ADMIN_ACTION_ROLLBACK,
+        caller: 'coordinator',
+        scope: 'signed-request',
+        target: bytesToHex(target.hash),
+        arguments: new TextEncoder().encode('{"reason":"bad round"}'),
+        unixMs: T0,
+      },
+    });
+    const base = script('f').slice(0, 2); // round 1 committed: c1
+    // One other round after it (opened before the request was queued, say): still pending.
+    let h = fold([
+      ...base,
+      request(genesis),
+      { roundOpen: openRecord('f', 2, c1) },
+      { decision: abortRecord('f', 2, c1) },
+    ]);
+    expect(h.pendingRollbacks.map((r) => [bytesToHex(r.target), r.reason])).toEqual([
+      [bytesToHex(genesis.hash), 'bad round'],
+    ]);
+    // A rollback round to its target takes it.
+    h = fold([
+      ...base,
+      request(genesis),
+      { roundOpen: openRecord('f', 3, c1) },
+      { decision: commitRecord('f', c1, r3, genesis) },
+    ]);
+    expect(h.pendingRollbacks).toEqual([]);
+    // Two other rounds opened after it: lost or refused, never run late.
+    h = fold([
+      ...base,
+      request(genesis),
+      { roundOpen: openRecord('f', 2, c1) },
+      { decision: abortRecord('f', 2, c1) },
+      { roundOpen: openRecord('f', 3, c1) },
+      { decision: abortRecord('f', 3, c1) },
+    ]);
+    expect(h.pendingRollbacks).toEqual([]);
+  });
+
   it('folds open → COMMIT, open → ABORT, a snapshot, a rollback and a round commit', () => {
     const history = new LogHistory(genesis, 'COHORT_F');
     expect(history.position).toEqual(LOG_ORIGIN);
@@ -1082,7 +1125,7 @@ describe('federation log on JetStream', () => {
       expect((await w.append({ roundOpen: openRecord(F, 1, genesis) })).sequence).toBe(1);
     });
 
-    it('an append reported unavailable whose publish lands late is taken in by the next append, not fenced on', async () => {
+    it('an append reported unavailable whose publish lands late is taken in by the next append (refused, to be built again), not fenced on', async () => {
       // Its own server, paused with SIGSTOP: the publish waits in the socket, the writer gives up
       // (LOG_UNAVAILABLE), and the resumed server stores it as entry 1 after all.
       const own = await startNatsServer({ jetstream: true });
@@ -1115,9 +1158,13 @@ describe('federation log on JetStream', () => {
           if (i > 100) throw new Error('the stalled publish never landed');
           await new Promise((r) => setTimeout(r, 20));
         }
-        // The next append finds its own earlier entry at 1, hands it over, and appends at 2.
-        const next = await w.append({ snapshot: snapshotRecord(genesis) });
+        // The next append finds its own earlier entry at 1 and hands it over; it appends nothing for
+        // its own record (built for position 1, it may not hold after entry 1), and says so.
+        const refused = await rejection(w.append({ snapshot: snapshotRecord(genesis) }));
+        expect(refused.code).toBe('LOG_LATE_ENTRY');
         expect(late.map((e) => [e.sequence, e.record.roundOpen?.round])).toEqual([[1, 1]]);
+        // Built again, it goes after the late entry.
+        const next = await w.append({ snapshot: snapshotRecord(genesis) });
         expect(next.sequence).toBe(2);
         expect(Buffer.from(next.record.previousEntry).equals(Buffer.from(late[0]!.hash))).toBe(true);
         expect(w.fenced).toBe(false);

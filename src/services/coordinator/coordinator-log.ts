@@ -133,8 +133,9 @@ export async function openCoordinatorLog(
           // there while a standby takes over: test/recovery/coordinator-pause.test.ts).
           if (record.roundOpen) failpoint('log.round-open-checked', record.roundOpen.round);
         },
-        // An append reported unavailable that landed after all: fold it in before going on (a
-        // record the history refuses fences the writer, and the coordinator stops).
+        // An append reported unavailable that landed after all: fold it in (a record the history
+        // refuses fences the writer, and the coordinator stops); the append that found it is
+        // refused with LOG_LATE_ENTRY, and its caller builds its record again or stops.
         onLateEntry: (entry) => log.took(entry),
       });
       const log: LeasedLog = new LeasedLog(history, reader, writer, lease, dir);

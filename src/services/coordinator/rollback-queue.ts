@@ -1,4 +1,4 @@
-import { sha256Hex } from '../../../crypto/digest/index.ts';
+import { bytesEqual, sha256Hex } from '../../../crypto/digest/index.ts';
 import { canonicalJson } from '../../data/index.ts';
 import { BlockRejectedError, CohortError } from '../../errors/index.ts';
 import { type AdminActionBody, openControl } from '../../protocol/index.ts';
@@ -49,7 +49,7 @@ interface RequestReply {
  * Requests through the admin API and signed requests are logged (admin action
  * {@link ADMIN_ACTION_ROLLBACK}) before they are queued, so a coordinator restarted on the log runs
  * those no rollback round has taken ({@link restore}); a signed request is identified by the
- * SHA-256 of its bytes, so a copy of it (a retried request, a recorded one replayed) is answered
+ * SHA-256 of its signed body, so a copy of it (a retried request, a recorded one replayed) is answered
  * with the first acceptance and never queued twice.
  */
 export class RollbackQueue {
@@ -76,8 +76,8 @@ export class RollbackQueue {
   restore(history: LogHistory): number {
     for (const r of history.pendingRollbacks) {
       this.#pending.push({ target: r.target.slice(), reason: r.reason, resolve: () => {}, reject: () => {} });
+      this.#wake(); // once per request: an idle coordinator lets one round through per wake
     }
-    if (history.pendingRollbacks.length > 0) this.#wake();
     return history.pendingRollbacks.length;
   }
 
@@ -109,7 +109,8 @@ export class RollbackQueue {
     now: number,
   ): Promise<Uint8Array> {
     // Signed with the coordinator's own key (an operator on its host): any other signer is refused first.
-    const body = openControl(data, 'rollback-request', ctx.keys, { signer: ctx.member }).body;
+    const opened = openControl(data, 'rollback-request', ctx.keys, { signer: ctx.member });
+    const body = opened.body;
     if (body.federation !== ctx.config.federation.id) {
       throw new BlockRejectedError(
         'WRONG_CONTEXT',
@@ -122,7 +123,9 @@ export class RollbackQueue {
         `rollback request dated ${body.requestedUnixMs} is outside the replay window`,
       );
     }
-    const digest = sha256Hex(data);
+    // The signed body identifies the request: an envelope may carry fields the signature does not
+    // cover, so a copy with bytes added there is still the same request.
+    const digest = sha256Hex(opened.signedBody);
     const encode = (reply: RequestReply) => new TextEncoder().encode(JSON.stringify(reply));
     const inFlight = this.#inFlight.get(digest);
     if (inFlight !== undefined) return encode({ ...(await inFlight), repeated: true });
@@ -130,6 +133,14 @@ export class RollbackQueue {
       (a) => a.action.action === ADMIN_ACTION_ROLLBACK && requestDigestOf(a.action) === digest,
     );
     if (logged !== undefined) {
+      // Logged, yet not queued: its append was reported unavailable and landed late. It is still
+      // pending in the log, so it runs now rather than at some later restart.
+      if (
+        history.pendingRollbacks.some((p) => p.entry.sequence === logged.entry.sequence) &&
+        !this.#pending.some((p) => bytesEqual(p.target, body.target))
+      ) {
+        void this.request(history, body.target, body.reason).catch(() => undefined);
+      }
       const target = history.commitByHash(body.target);
       return encode({
         queued: true,

@@ -81,7 +81,8 @@ export class RunControl {
   readonly #wake: () => void;
   readonly #runs: Run[] = [];
   #active: Run | undefined;
-  #rollbackWaiting = false;
+  /** Rollbacks queued and not yet let through by {@link admit} (one round each). */
+  #rollbacksWaiting = 0;
   #closed = false;
 
   constructor(options: { idle: boolean; now: () => number; wake: () => void }) {
@@ -157,7 +158,7 @@ export class RunControl {
 
   /** A rollback was queued: an idle coordinator runs it without waiting for a run. */
   rollbackQueued(): void {
-    this.#rollbackWaiting = true;
+    this.#rollbacksWaiting++;
     this.#wake();
   }
 
@@ -175,12 +176,15 @@ export class RunControl {
         this.#finish(run, run.state === 'stopping' ? 'stopped' : 'completed');
       }
       if (!this.#idle) return false;
-      if (this.#rollbackWaiting) {
-        this.#rollbackWaiting = false;
+      if (this.#rollbacksWaiting > 0) {
+        this.#rollbacksWaiting--;
         return true;
       }
       host.setPhase('waiting');
-      await host.until(() => this.#rollbackWaiting || this.#active !== undefined, Number.POSITIVE_INFINITY);
+      await host.until(
+        () => this.#rollbacksWaiting > 0 || this.#active !== undefined,
+        Number.POSITIVE_INFINITY,
+      );
     }
   }
 

@@ -18,6 +18,11 @@ export const FEDERATION_LOG_ERROR_CODES = [
   'LOG_BEHIND',
   /** The log could not be read or written (JetStream API error, timeout); `cause` holds it. */
   'LOG_UNAVAILABLE',
+  /**
+   * An earlier append reported `LOG_UNAVAILABLE` landed after all, where this record would have
+   * gone: the writer took it in and appended nothing for this record (build it again and retry).
+   */
+  'LOG_LATE_ENTRY',
 ] as const;
 
 export type FederationLogErrorCode = (typeof FEDERATION_LOG_ERROR_CODES)[number];

@@ -70,6 +70,8 @@ export class LogHistory {
   readonly #registryChanges: LoggedRegistryChange[] = [];
   readonly #adminActions: LoggedAdminAction[] = [];
   readonly #pendingRollbacks: PendingRollback[] = [];
+  /** Rounds other than rollbacks that opened after a pending request, by its entry's sequence. */
+  readonly #rollbackPassed = new Map<number, number>();
   readonly #thresholdEpochs: (LoggedEpoch & { readonly entry: LogEntry })[] = [];
   readonly #keepEvidence: boolean;
   /** Set once any partial or vote record was applied: from then on every decision needs its evidence. */
@@ -180,7 +182,9 @@ export class LogHistory {
    * Rollback requests logged ({@link ADMIN_ACTION_ROLLBACK}) that no rollback round has taken yet,
    * in log order. A rollback round's decision (COMMIT or ABORT) takes the earliest request for its
    * target logged before it; a round aborted because its coordinator stopped names no target and
-   * takes none, so the request runs again.
+   * takes none, so the request runs again. A request that two other rounds opened after (and were
+   * decided) is dropped: a coordinator runs queued rollbacks first, so it was lost or refused, and
+   * running it late would undo the rounds since.
    */
   get pendingRollbacks(): readonly PendingRollback[] {
     return this.#pendingRollbacks;
@@ -397,6 +401,21 @@ export class LogHistory {
     if (d.rollbackTarget.length > 0) {
       const taken = this.#pendingRollbacks.findIndex((r) => bytesEqual(r.target, d.rollbackTarget));
       if (taken >= 0) this.#pendingRollbacks.splice(taken, 1);
+    } else if (this.#pendingRollbacks.length > 0) {
+      // A coordinator runs a queued rollback before any other round; a request that another round
+      // opened after, twice, was lost (a coordinator before requests were durable) or dropped
+      // (its target no longer below the head). Restarting it now would undo the rounds since.
+      const opened = open.entry.sequence;
+      for (let k = this.#pendingRollbacks.length - 1; k >= 0; k--) {
+        const r = this.#pendingRollbacks[k]!;
+        if (r.entry.sequence > opened) continue;
+        const passed = (this.#rollbackPassed.get(r.entry.sequence) ?? 0) + 1;
+        this.#rollbackPassed.set(r.entry.sequence, passed);
+        if (passed >= 2) {
+          this.#pendingRollbacks.splice(k, 1);
+          this.#rollbackPassed.delete(r.entry.sequence);
+        }
+      }
     }
     this.#open = null;
     this.#lastRound = d.round;

@@ -50,8 +50,9 @@ export interface FederationLogWriter {
    * succeeded, no entry means it is retried (`attempts` in all), anything else fences the writer.
    * `LOG_UNAVAILABLE` after the last attempt leaves the writer usable, but the outcome is
    * unknown: the last publish may still land (a server that stalled and resumes). The next append
-   * reads that position first: when the entry landed it is handed to `onLateEntry` and the writer
-   * appends after it, instead of fencing itself on its own late entry. An
+   * reads that position first: when the entry landed it is handed to `onLateEntry`, the writer
+   * moves past it, and the append is refused with `LOG_LATE_ENTRY` (nothing sent for it: the caller
+   * builds its record again), instead of fencing itself on its own late entry. An
    * input without exactly one record, or whose sealed entry is over {@link LOG_MAX_APPEND_BYTES},
    * is refused with `INVALID_ARGUMENT` before anything is sent (the writer stays usable).
    */
@@ -121,8 +122,15 @@ export async function openLogWriter(
   );
 }
 
-/** {@link JetStreamLogWriter}'s answer when it adopted a late entry and must append again. */
+/** {@link JetStreamLogWriter}'s answer when it adopted a late entry instead of appending. */
 const ADOPTED = Symbol('adopted');
+
+/** An append whose outcome is unknown: its entry may still land at `sequence`. */
+interface LateCandidate {
+  readonly sequence: number;
+  readonly bytes: Uint8Array;
+  readonly record: LogRecordBody;
+}
 
 class JetStreamLogWriter implements FederationLogWriter {
   readonly #js: JetStreamClient;
@@ -132,12 +140,8 @@ class JetStreamLogWriter implements FederationLogWriter {
   readonly #subject: string;
   #position: LogPosition;
   #fenced = false;
-  /** The last append reported `LOG_UNAVAILABLE`: its entry may still land at `sequence`. */
-  #uncertain: {
-    readonly sequence: number;
-    readonly bytes: Uint8Array;
-    readonly record: LogRecordBody;
-  } | null = null;
+  /** Appends reported `LOG_UNAVAILABLE` at the current tail + 1: any of them may still land there. */
+  #uncertain: LateCandidate[] = [];
 
   constructor(js: JetStreamClient, jsm: JetStreamManager, options: LogWriterOptions) {
     this.#js = js;
@@ -165,10 +169,15 @@ class JetStreamLogWriter implements FederationLogWriter {
         details: { name: 'record' },
       });
     }
-    for (;;) {
-      const entry = await this.#appendOnce(input);
-      if (entry !== ADOPTED) return entry;
-    }
+    const entry = await this.#appendOnce(input);
+    if (entry !== ADOPTED) return entry;
+    // The record was built for the position before the late entry: what it says may no longer
+    // hold after it (a round opened, a decision made), so it is not sent as it is.
+    throw new FederationLogError(
+      'LOG_LATE_ENTRY',
+      `log ${this.#stream}: an earlier append reported unavailable landed as entry ${this.#position.sequence}; it was taken in, and nothing was appended for this record: build it again`,
+      { details: { stream: this.#stream, sequence: this.#position.sequence } },
+    );
   }
 
   /**
@@ -210,6 +219,7 @@ class JetStreamLogWriter implements FederationLogWriter {
         { details: { name: 'record', bytes: bytes.length, max: LOG_MAX_APPEND_BYTES } },
       );
     }
+    let late: LateCandidate | undefined;
     /** What entry `sequence` holds: ours, an unknown-outcome append's (adopt it), another's, none. */
     const holder = async (): Promise<'ours' | 'earlier' | 'other' | 'none' | 'unknown'> => {
       let data: Uint8Array | null;
@@ -220,14 +230,19 @@ class JetStreamLogWriter implements FederationLogWriter {
       }
       if (data === null) return 'none';
       if (bytesEqual(data, bytes)) return 'ours';
-      const earlier = this.#uncertain;
-      if (earlier !== null && earlier.sequence === sequence && bytesEqual(data, earlier.bytes))
-        return 'earlier';
-      return 'other';
+      const stored = data;
+      late = this.#uncertain.find((u) => u.sequence === sequence && bytesEqual(stored, u.bytes));
+      return late !== undefined ? 'earlier' : 'other';
     };
     const attempts = this.#options.attempts ?? 5;
     for (let attempt = 1; ; attempt++) {
-      this.#options.beforeAttempt?.(record);
+      try {
+        this.#options.beforeAttempt?.(record);
+      } catch (err) {
+        // An earlier attempt of this append may still land: remember it, as after the last attempt.
+        if (attempt > 1) this.#uncertain.push({ sequence, bytes, record });
+        throw err;
+      }
       try {
         const ack = await this.#js.publish(this.#subject, bytes, { expect: { lastSequence: tail.sequence } });
         if (ack.seq !== sequence || ack.stream !== this.#stream) {
@@ -244,7 +259,7 @@ class JetStreamLogWriter implements FederationLogWriter {
         const held = await holder();
         if (held === 'ours') break; // an earlier attempt of this append landed
         if (held === 'earlier') {
-          this.#adopt(this.#uncertain!);
+          this.#adopt(late!);
           return ADOPTED;
         }
         if (wrongTail || held === 'other') {
@@ -259,7 +274,7 @@ class JetStreamLogWriter implements FederationLogWriter {
         if (attempt >= attempts) {
           // The last publish may still be processed (a server that stalled and resumes): the
           // outcome is unknown, and the next append settles it before writing at this position.
-          this.#uncertain = { sequence, bytes, record };
+          this.#uncertain.push({ sequence, bytes, record });
           throw new FederationLogError(
             'LOG_UNAVAILABLE',
             `log ${this.#stream}: append of entry ${sequence} failed ${attempts} times (${(err as Error).message}); its outcome is unknown: it may still be stored, and the next append finds out`,
@@ -271,7 +286,7 @@ class JetStreamLogWriter implements FederationLogWriter {
       }
     }
     // Stored at `sequence`: an unknown earlier append at this position can no longer land.
-    this.#uncertain = null;
+    this.#uncertain = [];
     const entry: LogEntry = { sequence, bytes, hash: sha256(bytes), record };
     this.#position = { sequence, hash: entry.hash };
     return entry;
@@ -281,13 +296,9 @@ class JetStreamLogWriter implements FederationLogWriter {
    * Moves past the entry of an earlier append reported
    * `LOG_UNAVAILABLE`, and hands it to `onLateEntry`; a refusal there fences the writer.
    */
-  #adopt(late: {
-    readonly sequence: number;
-    readonly bytes: Uint8Array;
-    readonly record: LogRecordBody;
-  }): void {
+  #adopt(late: LateCandidate): void {
     const { sequence, bytes, record } = late;
-    this.#uncertain = null;
+    this.#uncertain = [];
     const entry: LogEntry = { sequence, bytes, hash: sha256(bytes), record };
     this.#position = { sequence, hash: entry.hash };
     try {

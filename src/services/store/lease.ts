@@ -477,7 +477,9 @@ class HeldLease implements Lease {
 /**
  * Why a lease bucket's stream cannot hold a lease safely: memory storage (lost with the server),
  * fewer replicas than `history.replicas`, an age limit (the lease record would expire on its own),
- * or a mirror or sources (written from elsewhere). Empty when none applies.
+ * a mirror or sources (written from elsewhere), or direct gets on several replicas (answered by
+ * a lagging one).
+ * Empty when none applies.
  */
 export function leaseBucketProblems(config: Partial<StreamConfig>, replicas: number): string[] {
   const problems: string[] = [];
@@ -487,5 +489,8 @@ export function leaseBucketProblems(config: Partial<StreamConfig>, replicas: num
   if ((config.max_age ?? 0) !== 0) problems.push(`max_age is ${config.max_age} ns, expected 0 (no expiry)`);
   if (config.mirror != null || (config.sources?.length ?? 0) > 0)
     problems.push('mirrors or sources another stream');
+  // A direct get may answer from a replica that lags the leader: a stale lease looks expired.
+  if (config.allow_direct === true && (config.num_replicas ?? 1) > 1)
+    problems.push('allows direct gets from its replicas, expected reads from the leader only');
   return problems;
 }

@@ -93,6 +93,13 @@ describe('signed rollback requests: durable and idempotent', () => {
     await waitFor('the coordinator up', () => events.some((e) => e.type === 'started'));
     const again = await send(request);
     expect(again).toMatchObject({ queued: true, target: targetHash, height: 1, repeated: true });
+    // The same request with a field the signature does not cover added to its envelope (protobuf
+    // field 99, varint 1): other bytes, the same signed request, answered the same way.
+    const padded = new Uint8Array(request.length + 3);
+    padded.set(request);
+    padded.set([0x98, 0x06, 0x01], request.length);
+    new DataView(padded.buffer).setUint32(8, request.length + 3 - 12);
+    expect(await send(padded)).toMatchObject({ repeated: true, actionSequence: again.actionSequence });
     const summary = await running.done;
     expect(summary.rounds.map((r) => r.kind)).toEqual(['round', 'round', 'round']);
     expect(summary.committed).toBe(3);

@@ -219,6 +219,9 @@ describe('coordinator lease', () => {
     expect(
       leaseBucketProblems({ storage: StorageType.File, num_replicas: 3, sources: [{ name: 'X' }] }, 3),
     ).toEqual(['mirrors or sources another stream']);
+    expect(
+      leaseBucketProblems({ storage: StorageType.File, num_replicas: 3, allow_direct: true }, 3),
+    ).toEqual(['allows direct gets from its replicas, expected reads from the leader only']);
   });
 
   it('refuses a key holding something other than a lease record', async () => {
