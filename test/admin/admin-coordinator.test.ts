@@ -15,6 +15,7 @@ import { openControl } from '../../src/protocol/index.ts';
 import { encodeRegistryChangeRecord, sealRegistryChange } from '../../src/registry/index.ts';
 import { federationGenesis } from '../../src/round/index.ts';
 import type { CoordinatorHandle, RoundSummary } from '../../src/services/coordinator/index.ts';
+import { ADMIN_ACTION_COORDINATOR_START } from '../../src/services/federation-log/index.ts';
 import type { MemberContext } from '../../src/services/index.ts';
 import { errorCode } from '../helpers/error-code.ts';
 import { Federation, waitFor } from '../helpers/federation.ts';
@@ -75,8 +76,11 @@ afterAll(async () => {
 });
 
 /** The log's admin actions (entries verified: coordinator signature, chain, history rules). */
+/** The operators' actions in the log (the coordinator's own `coordinator.start` left out). */
 async function loggedActions() {
-  return (await f.logEntries()).filter((e) => e.record.adminAction);
+  return (await f.logEntries()).filter(
+    (e) => e.record.adminAction && e.record.adminAction.action !== ADMIN_ACTION_COORDINATOR_START,
+  );
 }
 
 describe('admin API over a real coordinator', () => {
@@ -84,7 +88,10 @@ describe('admin API over a real coordinator', () => {
     expect((await app.inject({ url: '/v1/ready' })).json()).toEqual({ ready: true, phase: 'waiting' });
     await waitFor('sites live', () => coordinator.stats().liveSites.length === 2, 10_000);
     expect(coordinator.stats().phase).toBe('waiting');
-    expect((await f.logEntries()).length).toBe(0);
+    // Only the coordinator's claim of the log: no round was opened.
+    expect((await f.logEntries()).map((e) => e.record.adminAction?.action)).toEqual([
+      ADMIN_ACTION_COORDINATOR_START,
+    ]);
   });
 
   it('an admin action lands in the log as a signed record naming its caller', async () => {
@@ -97,7 +104,7 @@ describe('admin API over a real coordinator', () => {
     expect(res.statusCode, res.body).toBe(201);
     expect(res.json()).toMatchObject({ id: 'run-1', rounds: 1, label: 'drill', startedBy: 'ops' });
     const [entry] = await loggedActions();
-    expect(entry!.sequence).toBe(1);
+    expect(entry!.sequence).toBe(2);
     const action = entry!.record.adminAction!;
     expect(action).toMatchObject({ action: 'runs.start', caller: 'ops', scope: 'operator', target: '' });
     expect(JSON.parse(new TextDecoder().decode(action.arguments))).toEqual({ label: 'drill', rounds: 1 });
@@ -142,7 +149,13 @@ describe('admin API over a real coordinator', () => {
           ? 'decision'
           : 'open',
     );
-    expect(kinds).toEqual(['action runs.start', 'open', 'action rounds.abort', 'decision']);
+    expect(kinds).toEqual([
+      `action ${ADMIN_ACTION_COORDINATOR_START}`,
+      'action runs.start',
+      'open',
+      'action rounds.abort',
+      'decision',
+    ]);
     // The run had one round: it is complete, and the idle coordinator waits for the next.
     await waitFor('run-1 completed', () => coordinator.runs()[0]!.state === 'completed', 10_000);
     const run = (await app.inject({ url: '/v1/runs/run-1', headers: auth('auditor') })).json();

@@ -65,13 +65,16 @@ describe('reply subjects chosen by a hostile member', () => {
     aggregator = await f.startAggregator('agg-1');
     site = await f.member('site-1');
     agg2 = await f.member('agg-2');
-    // The coordinator's log exists before anything is tried.
-    await waitFor('the log stream', async () =>
+    // The coordinator's log exists, holding its start record (its claim of the log: its own
+    // append, not anything an attack caused), before anything is tried.
+    await waitFor('the log stream with the start record', async () =>
       (await jetstreamManager(f.coord.transport.connection)).streams
         .info(f.coord.subjects.logStream)
-        .then(() => true)
+        .then((i) => i.state.messages >= 1)
         .catch(() => false),
     );
+    await admin.flush();
+    landed.length = 0;
   }, 120_000);
 
   afterAll(async () => {
