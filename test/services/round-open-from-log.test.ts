@@ -5,7 +5,7 @@
 // receives round 2's broadcast (failpoint `agent.round-open-lost@2:skip`), and must still
 // contribute to round 2.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Federation } from '../helpers/federation.ts';
+import { Federation, waitFor } from '../helpers/federation.ts';
 
 describe('a site that missed a RoundOpen broadcast takes the round up from the log', () => {
   let f: Federation;
@@ -40,5 +40,39 @@ describe('a site that missed a RoundOpen broadcast takes the round up from the l
     expect(d2.aggregate!.contributors.map((c) => c.site)).toContain('site-4');
     const site4 = f.processes.get('site-4')!;
     expect(site4.logged('round open in the log, never announced here: taking part', { round: 2 })).toBe(true);
+  }, 240_000);
+});
+
+describe('an aggregator that missed a RoundOpen broadcast opens the round from the log', () => {
+  let f: Federation;
+  beforeAll(async () => {
+    f = await Federation.create('aggopenlog', {
+      aggregators: 1,
+      sites: 3,
+      overrides: {
+        round: { heartbeatMs: 200, missedHeartbeats: 10, deadlineMs: 20_000, voteTimeoutMs: 10_000 },
+        learning: { model: 'logreg', trainLimit: 400, testLimit: 50, epochs: 1, batchSize: 20 },
+        log: { level: 'error' },
+      },
+    });
+    const agg = f.spawn('aggregator', 'agg-1', ['--set', 'log.level=info'], {
+      COHORT_FAILPOINT: 'aggregator.round-open-lost@2:skip',
+    });
+    await waitFor('agg-1 up', () => agg.logged('aggregator started'), 120_000);
+    for (const s of ['site-1', 'site-2', 'site-3']) await f.startAgent(s);
+  }, 180_000);
+  afterAll(async () => {
+    await f?.stop();
+  });
+
+  it('round 2 sums every site: the first update makes the aggregator read the RoundOpen from the log', async () => {
+    const summary = await f.runCoordinator(3);
+    expect(summary.rounds.map((r) => [r.round, r.commit, r.contributors])).toEqual([
+      [1, true, 3],
+      [2, true, 3],
+      [3, true, 3],
+    ]);
+    const agg = f.processes.get('agg-1')!;
+    expect(agg.logged('round open in the log, never announced here: collecting', { round: 2 })).toBe(true);
   }, 240_000);
 });

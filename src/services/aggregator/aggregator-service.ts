@@ -9,12 +9,14 @@ import {
 } from '../../protocol/index.ts';
 import { ContributionError, decodeContribution } from '../../round/index.ts';
 import type { InboundMessage, TransportSubscription } from '../../transport/index.ts';
+import { failpoint } from '../failpoint.ts';
 import { intakeLimits } from '../intake-limits.ts';
 import type { MemberContext } from '../member-context.ts';
 import { ChildPartialIntake } from './child-partial-intake.ts';
 import { contributionWriter } from './contribution-writer.ts';
 import type { AggregatorIntakeHost } from './frame-intake.ts';
 import { RoundCollector, type RoundOpenBody } from './round-collector.ts';
+import { roundOpenFromLog } from './round-open-from-log.ts';
 import { SiteUpdateIntake } from './site-update-intake.ts';
 
 /** Where the aggregator stands (also the `state` of its heartbeat). */
@@ -55,6 +57,8 @@ export interface AggregatorStats {
   readonly roundsOpened: number;
   /** RoundOpens refused: not the coordinator's, bad signature, other federation, impossible values. */
   readonly roundOpensRefused: number;
+  /** Rounds opened from the log because their RoundOpen broadcast never arrived here. */
+  readonly roundsFromLog: number;
   readonly blocksAccepted: number;
   readonly manifestsAccepted: number;
   /** Site updates added to a round's sum. */
@@ -138,6 +142,7 @@ export async function startAggregator(
   const n = {
     roundsOpened: 0,
     roundOpensRefused: 0,
+    roundsFromLog: 0,
     rejected: 0,
     partialsSent: 0,
     partialsFailed: 0,
@@ -340,9 +345,37 @@ export async function startAggregator(
     }
   };
 
+  /** Rounds looked up in the log (once each): frames arrived for them before their RoundOpen. */
+  const lookedUp = new Set<number>();
+  /**
+   * A RoundOpen this aggregator has not heard while frames of its round arrive: read it from the
+   * log (appended before it was announced) and open the round from there.
+   */
+  const openFromLog = async (round: number): Promise<void> => {
+    if (lookedUp.has(round) || (current !== undefined && current.round >= round)) return;
+    lookedUp.add(round);
+    if (lookedUp.size > 64) lookedUp.delete(lookedUp.values().next().value!);
+    // A moment first: the broadcast usually comes with (or just before) the first update.
+    await new Promise((r) => setTimeout(r, Math.min(openWaitMs, 500)));
+    if (stopped || (current !== undefined && current.round >= round)) return;
+    try {
+      const open = await roundOpenFromLog(ctx, round);
+      if (open === undefined || stopped || (current !== undefined && current.round >= open.round)) return;
+      n.roundsFromLog++;
+      log.info({ round }, 'round open in the log, never announced here: collecting');
+      startRound(open);
+    } catch (err) {
+      log.warn(
+        { round, code: codeOf(err), detail: messageOf(err) },
+        'the log could not be read for a round open',
+      );
+    }
+  };
+
   /** Resolves once a RoundOpen for `round` or later has arrived, or after `openWaitMs`. */
   const waitForRound = (round: number) =>
     new Promise<void>((resolve) => {
+      void openFromLog(round);
       const timer = setTimeout(done, openWaitMs);
       function done() {
         clearTimeout(timer);
@@ -361,6 +394,8 @@ export async function startAggregator(
         onSignatureVerified: controlTimer,
       });
       const open = opened.body;
+      // Tests: a broadcast this aggregator never received (the log still has it: openFromLog).
+      if (failpoint('aggregator.round-open-lost', open.round) === 'skip') return undefined;
       if (open.federation !== federation) {
         throw new BlockRejectedError(
           'WRONG_CONTEXT',
