@@ -35,11 +35,7 @@ export function decodeAggregate(
   mac: RoundMac,
   timings?: CryptoTimingObserver,
 ): DecodedAggregate {
-  const sites = aggregate.sites.map((c) => c.site);
-  if (new Set(sites).size !== sites.length) {
-    throw new BlockRejectedError('INTEGRITY_MISMATCH', 'the aggregate lists a site twice');
-  }
-  return runSteps(decodeLanes(keyset, aggregate, { mac, sites }, timings));
+  return runSteps(aggregateSteps(keyset, aggregate, mac, timings));
 }
 
 /**
@@ -53,11 +49,21 @@ export function decodeAggregateYielding(
   mac: RoundMac,
   timings?: CryptoTimingObserver,
 ): Promise<DecodedAggregate> {
+  return runStepsYielding(aggregateSteps(keyset, aggregate, mac, timings));
+}
+
+/** {@link decodeAggregate} as steps: the listed sites checked, then {@link decodeLanes}. */
+function* aggregateSteps(
+  keyset: LaneKeyset,
+  aggregate: Aggregate,
+  mac: RoundMac,
+  timings?: CryptoTimingObserver,
+): Steps<DecodedAggregate> {
   const sites = aggregate.sites.map((c) => c.site);
   if (new Set(sites).size !== sites.length) {
-    return Promise.reject(new BlockRejectedError('INTEGRITY_MISMATCH', 'the aggregate lists a site twice'));
+    throw new BlockRejectedError('INTEGRITY_MISMATCH', 'the aggregate lists a site twice');
   }
-  return runStepsYielding(decodeLanes(keyset, aggregate, { mac, sites }, timings));
+  return yield* decodeLanes(keyset, aggregate, { mac, sites }, timings);
 }
 
 /**

@@ -188,13 +188,8 @@ export function makeShareBundle(input: MakeSharesInput): Uint8Array {
  * stay live meanwhile. Same bundle rules, same errors; a second call for the position while one
  * is being made waits for it (the ledger's `shareBundleAsync`).
  */
-export function makeShareBundleYielding(input: MakeSharesInput): Promise<Uint8Array> {
-  let plan: BundlePlan;
-  try {
-    plan = bundlePlan(input);
-  } catch (err) {
-    return Promise.reject(err);
-  }
+export async function makeShareBundleYielding(input: MakeSharesInput): Promise<Uint8Array> {
+  const plan = bundlePlan(input);
   return input.ledger.shareBundleAsync(input.context.epochId, plan.label, plan.contextBytes, () =>
     runStepsYielding(bundleSteps(input, plan)),
   );

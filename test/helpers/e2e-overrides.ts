@@ -35,3 +35,20 @@ export function e2eOverrides(
     ...rest,
   };
 }
+
+/**
+ * The smallest federation the process tests run: logistic regression on 400 MNIST rows, 200 ms
+ * heartbeats (ten to a liveness window), 20 s deadlines and 10 s vote timeouts, so a round takes a
+ * second or two; `round` is merged over those, and `rest` (e.g. `history`, `crypto`) is added as it is.
+ */
+export function logregOverrides(
+  round: Section<'round'> = {},
+  rest: Partial<CohortConfigInput> = {},
+): Partial<CohortConfigInput> {
+  return {
+    round: { heartbeatMs: 200, missedHeartbeats: 10, deadlineMs: 20_000, voteTimeoutMs: 10_000, ...round },
+    learning: { model: 'logreg', trainLimit: 400, testLimit: 50, epochs: 1, batchSize: 20 },
+    log: { level: 'error' },
+    ...rest,
+  };
+}

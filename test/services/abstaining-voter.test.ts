@@ -6,6 +6,7 @@
 // accepts a COMMIT that counts it), nobody is struck, and the site votes YES again in round 3.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openControl } from '../../src/protocol/index.ts';
+import { logregOverrides } from '../helpers/e2e-overrides.ts';
 import { Federation } from '../helpers/federation.ts';
 
 const F = 'abstain';
@@ -16,11 +17,7 @@ describe('a voter whose stores do not answer abstains; the round commits without
     f = await Federation.create(F, {
       aggregators: 1,
       sites: 4,
-      overrides: {
-        round: { heartbeatMs: 200, missedHeartbeats: 10, deadlineMs: 20_000, voteTimeoutMs: 10_000 },
-        learning: { model: 'logreg', trainLimit: 400, testLimit: 50, epochs: 1, batchSize: 20 },
-        log: { level: 'error' },
-      },
+      overrides: logregOverrides(),
     });
     await f.startAggregator(f.dep.aggregators[0]!);
     for (const s of ['site-1', 'site-2', 'site-3']) await f.startAgent(s);
@@ -67,19 +64,8 @@ describe('abstaining is no free veto: sites that abstain every round where other
     f = await Federation.create('abstain-veto', {
       aggregators: 1,
       sites: 4,
-      overrides: {
-        round: {
-          heartbeatMs: 200,
-          missedHeartbeats: 10,
-          deadlineMs: 20_000,
-          voteTimeoutMs: 10_000,
-          minContributors: 2,
-        },
-        // Two of four sites hold shares enough to decrypt once the abstainers are excluded.
-        crypto: { threshold: { sites: 2 } },
-        learning: { model: 'logreg', trainLimit: 400, testLimit: 50, epochs: 1, batchSize: 20 },
-        log: { level: 'error' },
-      },
+      // Two of four sites hold shares enough to decrypt once the abstainers are excluded.
+      overrides: logregOverrides({ minContributors: 2 }, { crypto: { threshold: { sites: 2 } } }),
     });
     await f.startAggregator(f.dep.aggregators[0]!);
     for (const s of ['site-1', 'site-2']) await f.startAgent(s);

@@ -5,6 +5,7 @@
 // receives round 2's broadcast (failpoint `agent.round-open-lost@2:skip`), and must still
 // contribute to round 2.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { logregOverrides } from '../helpers/e2e-overrides.ts';
 import { Federation, waitFor } from '../helpers/federation.ts';
 
 describe('a site that missed a RoundOpen broadcast takes the round up from the log', () => {
@@ -13,13 +14,8 @@ describe('a site that missed a RoundOpen broadcast takes the round up from the l
     f = await Federation.create('openlog', {
       aggregators: 1,
       sites: 4,
-      overrides: {
-        round: { heartbeatMs: 200, missedHeartbeats: 10, deadlineMs: 20_000, voteTimeoutMs: 10_000 },
-        // The site polls the log every decision timeout while idle.
-        history: { decisionTimeoutMs: 1500 },
-        learning: { model: 'logreg', trainLimit: 400, testLimit: 50, epochs: 1, batchSize: 20 },
-        log: { level: 'error' },
-      },
+      // The site polls the log every decision timeout while idle.
+      overrides: logregOverrides({}, { history: { decisionTimeoutMs: 1500 } }),
     });
     await f.startAggregator(f.dep.aggregators[0]!);
     for (const s of ['site-1', 'site-2', 'site-3']) await f.startAgent(s);
@@ -49,11 +45,7 @@ describe('an aggregator that missed a RoundOpen broadcast opens the round from t
     f = await Federation.create('aggopenlog', {
       aggregators: 1,
       sites: 3,
-      overrides: {
-        round: { heartbeatMs: 200, missedHeartbeats: 10, deadlineMs: 20_000, voteTimeoutMs: 10_000 },
-        learning: { model: 'logreg', trainLimit: 400, testLimit: 50, epochs: 1, batchSize: 20 },
-        log: { level: 'error' },
-      },
+      overrides: logregOverrides(),
     });
     const agg = f.spawn('aggregator', 'agg-1', ['--set', 'log.level=info'], {
       COHORT_FAILPOINT: 'aggregator.round-open-lost@2:skip',

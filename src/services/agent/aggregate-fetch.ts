@@ -1,9 +1,9 @@
 import { bytesEqual, sha256 } from '../../../crypto/digest/index.ts';
-import { backoffDelay, sleep } from '../../retry/index.ts';
 import { decodeAggregateObject } from '../../round/index.ts';
-import { aggregateStore, readWriteOnceObject, StoreError, type WriteOnceStore } from '../store/index.ts';
+import { aggregateStore, readWriteOnceObject, type WriteOnceStore } from '../store/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
+import { retryUnavailable } from './read-retry.ts';
 import { VoteNo } from './voter-error.ts';
 
 /**
@@ -19,25 +19,22 @@ export async function fetchObject(
   name: string,
   maxBytes: number,
 ): Promise<Uint8Array> {
-  const { timeoutMs, maxRetry } = core.ctx.config.nats;
+  const { timeoutMs } = core.ctx.config.nats;
   let bytes: Uint8Array | null;
-  for (let attempt = 0; ; attempt++) {
-    try {
-      bytes = await readWriteOnceObject(core.ctx.transport.connection, store, name, { maxBytes, timeoutMs });
-      break;
-    } catch (cause) {
-      // A server that stalls for a moment (a loaded host) costs a retry, as a request does
-      // (`nats.maxRetry`), not a NO vote; an object refused as corrupt or too large is final.
-      if (cause instanceof StoreError && cause.code === 'STORE_UNAVAILABLE' && attempt < maxRetry) {
-        await sleep(backoffDelay(attempt + 1, { baseMs: 100, maxMs: 2000 }));
-        continue;
-      }
-      throw new AgentError(
-        'REPLAY_UNAVAILABLE',
-        `cannot read ${store.stream}/${name}: ${(cause as Error).message}`,
-        { cause },
-      );
-    }
+  try {
+    // A server that stalls for a moment (a loaded host) costs a retry, not a NO vote; an object
+    // refused as corrupt or too large is final.
+    bytes = await retryUnavailable(core, () =>
+      readWriteOnceObject(core.ctx.transport.connection, store, name, { maxBytes, timeoutMs }),
+    );
+  } catch (cause) {
+    throw new AgentError(
+      'REPLAY_UNAVAILABLE',
+      `cannot read ${store.stream}/${name}: ${(cause as Error).message}`,
+      {
+        cause,
+      },
+    );
   }
   if (bytes === null) throw new AgentError('REPLAY_UNAVAILABLE', `${store.stream}/${name} is not stored`);
   return bytes;

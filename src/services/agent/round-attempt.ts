@@ -1,7 +1,6 @@
 import { bytesEqual } from '../../../crypto/digest/index.ts';
-import { backoffDelay, sleep } from '../../retry/index.ts';
 import type { AgentCore } from './agent-core.ts';
-import { readUnavailable } from './voter-error.ts';
+import { readUnavailable, retryUnavailable } from './read-retry.ts';
 
 /** Why a message of a round attempt is refused (see {@link replayProblem}). */
 export interface ReplayRefusal {
@@ -34,22 +33,13 @@ export async function replayProblem(
     return open !== undefined && open.round === round && bytesEqual(open.attempt, attempt);
   };
   if (history().decisionOf(round) === undefined && live()) return undefined;
-  const maxRetry = core.ctx.config.nats.maxRetry;
-  for (let tries = 0; ; tries++) {
-    try {
-      await core.follower.sync();
-      break;
-    } catch (err) {
-      const unavailable = readUnavailable(err);
-      if (unavailable && tries < maxRetry) {
-        await sleep(backoffDelay(tries + 1, { baseMs: 100, maxMs: 2000 }));
-        continue;
-      }
-      return {
-        reason: `${what} of round ${round} cannot be checked against the log: ${(err as Error).message}`,
-        unavailable,
-      };
-    }
+  try {
+    await retryUnavailable(core, () => core.follower.sync());
+  } catch (err) {
+    return {
+      reason: `${what} of round ${round} cannot be checked against the log: ${(err as Error).message}`,
+      unavailable: readUnavailable(err),
+    };
   }
   if (history().decisionOf(round) !== undefined) {
     return { reason: `${what} of round ${round}, which the log has decided: a replay`, unavailable: false };

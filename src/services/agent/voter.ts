@@ -6,9 +6,10 @@ import { StoreError } from '../store/index.ts';
 import type { AgentCore } from './agent-core.ts';
 import { AgentError } from './agent-error.ts';
 import type { AgentSteps } from './agent-steps.ts';
+import { readUnavailable } from './read-retry.ts';
 import { replayProblem } from './round-attempt.ts';
 import { sitePlanFor } from './site-plan.ts';
-import { readUnavailable, VoteNo } from './voter-error.ts';
+import { VoteNo } from './voter-error.ts';
 
 export { VoteNo };
 

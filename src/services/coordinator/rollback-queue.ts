@@ -5,6 +5,7 @@ import { type AdminActionBody, openControl } from '../../protocol/index.ts';
 import { bytesToHex } from '../../versions/index.ts';
 import {
   ADMIN_ACTION_ROLLBACK,
+  adminActionText,
   type ChainCommit,
   type LogEntry,
   type LogHistory,
@@ -130,7 +131,7 @@ export class RollbackQueue {
     const inFlight = this.#inFlight.get(digest);
     if (inFlight !== undefined) return encode({ ...(await inFlight), repeated: true });
     const logged = history.adminActions.find(
-      (a) => a.action.action === ADMIN_ACTION_ROLLBACK && requestDigestOf(a.action) === digest,
+      (a) => a.action.action === ADMIN_ACTION_ROLLBACK && adminActionText(a.action, 'request') === digest,
     );
     if (logged !== undefined) {
       // Logged, yet not queued: its append was reported unavailable and landed late. It is still
@@ -218,14 +219,4 @@ function targetProblem(history: LogHistory, target: Uint8Array): string | null {
     return `commit ${bytesToHex(target).slice(0, 12)} is the head, not an earlier commit`;
   }
   return null;
-}
-
-/** The request digest a logged signed rollback request recorded in its arguments, if any. */
-function requestDigestOf(action: AdminActionBody): string | undefined {
-  try {
-    const args = JSON.parse(new TextDecoder().decode(action.arguments)) as { request?: unknown };
-    return typeof args.request === 'string' ? args.request : undefined;
-  } catch {
-    return undefined;
-  }
 }

@@ -90,6 +90,19 @@ export const ADMIN_ACTION_ROLLBACK = 'versions.rollback';
 export const ADMIN_ACTION_COORDINATOR_START = 'coordinator.start';
 
 /**
+ * The string argument `name` of a logged admin action (its `arguments` are canonical JSON), or
+ * undefined when it has none or the arguments are not JSON: a logged action is read, never refused.
+ */
+export function adminActionText(action: AdminActionBody, name: string): string | undefined {
+  try {
+    const value = (JSON.parse(new TextDecoder().decode(action.arguments)) as Record<string, unknown>)[name];
+    return typeof value === 'string' ? value : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * A rollback request the log holds and no rollback round has taken yet
  * ({@link LogHistory.pendingRollbacks}).
  */

@@ -1,6 +1,7 @@
 export {
   ADMIN_ACTION_COORDINATOR_START,
   ADMIN_ACTION_ROLLBACK,
+  adminActionText,
   type ChainCommit,
   type DecidedRound,
   type LoggedAdminAction,

@@ -29,6 +29,7 @@ import {
 } from '../../versions/index.ts';
 import {
   ADMIN_ACTION_ROLLBACK,
+  adminActionText,
   type ChainCommit,
   type DecidedRound,
   type LoggedAdminAction,
@@ -69,9 +70,8 @@ export class LogHistory {
   readonly #stream: string;
   readonly #registryChanges: LoggedRegistryChange[] = [];
   readonly #adminActions: LoggedAdminAction[] = [];
-  readonly #pendingRollbacks: PendingRollback[] = [];
-  /** Rounds other than rollbacks that opened after a pending request, by its entry's sequence. */
-  readonly #rollbackPassed = new Map<number, number>();
+  /** Pending rollback requests, each with how many other rounds opened after it were decided. */
+  #pendingRollbacks: { readonly request: PendingRollback; passed: number }[] = [];
   readonly #thresholdEpochs: (LoggedEpoch & { readonly entry: LogEntry })[] = [];
   readonly #keepEvidence: boolean;
   /** Set once any partial or vote record was applied: from then on every decision needs its evidence. */
@@ -187,7 +187,7 @@ export class LogHistory {
    * running it late would undo the rounds since.
    */
   get pendingRollbacks(): readonly PendingRollback[] {
-    return this.#pendingRollbacks;
+    return this.#pendingRollbacks.map((r) => r.request);
   }
 
   /** The round the next registry change would apply from: the round after the last one named. */
@@ -399,23 +399,14 @@ export class LogHistory {
         throw this.#invalid(entry, `ABORT of round ${d.round} names a commit hash`);
     }
     if (d.rollbackTarget.length > 0) {
-      const taken = this.#pendingRollbacks.findIndex((r) => bytesEqual(r.target, d.rollbackTarget));
+      const taken = this.#pendingRollbacks.findIndex((r) => bytesEqual(r.request.target, d.rollbackTarget));
       if (taken >= 0) this.#pendingRollbacks.splice(taken, 1);
-    } else if (this.#pendingRollbacks.length > 0) {
+    } else {
       // A coordinator runs a queued rollback before any other round; a request that another round
       // opened after, twice, was lost (a coordinator before requests were durable) or dropped
       // (its target no longer below the head). Restarting it now would undo the rounds since.
-      const opened = open.entry.sequence;
-      for (let k = this.#pendingRollbacks.length - 1; k >= 0; k--) {
-        const r = this.#pendingRollbacks[k]!;
-        if (r.entry.sequence > opened) continue;
-        const passed = (this.#rollbackPassed.get(r.entry.sequence) ?? 0) + 1;
-        this.#rollbackPassed.set(r.entry.sequence, passed);
-        if (passed >= 2) {
-          this.#pendingRollbacks.splice(k, 1);
-          this.#rollbackPassed.delete(r.entry.sequence);
-        }
-      }
+      for (const r of this.#pendingRollbacks) if (r.request.entry.sequence < open.entry.sequence) r.passed++;
+      this.#pendingRollbacks = this.#pendingRollbacks.filter((r) => r.passed < 2);
     }
     this.#open = null;
     this.#lastRound = d.round;
@@ -530,9 +521,12 @@ export class LogHistory {
     this.#adminActions.push({ entry, action: a });
     if (a.action === ADMIN_ACTION_ROLLBACK && /^[0-9a-f]{64}$/.test(a.target)) {
       this.#pendingRollbacks.push({
-        entry,
-        target: hexToBytes('target', a.target, 32),
-        reason: loggedReason(a),
+        request: {
+          entry,
+          target: hexToBytes('target', a.target, 32),
+          reason: adminActionText(a, 'reason') ?? '',
+        },
+        passed: 0,
       });
     }
   }
@@ -551,14 +545,4 @@ export class LogHistory {
 
 function short(hash: Uint8Array): string {
   return hash.length === 0 ? '(none)' : bytesToHex(hash).slice(0, 12);
-}
-
-/** The `reason` of a logged rollback request's arguments (canonical JSON), '' when it has none. */
-function loggedReason(a: AdminActionBody): string {
-  try {
-    const args = JSON.parse(new TextDecoder().decode(a.arguments)) as { reason?: unknown };
-    return typeof args.reason === 'string' ? args.reason : '';
-  } catch {
-    return '';
-  }
 }
